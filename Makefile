@@ -1,0 +1,17 @@
+# Targets stay thin: the work is in scripts/, where it can be read and run on its own.
+.PHONY: run test bench lint wasm clean
+
+run: ## build everything and serve the demo page on http://127.0.0.1:8080
+	./scripts/run.sh
+
+test: ## every test: vet + staticcheck (native and js/wasm), go test -race, wasm tests, e2e
+	./scripts/test.sh
+
+lint: ## vet + staticcheck, native and js/wasm
+	./scripts/lint.sh
+
+bench: ## benchmarks (long; not part of make test)
+	./scripts/bench.sh
+
+clean:
+	rm -rf web/lifeline.wasm* web/wasm_exec.js e2e/node_modules e2e/test-results e2e/playwright-report

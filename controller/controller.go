@@ -1,0 +1,616 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Options tune a [Controller]. A nil *Options means all defaults.
+type Options struct {
+	// Endpoint is the default target handed to every generation (Generation.Target). The
+	// controller treats it as an opaque name; the gateway dials it. Default "".
+	Endpoint string
+	// Logger receives the controller's logs. Default slog.Default().
+	Logger *slog.Logger
+	// OnChange receives every state change, in order, from one goroutine at a time. It may
+	// call the controller's methods. Default: none.
+	OnChange func(Status)
+	// Rand returns values in [0,1) for the ladder's jitter. Default: a source of this
+	// controller's own, seeded at random, so that pages do not retry in lockstep.
+	Rand func() float64
+}
+
+// A Controller keeps one logical connection alive through generations opened by a [Source]:
+// it owns the readiness deadline, the slow-host warning, the retry ladder, flap and
+// redirect-loop damping, and the offline suspension. It knows no sockets and no DOM.
+//
+// Create one with [New], then call Start. All methods are safe from any goroutine. Internally
+// one goroutine (the loop) owns every piece of state; methods send it commands.
+type Controller struct {
+	src      Source
+	cfg      Config
+	endpoint string
+	log      *slog.Logger
+	rnd      func() float64
+	onChange func(Status)
+
+	// life serialises Start and Stop. It is a channel rather than a mutex so that a Stop
+	// waiting for a slow source is a durable block under testing/synctest.
+	life chan struct{}
+
+	mu      sync.Mutex
+	cur     *loop // the running loop, nil when idle or stopped
+	offline bool  // the browser's last word on connectivity; outlives Stop/Start
+	status  Status
+	queue   []Status // statuses not yet delivered to onChange
+	sending bool     // a delivery goroutine is running
+	gens    uint64   // attempt numbering, continuous across Stop/Start
+}
+
+// New returns an idle controller. cfg must come from [Resolve] or [DefaultConfig].
+func New(src Source, cfg Config, opts *Options) (*Controller, error) {
+	if src == nil {
+		return nil, ErrNilSource
+	}
+	if !cfg.Valid() {
+		return nil, ErrUnresolvedConfig
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Rand == nil {
+		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())).Float64
+	}
+	return &Controller{
+		src:      src,
+		cfg:      cfg,
+		endpoint: o.Endpoint,
+		log:      o.Logger,
+		rnd:      o.Rand,
+		onChange: o.OnChange,
+		life:     make(chan struct{}, 1),
+	}, nil
+}
+
+// Config returns the controller's timing config.
+func (c *Controller) Config() Config { return c.cfg }
+
+// Status returns the latest status.
+func (c *Controller) Status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status
+}
+
+// Start begins a fresh sequence: the first attempt at once, the ladder at its first cap, the
+// redirect chain empty. Start on a running controller does nothing.
+func (c *Controller) Start() {
+	c.life <- struct{}{}
+	defer func() { <-c.life }()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur != nil {
+		return
+	}
+	l := &loop{
+		c:       c,
+		cmds:    make(chan command),
+		events:  make(chan event),
+		done:    make(chan struct{}),
+		offline: c.offline,
+	}
+	c.cur = l
+	go l.run()
+}
+
+// Stop cancels every generation, waits until each has settled, and stops every timer. A ready
+// that lands during or after Stop is discarded and its carrier closed. Stop on a controller
+// that is not running does nothing.
+func (c *Controller) Stop() {
+	c.life <- struct{}{}
+	defer func() { <-c.life }()
+	c.mu.Lock()
+	l := c.cur
+	c.mu.Unlock()
+	if l == nil {
+		return
+	}
+	l.send(cmdStop)
+	<-l.done
+	c.mu.Lock()
+	c.cur = nil
+	c.mu.Unlock()
+}
+
+// ReconnectNow attempts at once from the first cap of the ladder: it cancels a pending
+// handshake (the new one starts once it settled), skips a wait, or replaces a connected
+// generation. On an idle controller it is Start; on a stopped one it does nothing.
+func (c *Controller) ReconnectNow() {
+	c.mu.Lock()
+	l, idle := c.cur, c.status.State == Idle
+	c.mu.Unlock()
+	switch {
+	case l != nil:
+		l.send(cmdReconnect)
+	case idle:
+		c.Start()
+	}
+}
+
+// SetOnline tells the controller what the browser says of its network. Offline is
+// authoritative: it cancels the attempt or generation and arms no timer. Online attempts at
+// once, from the first cap.
+func (c *Controller) SetOnline(online bool) {
+	c.mu.Lock()
+	c.offline = !online
+	l := c.cur
+	c.mu.Unlock()
+	if l == nil {
+		return
+	}
+	if online {
+		l.send(cmdOnline)
+	} else {
+		l.send(cmdOffline)
+	}
+}
+
+// publish records s and queues it for OnChange. Called only by the loop (the one writer).
+func (c *Controller) publish(s Status) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.status = s
+	if c.onChange == nil {
+		return
+	}
+	c.queue = append(c.queue, s)
+	if !c.sending {
+		c.sending = true
+		go c.deliver()
+	}
+}
+
+// deliver hands queued statuses to OnChange in order. It runs on its own goroutine so that the
+// loop never waits for an observer and an observer may call the controller; it exits when the
+// queue is empty, so a stopped controller leaves no goroutine behind.
+func (c *Controller) deliver() {
+	for {
+		c.mu.Lock()
+		if len(c.queue) == 0 {
+			c.sending = false
+			c.queue = c.queue[:0]
+			c.mu.Unlock()
+			return
+		}
+		s := c.queue[0]
+		c.queue[0] = Status{}
+		c.queue = c.queue[1:]
+		c.mu.Unlock()
+		c.onChange(s)
+	}
+}
+
+func (c *Controller) nextGeneration() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gens++
+	return c.gens
+}
+
+type command int
+
+const (
+	cmdStop command = iota
+	cmdReconnect
+	cmdOffline
+	cmdOnline
+)
+
+type eventKind int
+
+const (
+	evReady eventKind = iota
+	evGoAway
+	evEnded
+)
+
+type event struct {
+	kind  eventKind
+	gen   *Generation
+	uri   string     // evGoAway
+	err   error      // evEnded
+	reply chan error // evReady, evGoAway
+}
+
+// gen is the loop's record of one started generation.
+type gen struct {
+	h       *Generation
+	cancel  context.CancelCauseFunc
+	ready   bool
+	readyAt time.Time
+}
+
+// loop is one run of the controller, from Start to Stop. Only its goroutine touches its fields.
+type loop struct {
+	c      *Controller
+	cmds   chan command
+	events chan event
+	done   chan struct{}
+
+	live []*gen // started and not yet settled, current or cancelled
+	cur  *gen   // the generation that defines the state: a handshake or the connected one
+	old  *gen   // a connected generation draining after GOAWAY while cur handshakes
+
+	pending  bool      // an attempt is wanted
+	due      bool      // ... and its wait is over
+	target   string    // where the pending attempt dials
+	next     time.Time // when the pending attempt is due
+	failures int       // ladder position
+	chain    []string  // endpoints that redirected the page in this chain
+	outage   time.Time // when the current outage began; zero when none
+	lastErr  error
+	attempt  uint64 // number of the latest generation started
+	slow     bool
+	offline  bool
+	stopping bool
+
+	slowT, deadlineT, retryT, stableT *time.Timer
+	last                              Status
+}
+
+func (l *loop) send(cmd command) {
+	select {
+	case l.cmds <- cmd:
+	case <-l.done:
+	}
+}
+
+func (l *loop) run() {
+	defer close(l.done)
+	c := l.c
+	l.slowT = stoppedTimer()
+	l.deadlineT = stoppedTimer()
+	l.retryT = stoppedTimer()
+	l.stableT = stoppedTimer()
+	l.target = c.endpoint
+	if !l.offline {
+		l.attemptNow()
+	}
+	l.step()
+	for !(l.stopping && len(l.live) == 0) {
+		select {
+		case cmd := <-l.cmds:
+			l.command(cmd)
+		case ev := <-l.events:
+			l.event(ev)
+		case <-l.slowT.C:
+			if l.cur != nil && !l.cur.ready && !l.slow {
+				l.slow = true
+				c.log.Warn("lifeline: host is slow to respond",
+					"attempt", l.cur.h.n, "after", c.cfg.slowAfter)
+			}
+		case <-l.deadlineT.C:
+			if g := l.cur; g != nil && !g.ready {
+				c.log.Warn("lifeline: handshake cancelled at deadline",
+					"attempt", g.h.n, "deadline", c.cfg.deadline)
+				l.cur = nil
+				l.fail(g, fmt.Errorf("%w after %v", ErrDeadline, c.cfg.deadline), ErrDeadline)
+			}
+		case <-l.retryT.C:
+			l.due = true
+			l.next = time.Now()
+		case <-l.stableT.C:
+			if l.cur != nil && l.cur.ready {
+				l.failures = 0
+				l.chain = l.chain[:0]
+			}
+		}
+		l.step()
+	}
+	l.stopTimers()
+}
+
+// step starts the pending attempt if it is due and nothing blocks it, then publishes the
+// status if it changed. Every path through the loop ends here.
+func (l *loop) step() {
+	if l.pending && l.due && !l.stopping && !l.offline && l.canStart() {
+		l.start()
+	}
+	s := l.status()
+	if !s.equal(l.last) {
+		l.last = s
+		l.c.publish(s)
+	}
+}
+
+// canStart reports whether every live generation has settled, but for a draining old one:
+// no two handshakes ever overlap, and a cancelled generation settles before the next starts.
+func (l *loop) canStart() bool {
+	for _, g := range l.live {
+		if g != l.old {
+			return false
+		}
+	}
+	return true
+}
+
+func (l *loop) start() {
+	c := l.c
+	l.pending, l.due = false, false
+	ctx, cancel := context.WithCancelCause(context.Background())
+	l.attempt = c.nextGeneration()
+	h := &Generation{n: l.attempt, target: l.target, ctx: ctx, events: l.events, done: l.done}
+	g := &gen{h: h, cancel: cancel}
+	l.live = append(l.live, g)
+	l.cur = g
+	l.slow = false
+	if c.cfg.slowAfter < c.cfg.deadline {
+		l.slowT.Reset(c.cfg.slowAfter)
+	}
+	l.deadlineT.Reset(c.cfg.deadline)
+	go l.runSource(g)
+}
+
+// runSource runs one generation and reports its settle. The loop keeps receiving events until
+// every live generation has settled, so this send always lands.
+func (l *loop) runSource(g *gen) {
+	err := l.c.src.Run(g.h.ctx, g.h)
+	g.cancel(ErrStale) // a late Ready or GoAway from a leftover goroutine is refused
+	l.events <- event{kind: evEnded, gen: g.h, err: err}
+}
+
+func (l *loop) find(h *Generation) *gen {
+	for _, g := range l.live {
+		if g.h == h {
+			return g
+		}
+	}
+	return nil
+}
+
+func (l *loop) command(cmd command) {
+	if l.stopping {
+		return // Stop is final for this loop; Start makes a new one
+	}
+	switch cmd {
+	case cmdStop:
+		l.stopping = true
+		l.pending = false
+		l.cancelAll(ErrStopped)
+		l.stopTimers()
+	case cmdReconnect:
+		l.cancelAll(ErrReplaced)
+		l.failures = 0
+		l.target = l.c.endpoint
+		l.chain = l.chain[:0]
+		l.attemptNow()
+	case cmdOffline:
+		if l.offline {
+			return
+		}
+		l.offline = true
+		l.cancelAll(ErrOffline)
+		l.retryT.Stop()
+		l.pending = false
+	case cmdOnline:
+		if !l.offline {
+			return
+		}
+		l.offline = false
+		l.failures = 0
+		l.target = l.c.endpoint
+		l.attemptNow()
+	}
+}
+
+// attemptNow makes the pending attempt due at once, cancelling any wait.
+func (l *loop) attemptNow() {
+	l.retryT.Stop()
+	l.pending, l.due = true, true
+	l.next = time.Now()
+}
+
+func (l *loop) event(ev event) {
+	g := l.find(ev.gen)
+	switch ev.kind {
+	case evReady:
+		ev.reply <- l.ready(g)
+	case evGoAway:
+		ev.reply <- l.goAway(g, ev.uri)
+	case evEnded:
+		l.ended(g, ev.err)
+	}
+}
+
+func (l *loop) ready(g *gen) error {
+	if g == nil || g != l.cur || g.ready || g.h.ctx.Err() != nil || l.stopping || l.offline {
+		return ErrStale
+	}
+	c := l.c
+	g.ready, g.readyAt = true, time.Now()
+	l.slowT.Stop()
+	l.deadlineT.Stop()
+	l.slow = false
+	l.lastErr = nil
+	if l.old != nil {
+		l.old.cancel(ErrReplaced)
+		l.old = nil
+	}
+	if !l.outage.IsZero() {
+		c.log.Info("lifeline: connection recovered",
+			"attempt", g.h.n, "outage", time.Since(l.outage), "failures", l.failures)
+		l.outage = time.Time{}
+	}
+	if c.cfg.stableAfter == 0 {
+		l.failures = 0
+		l.chain = l.chain[:0]
+	} else {
+		l.stableT.Reset(c.cfg.stableAfter)
+	}
+	return nil
+}
+
+func (l *loop) goAway(g *gen, uri string) error {
+	if g == nil || g != l.cur || !g.ready || g.h.ctx.Err() != nil || l.stopping || l.offline {
+		return ErrStale
+	}
+	if uri == "" {
+		// Come back to the same place: a restart, never a loop.
+		uri = g.h.target
+	} else {
+		loop := contains(l.chain, uri)
+		if !contains(l.chain, g.h.target) {
+			l.chain = append(l.chain, g.h.target)
+		}
+		if loop {
+			// Honoured, only slowed down: the hop waits out the ladder while the draining
+			// generation keeps delivering.
+			l.failures++
+			d := Delay(l.c.cfg, l.failures, l.c.rnd)
+			l.c.log.Warn("lifeline: redirect loop, slowing the hop down",
+				"attempt", g.h.n, "to", uri, "delay", d)
+			l.old, l.cur = g, nil
+			l.stableT.Stop()
+			l.target = uri
+			l.schedule(d)
+			return nil
+		}
+	}
+	l.old, l.cur = g, nil
+	l.stableT.Stop()
+	l.target = uri
+	l.attemptNow()
+	return nil
+}
+
+func (l *loop) ended(g *gen, err error) {
+	if g == nil {
+		return
+	}
+	for i, x := range l.live {
+		if x == g {
+			l.live = append(l.live[:i], l.live[i+1:]...)
+			break
+		}
+	}
+	switch g {
+	case l.old:
+		// The draining generation left before its successor was ready.
+		l.old = nil
+	case l.cur:
+		l.cur = nil
+		if err == nil {
+			err = ErrStale // a Source must say why; never leave lastErr empty on a failure
+		}
+		if g.ready {
+			l.stableT.Stop()
+			if time.Since(g.readyAt) >= l.c.cfg.stableAfter {
+				l.failures = 0
+			}
+			// A session that ends without GOAWAY breaks the redirect chain and sends the
+			// page back to its own endpoint.
+			l.chain = l.chain[:0]
+			l.target = l.c.endpoint
+		}
+		l.fail(g, err, nil)
+	}
+}
+
+// fail records a failed attempt or a lost generation and schedules the next attempt on the
+// ladder. cause, when set, cancels g with it.
+func (l *loop) fail(g *gen, err, cause error) {
+	c := l.c
+	if cause != nil {
+		g.cancel(cause)
+	}
+	l.slowT.Stop()
+	l.deadlineT.Stop()
+	l.slow = false
+	l.failures++
+	l.lastErr = err
+	attrs := []any{"attempt", g.h.n, "failures", l.failures, "err", err}
+	if l.outage.IsZero() {
+		l.outage = time.Now()
+		c.log.Error("lifeline: connection failed", attrs...)
+	} else {
+		c.log.Warn("lifeline: connection failed again", attrs...)
+	}
+	if l.offline || l.stopping {
+		return
+	}
+	d := Delay(c.cfg, l.failures, c.rnd)
+	if ra := (*RetryAfterError)(nil); errors.As(err, &ra) {
+		d = max(d, min(ra.After, maxRetryAfter))
+	}
+	l.schedule(d)
+}
+
+// maxRetryAfter bounds how long a Host may hold a page back with a 1013 retry-after.
+const maxRetryAfter = 60 * time.Second
+
+func (l *loop) schedule(d time.Duration) {
+	l.pending, l.due = true, false
+	l.next = time.Now().Add(d)
+	l.retryT.Reset(d)
+}
+
+func (l *loop) cancelAll(cause error) {
+	for _, g := range l.live {
+		g.cancel(cause)
+	}
+	l.cur, l.old = nil, nil
+	l.slowT.Stop()
+	l.deadlineT.Stop()
+	l.stableT.Stop()
+	l.slow = false
+}
+
+func (l *loop) stopTimers() {
+	l.slowT.Stop()
+	l.deadlineT.Stop()
+	l.retryT.Stop()
+	l.stableT.Stop()
+}
+
+// status derives the observable status from the loop's facts; nothing stores the state.
+func (l *loop) status() Status {
+	s := Status{Failures: l.failures, Err: l.lastErr, Attempt: l.attempt}
+	switch {
+	case l.stopping:
+		s.State = Stopped
+	case l.offline:
+		s.State = Offline
+	case l.old != nil || (l.cur != nil && l.cur.ready):
+		s.State = Connected
+	case l.cur != nil:
+		s.State, s.Slow = Connecting, l.slow
+	default:
+		s.State = Reconnecting
+		s.NextAttempt = l.next // when due, the moment it fell due: waiting for a settle
+	}
+	return s
+}
+
+func stoppedTimer() *time.Timer {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

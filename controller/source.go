@@ -1,0 +1,119 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Source opens generations for a [Controller]. The gateway implements it over WebSockets;
+// tests implement it with channels. The controller calls Run for one generation at a time
+// (except during a GOAWAY handover, where a draining generation may still run beside the one
+// handshake in flight).
+type Source interface {
+	// Run performs one generation: it dials gen.Target(), completes the handshake, calls
+	// gen.Ready once, then carries the connection until it ends, and returns why it ended.
+	//
+	// Run must return promptly once ctx is cancelled, and only after it has released
+	// everything it holds (socket, listeners, goroutines): its return is the settle the
+	// controller waits for before it starts another attempt. A Run that ignores cancellation
+	// delays the next attempt; it never overlaps it.
+	Run(ctx context.Context, gen *Generation) error
+}
+
+// SourceFunc adapts a function to [Source].
+type SourceFunc func(ctx context.Context, gen *Generation) error
+
+// Run calls f.
+func (f SourceFunc) Run(ctx context.Context, gen *Generation) error { return f(ctx, gen) }
+
+// Errors a Source or a caller may see.
+var (
+	// ErrStale is returned by Generation.Ready and GoAway when the generation is no longer
+	// the current one (cancelled, replaced, or the controller stopped).
+	ErrStale = errors.New("controller: generation is no longer current")
+	// ErrDeadline is the cause of a handshake cancelled at the deadline.
+	ErrDeadline = errors.New("controller: handshake deadline exceeded")
+	// ErrStopped is the cause of a generation cancelled by Stop.
+	ErrStopped = errors.New("controller: stopped")
+	// ErrReplaced is the cause of a generation cancelled by ReconnectNow or by a GOAWAY
+	// handover that completed.
+	ErrReplaced = errors.New("controller: generation replaced")
+	// ErrOffline is the cause of a generation cancelled because the browser went offline.
+	ErrOffline = errors.New("controller: browser offline")
+	// ErrUnresolvedConfig is returned by New for a Config that did not come from Resolve.
+	ErrUnresolvedConfig = errors.New("controller: config was not resolved (use Resolve or DefaultConfig)")
+	// ErrNilSource is returned by New without a Source.
+	ErrNilSource = errors.New("controller: nil source")
+)
+
+// RetryAfterError is a failure for which the Host asked the page to wait at least After before
+// the next attempt (a 1013 close). The controller waits the longer of After and its ladder
+// delay: a retry-after can slow the ladder down, never speed it up.
+type RetryAfterError struct {
+	After time.Duration
+	Err   error
+}
+
+func (e *RetryAfterError) Error() string {
+	return fmt.Sprintf("%v (retry after %v)", e.Err, e.After)
+}
+
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// Generation is the handle a [Source] gets for one attempt. Its methods are safe from any
+// goroutine; once the generation is stale they do nothing but report [ErrStale].
+type Generation struct {
+	n      uint64
+	target string
+	ctx    context.Context
+	events chan<- event
+	done   <-chan struct{} // closed when the controller's loop has ended
+}
+
+// Number is the generation's attempt number.
+func (g *Generation) Number() uint64 { return g.n }
+
+// Target is the endpoint to dial: the controller's Endpoint, or the uri of a GOAWAY that moved
+// the page elsewhere.
+func (g *Generation) Target() string { return g.target }
+
+// Ready reports that the handshake completed (a fresh ready frame arrived). It returns nil if
+// the generation is now the connected one. Otherwise it returns [ErrStale] after closing c: a
+// cancelled attempt's late ready can never establish a connection, and the carrier it brought
+// is not left open. c may be nil.
+func (g *Generation) Ready(c io.Closer) error {
+	err := ErrStale
+	if g.ctx.Err() == nil {
+		reply := make(chan error, 1)
+		select {
+		case g.events <- event{kind: evReady, gen: g, reply: reply}:
+			err = <-reply
+		case <-g.ctx.Done():
+		case <-g.done:
+		}
+	}
+	if err != nil && c != nil {
+		c.Close()
+	}
+	return err
+}
+
+// GoAway reports that the Host is draining this generation. A non-empty uri asks the page to
+// move there; an empty one to come back to the same place. The generation keeps running (and
+// delivering) until the controller replaces it or it ends on its own.
+func (g *Generation) GoAway(uri string) error {
+	if g.ctx.Err() != nil {
+		return ErrStale
+	}
+	reply := make(chan error, 1)
+	select {
+	case g.events <- event{kind: evGoAway, gen: g, uri: uri, reply: reply}:
+		return <-reply
+	case <-g.ctx.Done():
+	case <-g.done:
+	}
+	return ErrStale
+}

@@ -1,0 +1,54 @@
+package controller
+
+import "time"
+
+// State is where a [Controller] stands. Slow is a flag of Connecting, not a State.
+type State int
+
+const (
+	// Idle: created, never started.
+	Idle State = iota
+	// Connecting: a handshake is in flight.
+	Connecting
+	// Connected: a generation said ready and has not ended.
+	Connected
+	// Reconnecting: waiting for the next attempt; Status.NextAttempt says when it is due.
+	Reconnecting
+	// Offline: suspended because the browser is offline; no attempt and no timer until online.
+	Offline
+	// Stopped: Stop was called; nothing runs until Start.
+	Stopped
+)
+
+var stateNames = [...]string{"idle", "connecting", "connected", "reconnecting", "offline", "stopped"}
+
+// String returns the lower-case name used on the wire and in the page's data-state.
+func (s State) String() string {
+	if s < 0 || int(s) >= len(stateNames) {
+		return "invalid"
+	}
+	return stateNames[s]
+}
+
+// Status is one observable state of a [Controller], as delivered to Options.OnChange.
+type Status struct {
+	State State
+	// Slow is set while Connecting once the handshake has been pending for SlowAfter.
+	Slow bool
+	// Attempt is the number of the current or last generation: 1 for the first attempt ever
+	// made by this controller, and increasing by one with every attempt.
+	Attempt uint64
+	// Failures is the ladder position: consecutive failures since the last stable generation
+	// (or ReconnectNow, or online, or Start).
+	Failures int
+	// NextAttempt is when the next attempt is due, set while Reconnecting.
+	NextAttempt time.Time
+	// Err is the last failure; nil once a generation is ready.
+	Err error
+}
+
+// equal compares two statuses without comparing errors by identity alone.
+func (s Status) equal(o Status) bool {
+	return s.State == o.State && s.Slow == o.Slow && s.Attempt == o.Attempt &&
+		s.Failures == o.Failures && s.NextAttempt.Equal(o.NextAttempt) && s.Err == o.Err
+}
