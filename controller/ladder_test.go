@@ -85,10 +85,10 @@ func TestDelayDistributionAtTopCap(t *testing.T) {
 
 func TestDelayNeverZeroNegativeOrOverflowing(t *testing.T) {
 	cfgs := map[string]controller.Config{
-		"defaults":                  controller.DefaultConfig(),
-		"full jitter":               mustResolve(t, controller.Recovery{Jitter: new(1.0)}),
-		"huge factor":               mustResolve(t, controller.Recovery{Factor: new(math.MaxFloat64)}),
-		"largest timers":            mustResolve(t, controller.Recovery{InitialDelayMs: new(float64(math.MaxInt32)), MaxDelayMs: new(float64(math.MaxInt32))}),
+		"defaults":                   controller.DefaultConfig(),
+		"full jitter":                mustResolve(t, controller.Recovery{Jitter: new(1.0)}),
+		"huge factor":                mustResolve(t, controller.Recovery{Factor: new(math.MaxFloat64)}),
+		"largest timers":             mustResolve(t, controller.Recovery{InitialDelayMs: new(float64(math.MaxInt32)), MaxDelayMs: new(float64(math.MaxInt32))}),
 		"1 ms caps with full jitter": mustResolve(t, controller.Recovery{InitialDelayMs: new(1.0), MaxDelayMs: new(1.0), Jitter: new(1.0)}),
 	}
 	r := rand.New(rand.NewPCG(3, 4))
