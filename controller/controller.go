@@ -441,8 +441,14 @@ func (l *loop) ready(g *gen) error {
 	l.deadlineT.Stop()
 	l.slow = false
 	l.lastErr = nil
-	if l.old != nil {
-		l.old.cancel(ErrReplaced)
+	if o := l.old; o != nil {
+		// A generation handed over before it was stable is a flap like any other: it must
+		// not let a Host that says ready and redirects at once pull the page round a loop at
+		// full speed.
+		if time.Since(o.readyAt) < c.cfg.stableAfter {
+			l.failures++
+		}
+		o.cancel(ErrReplaced)
 		l.old = nil
 	}
 	if !l.outage.IsZero() {

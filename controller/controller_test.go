@@ -760,20 +760,24 @@ func TestRedirectLoopIsSlowedThroughTheLadder(t *testing.T) {
 		synctest.Wait()
 		h.none(t)
 		h.wantState(t, controller.Connected) // B keeps delivering
-		time.Sleep(10 * time.Millisecond)
+		// A was handed over after 0 s (a flap: failure 1), and the loop is failure 2: cap 20 ms.
+		time.Sleep(20 * time.Millisecond)
 		synctest.Wait()
 		c := h.next(t)
-		if c.gen.Target() != "A" || c.started.Sub(t0) != 10*time.Millisecond {
-			t.Fatalf("loop hop to %q after %v, want A after 10ms", c.gen.Target(), c.started.Sub(t0))
+		if c.gen.Target() != "A" || c.started.Sub(t0) != 20*time.Millisecond {
+			t.Fatalf("loop hop to %q after %v, want A after 20ms", c.gen.Target(), c.started.Sub(t0))
 		}
 		c.gen.Ready(&carrier{})
 		t1 := time.Now()
-		c.gen.GoAway("B") // A→B again: a loop, slowed further
+		c.gen.GoAway("B") // A→B again: B handed over (failure 3), the loop is failure 4: 80 ms
 		synctest.Wait()
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(80*time.Millisecond - time.Nanosecond)
 		synctest.Wait()
-		if d := h.next(t); d.started.Sub(t1) != 20*time.Millisecond {
-			t.Fatalf("second loop hop after %v, want 20ms", d.started.Sub(t1))
+		h.none(t)
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		if d := h.next(t); d.started.Sub(t1) != 80*time.Millisecond || d.gen.Target() != "B" {
+			t.Fatalf("second loop hop to %q after %v, want B after 80ms", d.gen.Target(), d.started.Sub(t1))
 		}
 		h.ctl.Stop()
 	})
@@ -813,4 +817,41 @@ func TestNewRefusesAnUnresolvedConfig(t *testing.T) {
 	if _, err := controller.New(nil, controller.DefaultConfig(), nil); !errors.Is(err, controller.ErrNilSource) {
 		t.Fatalf("New(nil source) = %v, want ErrNilSource", err)
 	}
+}
+
+func TestRedirectChainClearsAfterAStableSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, controller.Recovery{}, fullCap)
+		h.ctl.Start()
+		synctest.Wait()
+		a := h.next(t)
+		a.gen.Ready(&carrier{})
+		a.gen.GoAway("B")
+		synctest.Wait()
+		b := h.next(t)
+		b.gen.Ready(&carrier{})
+		time.Sleep(10 * time.Second) // B lives stableAfter: the chain is cleared
+		synctest.Wait()
+		t0 := time.Now()
+		b.gen.GoAway("A") // would be a loop without the reset
+		synctest.Wait()
+		c := h.next(t)
+		if c.gen.Target() != "A" || !c.started.Equal(t0) {
+			t.Fatalf("hop to %q after %v, want A at once", c.gen.Target(), c.started.Sub(t0))
+		}
+		h.ctl.Stop()
+
+		// A new sequence starts with an empty chain too.
+		h.ctl.Start()
+		synctest.Wait()
+		d := h.next(t)
+		d.gen.Ready(&carrier{})
+		t1 := time.Now()
+		d.gen.GoAway("B")
+		synctest.Wait()
+		if e := h.next(t); e.gen.Target() != "B" || !e.started.Equal(t1) {
+			t.Fatalf("after Stop/Start hop to %q after %v, want B at once", e.gen.Target(), e.started.Sub(t1))
+		}
+		h.ctl.Stop()
+	})
 }
