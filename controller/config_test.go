@@ -189,3 +189,37 @@ func FuzzResolve(f *testing.F) {
 		}
 	})
 }
+
+func TestParseRecovery(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		wantErr string
+	}{
+		{"an empty object takes every default", `{}`, ""},
+		{"null takes every default", `null`, ""},
+		{"numbers are read", `{"deadlineMs":5000,"jitter":0.25}`, ""},
+		{"a string where a number belongs names the field", `{"deadlineMs":"5000"}`, `controller: recovery.deadlineMs: must be a number, got string`},
+		{"an unknown field is refused", `{"deadline":5000}`, `controller: recovery: json: unknown field "deadline"`},
+		{"an array is not an object", `[1,2]`, `controller: recovery: must be an object, got array`},
+		{"broken JSON is refused", `{"deadlineMs":`, `controller: recovery: unexpected EOF`},
+		{"trailing data is refused", `{} {}`, `controller: recovery: trailing data after the object`},
+	}
+	for _, tt := range tests {
+		_, err := controller.ParseRecovery([]byte(tt.in))
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tt.wantErr {
+			t.Errorf("%s: ParseRecovery(%s) error = %q, want %q", tt.name, tt.in, got, tt.wantErr)
+		}
+	}
+	r, err := controller.ParseRecovery([]byte(`{"deadlineMs":0}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := controller.Resolve(r); err == nil || err.Error() != "controller: recovery.deadlineMs: must be an integer in 1..2147483647, got 0" {
+		t.Errorf("Resolve(parsed deadline 0) = %v", err)
+	}
+}

@@ -55,6 +55,9 @@ const (
 	MaxRetryAfter = 60 * time.Second
 )
 
+// RawJSON is a raw JSON value carried through unchanged (event data, baselines).
+type RawJSON = json.RawMessage
+
 // ErrFrame is the sentinel every decoding error wraps.
 var ErrFrame = errors.New("wire: bad frame")
 
