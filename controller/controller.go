@@ -113,15 +113,19 @@ func (c *Controller) Start() {
 }
 
 // Stop cancels every generation, waits until each has settled, and stops every timer. A ready
-// that lands during or after Stop is discarded and its carrier closed. Stop on a controller
-// that is not running does nothing.
+// that lands during or after Stop is discarded and its carrier closed. Stop on a stopped
+// controller does nothing; on an idle one it only records the Stopped state.
 func (c *Controller) Stop() {
 	c.life <- struct{}{}
 	defer func() { <-c.life }()
 	c.mu.Lock()
-	l := c.cur
+	l, idle := c.cur, c.status.State == Idle
 	c.mu.Unlock()
 	if l == nil {
+		if idle {
+			// Never started: no loop writes the state, so Stop records it itself.
+			c.publish(Status{State: Stopped})
+		}
 		return
 	}
 	l.send(cmdStop)
