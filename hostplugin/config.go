@@ -1,0 +1,272 @@
+//go:build !js
+
+package hostplugin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lifeline-go/lifeline/controller"
+	"github.com/lifeline-go/lifeline/gateway/wire"
+)
+
+// ConfigFile is the Host's config as it is written: the JSON file, or a value built by embedding
+// code. Every field may be absent (nil) and then takes its default; a present field must pass
+// [ConfigFile.Resolve]. Numbers are float64 so that 1.5 or 1e300 reach the rules and are reported
+// with the value seen, instead of failing inside the JSON decoder without a field name.
+type ConfigFile struct {
+	// Recovery is the page's timing (SPEC section 2), checked by controller.Resolve.
+	Recovery controller.Recovery `json:"recovery" validate:"-"`
+	// Endpoint is the URL path of the events endpoint. Default "/_lifeline/events".
+	Endpoint *string `json:"endpoint,omitempty" validate:"omitnil,urlpath"`
+	// HeartbeatMs: a session that sent nothing for this long gets an hb frame. Default 15000.
+	HeartbeatMs *float64 `json:"heartbeatMs,omitempty" validate:"omitnil,intrange=100..600000"`
+	// AllowedOrigins lists the page origins allowed besides the Host's own: full origins
+	// ("https://app.example.com") or host patterns ("*.example.com", path.Match syntax).
+	// Default: none, so only same-origin pages may connect.
+	AllowedOrigins []string `json:"allowedOrigins,omitempty" validate:"max=256,unique,dive,origin"`
+	// RingSize is how many events each stream keeps for replay. Default 1024.
+	RingSize *float64 `json:"ringSize,omitempty" validate:"omitnil,intrange=1..1000000"`
+	// MaxSessions caps concurrent sessions; sockets over it close with 1013. Default 10000.
+	MaxSessions *float64 `json:"maxSessions,omitempty" validate:"omitnil,intrange=1..10000000"`
+	// AcceptRate is how many new sessions per second the Host admits. Default 200.
+	AcceptRate *float64 `json:"acceptRate,omitempty" validate:"omitnil,intrange=1..1000000"`
+	// AcceptBurst is how many new sessions may arrive at once above the rate. Default 100.
+	AcceptBurst *float64 `json:"acceptBurst,omitempty" validate:"omitnil,intrange=1..1000000"`
+	// MaxFrameBytes is the largest client frame accepted; larger ones close with 1009.
+	// Default 4096 (a sub frame is at most a few hundred bytes).
+	MaxFrameBytes *float64 `json:"maxFrameBytes,omitempty" validate:"omitnil,intrange=512..1048576"`
+	// DrainTimeoutMs bounds how long Drain waits for sessions to leave. Default 10000.
+	DrainTimeoutMs *float64 `json:"drainTimeoutMs,omitempty" validate:"omitnil,intrange=1..3600000"`
+}
+
+// Defaults of the fields of [ConfigFile] that are not part of the recovery config.
+const (
+	DefaultEndpoint      = wire.DefaultPath
+	DefaultHeartbeat     = 15 * time.Second
+	DefaultRingSize      = 1024
+	DefaultMaxSessions   = 10000
+	DefaultAcceptRate    = 200
+	DefaultAcceptBurst   = 100
+	DefaultMaxFrameBytes = 4096
+	DefaultDrainTimeout  = 10 * time.Second
+)
+
+// Config is a resolved, valid Host config. The only ways to get one are [DefaultConfig],
+// [ParseConfig], [LoadConfig] and [ConfigFile.Resolve], so a config that broke a rule cannot
+// reach a [Host]. The zero Config is not valid: [New] refuses it.
+type Config struct {
+	recovery       controller.Config
+	endpoint       string
+	heartbeat      time.Duration
+	allowedOrigins []string
+	ringSize       int
+	maxSessions    int
+	acceptRate     int
+	acceptBurst    int
+	maxFrameBytes  int
+	drainTimeout   time.Duration
+}
+
+// DefaultConfig returns the config of an empty file.
+func DefaultConfig() Config {
+	return Config{
+		recovery:      controller.DefaultConfig(),
+		endpoint:      DefaultEndpoint,
+		heartbeat:     DefaultHeartbeat,
+		ringSize:      DefaultRingSize,
+		maxSessions:   DefaultMaxSessions,
+		acceptRate:    DefaultAcceptRate,
+		acceptBurst:   DefaultAcceptBurst,
+		maxFrameBytes: DefaultMaxFrameBytes,
+		drainTimeout:  DefaultDrainTimeout,
+	}
+}
+
+// Recovery is the resolved page timing the bootstrap carries.
+func (c Config) Recovery() controller.Config { return c.recovery }
+
+// Endpoint is the URL path of the events endpoint.
+func (c Config) Endpoint() string { return c.endpoint }
+
+// Heartbeat is the idle time after which a session gets an hb frame.
+func (c Config) Heartbeat() time.Duration { return c.heartbeat }
+
+// AllowedOrigins returns a copy of the origins allowed besides the Host's own.
+func (c Config) AllowedOrigins() []string { return slices.Clone(c.allowedOrigins) }
+
+// RingSize is how many events each stream of the default log keeps for replay.
+func (c Config) RingSize() int { return c.ringSize }
+
+// MaxSessions is the session cap.
+func (c Config) MaxSessions() int { return c.maxSessions }
+
+// AcceptRate is the number of sessions admitted per second.
+func (c Config) AcceptRate() int { return c.acceptRate }
+
+// AcceptBurst is the number of sessions admitted at once above the rate.
+func (c Config) AcceptBurst() int { return c.acceptBurst }
+
+// MaxFrameBytes is the read limit for client frames.
+func (c Config) MaxFrameBytes() int { return c.maxFrameBytes }
+
+// DrainTimeout bounds how long Drain waits for sessions to leave.
+func (c Config) DrainTimeout() time.Duration { return c.drainTimeout }
+
+// Valid reports whether c came from a resolver or [DefaultConfig].
+func (c Config) Valid() bool { return c.recovery.Valid() && c.endpoint != "" }
+
+// FieldError is one broken rule of a config: the field's JSON path, what it must be, and the
+// value seen, already formatted (numbers as written, strings quoted).
+type FieldError struct {
+	Path  string // "recovery.deadlineMs", "allowedOrigins[2]"; "" for the document itself
+	Rule  string // "must be an integer in 1..2147483647"
+	Value string // "0"
+}
+
+func (e FieldError) Error() string {
+	var b strings.Builder
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Rule)
+	if e.Value != "" {
+		b.WriteString(", got ")
+		b.WriteString(e.Value)
+	}
+	return b.String()
+}
+
+// ConfigError lists every rule a config broke, in the order the fields appear.
+type ConfigError struct {
+	Fields []FieldError
+}
+
+func (e *ConfigError) Error() string {
+	msgs := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		msgs[i] = f.Error()
+	}
+	return "config: " + strings.Join(msgs, "; ")
+}
+
+// Unwrap exposes each [FieldError] to errors.Is and errors.As.
+func (e *ConfigError) Unwrap() []error {
+	errs := make([]error, len(e.Fields))
+	for i, f := range e.Fields {
+		errs[i] = f
+	}
+	return errs
+}
+
+// ErrNoConfigFile is wrapped by [LoadConfig] when the file cannot be read.
+var ErrNoConfigFile = errors.New("config: cannot read the config file")
+
+// LoadConfig reads and resolves the config file at path. It returns every broken rule at once,
+// as a *[ConfigError]; nothing of an invalid file is ever used.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("%w %s: %w", ErrNoConfigFile, path, err)
+	}
+	return ParseConfig(data)
+}
+
+// ParseConfig decodes and resolves a config document. Unknown fields, including fields spelled
+// with another case (encoding/json would accept "DeadlineMs"), are rejected with their path.
+func ParseConfig(data []byte) (Config, error) {
+	if errs := checkShape(data, configFileType); len(errs) > 0 {
+		return Config{}, &ConfigError{Fields: errs}
+	}
+	var f ConfigFile
+	// The shape check has already proven this decodes; a failure here is a bug, reported
+	// rather than hidden.
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&f); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return f.Resolve()
+}
+
+// Resolve checks every rule and returns the resolved config, or a *[ConfigError] naming each
+// broken field with the value seen. The recovery section goes through controller.Resolve, the
+// same resolver the page uses on its bootstrap.
+func (f ConfigFile) Resolve() (Config, error) {
+	c := DefaultConfig()
+	var errs []FieldError
+
+	rec, err := controller.Resolve(f.Recovery)
+	var cerr *controller.ConfigError
+	switch {
+	case errors.As(err, &cerr):
+		for _, fe := range cerr.Fields {
+			errs = append(errs, FieldError{Path: fe.Path, Rule: fe.Rule, Value: controller.FormatNumber(fe.Value)})
+		}
+	case err != nil:
+		errs = append(errs, FieldError{Path: "recovery", Rule: err.Error()})
+	default:
+		c.recovery = rec
+	}
+	errs = append(errs, validateStruct(f)...)
+	if len(errs) > 0 {
+		return Config{}, &ConfigError{Fields: errs}
+	}
+
+	if f.Endpoint != nil {
+		c.endpoint = *f.Endpoint
+	}
+	ms := func(p *float64, dst *time.Duration) {
+		if p != nil {
+			*dst = time.Duration(*p) * time.Millisecond
+		}
+	}
+	count := func(p *float64, dst *int) {
+		if p != nil {
+			*dst = int(*p)
+		}
+	}
+	ms(f.HeartbeatMs, &c.heartbeat)
+	ms(f.DrainTimeoutMs, &c.drainTimeout)
+	count(f.RingSize, &c.ringSize)
+	count(f.MaxSessions, &c.maxSessions)
+	count(f.AcceptRate, &c.acceptRate)
+	count(f.AcceptBurst, &c.acceptBurst)
+	count(f.MaxFrameBytes, &c.maxFrameBytes)
+	c.allowedOrigins = slices.Clone(f.AllowedOrigins)
+	return c, nil
+}
+
+// File returns c in its written form, every field present. ParseConfig of its JSON yields c.
+func (c Config) File() ConfigFile {
+	num := func(v float64) *float64 { return &v }
+	ep := c.endpoint
+	return ConfigFile{
+		Recovery:       c.recovery.Recovery(),
+		Endpoint:       &ep,
+		HeartbeatMs:    num(float64(c.heartbeat.Milliseconds())),
+		AllowedOrigins: slices.Clone(c.allowedOrigins),
+		RingSize:       num(float64(c.ringSize)),
+		MaxSessions:    num(float64(c.maxSessions)),
+		AcceptRate:     num(float64(c.acceptRate)),
+		AcceptBurst:    num(float64(c.acceptBurst)),
+		MaxFrameBytes:  num(float64(c.maxFrameBytes)),
+		DrainTimeoutMs: num(float64(c.drainTimeout.Milliseconds())),
+	}
+}
+
+// quote formats a string value for an error message, shortened so that a hostile file cannot
+// flood the log.
+func quote(s string) string {
+	const max = 64
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return strconv.Quote(s)
+}

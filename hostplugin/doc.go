@@ -1,0 +1,30 @@
+// Package hostplugin is the Host side of Lifeline: a validated config, the middleware that
+// injects the page's bootstrap, and the events endpoint with its streams.
+//
+// A Host is built from a [Config] ([LoadConfig], [ParseConfig] or [DefaultConfig]); every
+// config goes through validator/v10 and through controller.Resolve, the resolver the page
+// uses too, so the Host can never hand a page timing the page would refuse.
+//
+//	cfg, err := hostplugin.LoadConfig("lifeline.json")
+//	h, err := hostplugin.New(cfg, nil)
+//	http.ListenAndServe(addr, h.Handler(http.FileServer(http.Dir("web"))))
+//	h.SetReady(true) // once the application can serve
+//
+// [Host.Handler] routes the events endpoint to the Host and everything else through
+// [Host.Inject], which inserts
+//
+//	<script type="application/json" id="lifeline-bootstrap">{…}</script>
+//
+// into the head of every HTML page. [Host.Publish] appends to a stream; pages subscribed to it
+// receive events live and, after a reconnect, replay what they missed from the [StreamLog]
+// ([Ring] by default) or are reset with a baseline. [Host.Drain] sends every page elsewhere
+// before a restart; the session cap and the accept rate turn a returning herd into a queue
+// (close code 1013 with a retry-after that spreads it).
+//
+// [Host.SetFault] and [Host.FaultPanel] put the endpoint into failure modes (refuse, stall,
+// flap, drain, overload) for demos and tests of the page's recovery.
+//
+// The package builds natively only: it imports validator/v10, which must never reach the
+// browser build (it defeats the linker's dead-code elimination), and the server half of
+// coder/websocket.
+package hostplugin

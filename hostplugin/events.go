@@ -1,0 +1,198 @@
+//go:build !js
+
+package hostplugin
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"golang.org/x/time/rate"
+
+	"github.com/lifeline-go/lifeline/gateway/wire"
+)
+
+var acceptOptions = &websocket.AcceptOptions{
+	Subprotocols: []string{wire.Subprotocol},
+	// The origin is checked by originAllowed after the upgrade, so that a refused page gets
+	// close code 1008 (which it can read) instead of an HTTP 403 (which a browser hides).
+	InsecureSkipVerify: true,
+}
+
+// ServeHTTP is the events endpoint (SPEC section 4): it upgrades the request to a WebSocket
+// session speaking lifeline.v1, or refuses it with the protocol's close codes.
+func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.closed.Load() {
+		http.Error(w, "hostplugin: the Host is closed", http.StatusServiceUnavailable)
+		return
+	}
+	fault, ok := h.waitStallOpen(r.Context())
+	if !ok {
+		return
+	}
+	if fault.Mode == FaultRefuse {
+		http.Error(w, "hostplugin: refused (fault injection)", http.StatusServiceUnavailable)
+		return
+	}
+	if !offersSubprotocol(r) {
+		// Without lifeline.v1 the peer is not a Lifeline page: no frame we send means
+		// anything to it.
+		http.Error(w, "hostplugin: the client must offer the WebSocket subprotocol "+wire.Subprotocol, http.StatusBadRequest)
+		return
+	}
+	st := h.state.Load()
+	origin := r.Header.Get("Origin")
+	originOK := originAllowed(origin, r.Host, st.cfg.allowedOrigins)
+
+	conn, err := websocket.Accept(slimWriter{w}, r, acceptOptions)
+	if err != nil {
+		// Accept has answered the request (400, 426, ...).
+		h.logger.Debug("hostplugin: websocket handshake failed", "remote", r.RemoteAddr, "err", err)
+		return
+	}
+	if !originOK {
+		h.logOrigin.Do(func() {
+			h.logger.Warn("hostplugin: refused a cross-origin socket (1008); add the origin to allowedOrigins if it is yours",
+				"origin", origin, "host", r.Host, "remote", r.RemoteAddr)
+		})
+		_ = conn.Close(wire.CloseOrigin, "origin not allowed")
+		return
+	}
+	if fault.Mode == FaultOverload {
+		_ = conn.Close(wire.CloseOverloaded, wire.RetryAfterReason(fault.After))
+		return
+	}
+	if retry, ok := h.adm.admit(time.Now(), st.cfg.maxSessions); !ok {
+		h.logOverload.Do(func() {
+			h.logger.Warn("hostplugin: refused a socket (1013): over the session cap or the accept rate",
+				"sessions", h.Sessions(), "maxSessions", st.cfg.maxSessions, "acceptRate", st.cfg.acceptRate,
+				"retryAfter", retry)
+		})
+		_ = conn.Close(wire.CloseOverloaded, wire.RetryAfterReason(retry))
+		return
+	}
+	s := newSession(h, conn, st.cfg, r.RemoteAddr)
+	if !h.addSession(s) {
+		h.adm.release()
+		h.mu.Lock()
+		uri := h.drainURI
+		h.mu.Unlock()
+		_ = writeFrame(conn, goAwayFrame(uri))
+		_ = conn.Close(wire.CloseDrained, "drained")
+		return
+	}
+	// The session runs on its own goroutine so that this one returns and net/http frees the
+	// request, its buffers and this goroutine's stack: an idle session then costs one small
+	// goroutine.
+	go s.run()
+	if h.gateOpen() {
+		s.sendReady()
+	}
+}
+
+// offersSubprotocol reports whether the client listed lifeline.v1 in Sec-WebSocket-Protocol.
+func offersSubprotocol(r *http.Request) bool {
+	for _, v := range r.Header.Values("Sec-WebSocket-Protocol") {
+		for p := range strings.SplitSeq(v, ",") {
+			if strings.TrimSpace(p) == wire.Subprotocol {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// slimWriter hands coder/websocket smaller buffers than net/http's 4 KiB reader and writer:
+// client frames are a few hundred bytes and larger writes bypass a bufio.Writer anyway, so
+// the big buffers would only cost ~7 KiB per idle session.
+type slimWriter struct{ http.ResponseWriter }
+
+const (
+	slimReaderSize = 512
+	slimWriterSize = 512
+)
+
+func (w slimWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w slimWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	var src io.Reader = c
+	n := brw.Reader.Buffered()
+	if n > 0 {
+		// Bytes the client sent right behind its handshake.
+		b, _ := brw.Reader.Peek(n)
+		src = io.MultiReader(bytes.NewReader(bytes.Clone(b)), c)
+	}
+	br := bufio.NewReaderSize(src, max(slimReaderSize, n))
+	if n > 0 {
+		// coder/websocket keeps only what the reader has buffered when it takes over, so
+		// the early bytes must be in the buffer, not behind it.
+		_, _ = br.Peek(n)
+	}
+	return c, bufio.NewReadWriter(br, bufio.NewWriterSize(c, slimWriterSize)), nil
+}
+
+// admission is the session cap and the accept-rate limit.
+type admission struct {
+	mu    sync.Mutex
+	lim   *rate.Limiter
+	count int       // sessions admitted and not yet ended
+	tail  time.Time // when the last page told to come back is due
+}
+
+// Floors of the retry-after for refused pages.
+const (
+	// capRetryFloor: a full Host frees slots as sessions end, not within milliseconds.
+	capRetryFloor = time.Second
+	// rateRetryFloor: shorter delays are lost in the page's own timer and network jitter.
+	rateRetryFloor = 10 * time.Millisecond
+)
+
+// admit takes a session slot, or returns how long the page should wait before trying again.
+func (a *admission) admit(now time.Time, maxSessions int) (time.Duration, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.count >= maxSessions {
+		return max(a.nextSlot(now), capRetryFloor), false
+	}
+	if !a.lim.AllowN(now, 1) {
+		return max(a.nextSlot(now), rateRetryFloor), false
+	}
+	a.count++
+	return 0, true
+}
+
+// nextSlot spreads refused pages over the time the limiter needs to admit them: each gets the
+// next free slot at the accept rate after the ones already told to come back, so a herd
+// returns at the rate the Host takes instead of all at once. Beyond what a page honours
+// (wire.MaxRetryAfter) the slots are full; those pages get a random delay in its upper half.
+func (a *admission) nextSlot(now time.Time) time.Duration {
+	interval := time.Duration(float64(time.Second) / float64(a.lim.Limit()))
+	from := now
+	if a.tail.After(now) {
+		from = a.tail
+	}
+	slot := from.Add(interval)
+	if d := slot.Sub(now); d <= wire.MaxRetryAfter {
+		a.tail = slot
+		return d
+	}
+	half := wire.MaxRetryAfter / 2
+	return half + rand.N(half)
+}
+
+func (a *admission) release() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.count--
+}

@@ -1,0 +1,438 @@
+//go:build !js
+
+package hostplugin
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/lifeline-go/lifeline/controller"
+	"github.com/lifeline-go/lifeline/gateway/wire"
+)
+
+// Errors returned by a [Host].
+var (
+	// ErrInvalidConfig is returned for a Config that did not come from a resolver.
+	ErrInvalidConfig = errors.New("hostplugin: config was not resolved (use ParseConfig, LoadConfig or DefaultConfig)")
+	// ErrClosed is returned by methods called after Close.
+	ErrClosed = errors.New("hostplugin: host is closed")
+	// ErrStreamName is returned for an empty stream name or one longer than wire.MaxStreamName.
+	ErrStreamName = errors.New("hostplugin: bad stream name")
+	// ErrEventData is returned when published data is not one JSON value.
+	ErrEventData = errors.New("hostplugin: event data is not valid JSON")
+)
+
+// Options are the optional parts of a [Host]. A nil *Options means all defaults.
+type Options struct {
+	// Logger receives the Host's logs. Default: slog.Default().
+	Logger *slog.Logger
+	// Log is the stream log that Publish appends to and subscriptions replay from.
+	// Default: NewRing(cfg.RingSize()), resized when a config with another ringSize is applied.
+	Log StreamLog
+}
+
+// BaselineFunc returns the state of stream as of head (the position a reset carries), sent
+// as the reset frame's baseline. It is called while the stream's subscriptions are held still,
+// so it must return promptly and must not call Publish.
+type BaselineFunc func(stream string, head Cursor) (json.RawMessage, error)
+
+// Host is the Host side of Lifeline: it injects the bootstrap into HTML pages ([Host.Inject]),
+// serves the events endpoint ([Host.ServeHTTP]) and carries the streams ([Host.Publish]).
+//
+// A Host starts not ready: sockets open, but no session gets its ready frame until
+// SetReady(true). All methods are safe for concurrent use. Close disposes of it: pages are
+// served byte for byte again and every session ends.
+type Host struct {
+	logger *slog.Logger
+	log    StreamLog
+	ring   *Ring // the default log, resized on Apply; nil with Options.Log
+
+	state atomic.Pointer[hostState]
+	ready atomic.Bool
+	fault atomic.Pointer[faultState]
+	adm   admission
+
+	mu       sync.Mutex // guards the fields below
+	sessions map[*session]struct{}
+	draining bool
+	drainURI string
+	idle     chan struct{} // closed whenever sessions is empty
+
+	hubsMu sync.Mutex // guards hubs
+	hubs   map[string]*hub
+
+	baseMu    sync.RWMutex // guards baselines
+	baselines map[string]BaselineFunc
+
+	closeOnce sync.Once
+	closed    atomic.Bool
+	done      chan struct{} // closed by Close
+
+	// Refusals and bad frames can come in floods; their logs are thinned.
+	logOrigin, logOverload, logBadFrame, logPassThrough rate.Sometimes
+}
+
+// hostState is everything derived from one applied Config, swapped as a whole so that a
+// request sees one config from start to end.
+type hostState struct {
+	cfg       Config
+	script    []byte // the bootstrap element injected into pages
+	hash      string // identifies script in derived ETags
+	at        time.Time
+	endpoints map[string]bool // every endpoint announced so far: older pages still use theirs
+}
+
+// New returns a Host serving cfg. It is not ready until SetReady(true).
+func New(cfg Config, opts *Options) (*Host, error) {
+	if !cfg.Valid() {
+		return nil, ErrInvalidConfig
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	h := &Host{
+		logger:    o.Logger,
+		log:       o.Log,
+		sessions:  map[*session]struct{}{},
+		idle:      make(chan struct{}),
+		hubs:      map[string]*hub{},
+		baselines: map[string]BaselineFunc{},
+		done:      make(chan struct{}),
+
+		logOrigin:      rate.Sometimes{First: 5, Interval: 10 * time.Second},
+		logOverload:    rate.Sometimes{First: 5, Interval: 10 * time.Second},
+		logBadFrame:    rate.Sometimes{First: 5, Interval: 10 * time.Second},
+		logPassThrough: rate.Sometimes{First: 5, Interval: time.Minute},
+	}
+	close(h.idle)
+	if h.logger == nil {
+		h.logger = slog.Default()
+	}
+	if h.log == nil {
+		h.ring = NewRing(cfg.RingSize())
+		h.log = h.ring
+	}
+	h.adm.lim = rate.NewLimiter(rate.Limit(cfg.AcceptRate()), cfg.AcceptBurst())
+	h.fault.Store(&faultState{changed: make(chan struct{})})
+	h.apply(cfg)
+	return h, nil
+}
+
+// Apply makes cfg the Host's config. Pages loaded afterwards carry its timing and endpoint;
+// sessions opened afterwards use its heartbeat and limits; the session cap, accept rate and
+// ring size apply at once. Sessions already open keep the heartbeat they announced.
+func (h *Host) Apply(cfg Config) error {
+	if !cfg.Valid() {
+		return ErrInvalidConfig
+	}
+	h.apply(cfg)
+	return nil
+}
+
+func (h *Host) apply(cfg Config) {
+	script := bootstrapElement(cfg)
+	sum := sha256.Sum256(script)
+	endpoints := map[string]bool{cfg.endpoint: true}
+	if old := h.state.Load(); old != nil {
+		for ep := range old.endpoints {
+			endpoints[ep] = true
+		}
+	}
+	h.state.Store(&hostState{
+		cfg:       cfg,
+		script:    script,
+		hash:      hex.EncodeToString(sum[:4]),
+		at:        time.Now(),
+		endpoints: endpoints,
+	})
+	h.adm.mu.Lock()
+	h.adm.lim.SetLimit(rate.Limit(cfg.acceptRate))
+	h.adm.lim.SetBurst(cfg.acceptBurst)
+	h.adm.mu.Unlock()
+	if h.ring != nil {
+		h.ring.SetSize(cfg.ringSize)
+	}
+}
+
+// Config returns the config in force.
+func (h *Host) Config() Config { return h.state.Load().cfg }
+
+// Reload reads the config file at path and applies it. An invalid file changes nothing: the
+// Host keeps its config, logs why, and returns the error.
+func (h *Host) Reload(path string) error {
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		h.logger.Error("hostplugin: config reload refused, keeping the current config", "path", path, "err", err)
+		return err
+	}
+	h.apply(cfg)
+	h.logger.Info("hostplugin: config reloaded", "path", path)
+	return nil
+}
+
+// Bootstrap returns the JSON that pages receive in their #lifeline-bootstrap element: the
+// resolved timing, the endpoint and the heartbeat; nothing secret. It is escaped for an HTML
+// script context: "<", ">", "&", U+2028 and U+2029 appear only as \u escapes.
+func (c Config) Bootstrap() []byte {
+	b, err := json.Marshal(struct {
+		Recovery    controller.Config `json:"recovery"`
+		Endpoint    string            `json:"endpoint"`
+		HeartbeatMs int64             `json:"heartbeatMs"`
+	}{c.recovery, c.endpoint, c.heartbeat.Milliseconds()})
+	if err != nil {
+		// Every field is a plain number or a string: Marshal cannot fail.
+		panic(fmt.Sprintf("hostplugin: encoding the bootstrap: %v", err))
+	}
+	// json.Marshal already escapes <, >, & and U+2028/U+2029 (its HTML-safe default); doing it
+	// again here makes the guarantee independent of that default.
+	var out []byte
+	for i := 0; i < len(b); i++ {
+		switch ch := b[i]; {
+		case ch == '<' || ch == '>' || ch == '&':
+			out = fmt.Appendf(out, `\u%04x`, ch)
+		case ch == 0xe2 && i+2 < len(b) && b[i+1] == 0x80 && (b[i+2] == 0xa8 || b[i+2] == 0xa9):
+			out = fmt.Appendf(out, `\u202%c`, "89"[b[i+2]-0xa8])
+			i += 2
+		default:
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+const (
+	scriptOpen  = `<script type="application/json" id="lifeline-bootstrap">`
+	scriptClose = `</script>`
+)
+
+func bootstrapElement(cfg Config) []byte {
+	b := cfg.Bootstrap()
+	out := make([]byte, 0, len(scriptOpen)+len(b)+len(scriptClose))
+	out = append(out, scriptOpen...)
+	out = append(out, b...)
+	return append(out, scriptClose...)
+}
+
+// BootstrapElement returns the element [Host.Inject] inserts into pages, for embedders that
+// render their own head.
+func (h *Host) BootstrapElement() []byte {
+	return append([]byte(nil), h.state.Load().script...)
+}
+
+// SetReady opens or closes the readiness gate. While it is closed, sockets open but get no
+// ready frame (a page sees the "open, not ready" stall its deadline handles); opening it sends
+// the ready frame to every session waiting. Closing it again affects new sessions only.
+func (h *Host) SetReady(ready bool) {
+	h.ready.Store(ready)
+	if ready {
+		h.openGate()
+	}
+}
+
+// Ready reports whether the readiness gate is open.
+func (h *Host) Ready() bool { return h.ready.Load() }
+
+// gateOpen reports whether sessions may get their ready frame now.
+func (h *Host) gateOpen() bool {
+	return h.ready.Load() && h.fault.Load().f.Mode != FaultStallReady
+}
+
+func (h *Host) openGate() {
+	if !h.gateOpen() {
+		return
+	}
+	for _, s := range h.snapshot() {
+		s.sendReady()
+	}
+}
+
+// Sessions is the number of open sessions (ready or waiting for the gate).
+func (h *Host) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
+// Draining reports whether Drain was called.
+func (h *Host) Draining() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.draining
+}
+
+func (h *Host) snapshot() []*session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	list := make([]*session, 0, len(h.sessions))
+	for s := range h.sessions {
+		list = append(list, s)
+	}
+	return list
+}
+
+// addSession registers s, unless the Host is draining or closed.
+func (h *Host) addSession(s *session) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.draining || h.closed.Load() {
+		return false
+	}
+	if len(h.sessions) == 0 {
+		h.idle = make(chan struct{})
+	}
+	h.sessions[s] = struct{}{}
+	return true
+}
+
+func (h *Host) removeSession(s *session) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.sessions[s]; !ok {
+		return
+	}
+	delete(h.sessions, s)
+	h.adm.release()
+	if len(h.sessions) == 0 {
+		close(h.idle)
+	}
+}
+
+// Publish appends data (one JSON value) to stream and returns its sequence number. Pages
+// subscribed to stream receive it live; pages that come back later replay it while the log
+// still holds it.
+func (h *Host) Publish(ctx context.Context, stream string, data json.RawMessage) (uint64, error) {
+	if err := checkStreamName(stream); err != nil {
+		return 0, err
+	}
+	if !json.Valid(data) {
+		return 0, fmt.Errorf("%w: stream %q", ErrEventData, stream)
+	}
+	if h.closed.Load() {
+		return 0, ErrClosed
+	}
+	ev, err := h.log.Append(ctx, stream, data)
+	if err != nil {
+		return 0, fmt.Errorf("hostplugin: publish to %q: %w", stream, err)
+	}
+	return ev.Seq, nil
+}
+
+func checkStreamName(stream string) error {
+	if stream == "" || len(stream) > wire.MaxStreamName {
+		return fmt.Errorf("%w: %q must be 1..%d bytes", ErrStreamName, truncate(stream), wire.MaxStreamName)
+	}
+	return nil
+}
+
+func truncate(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "…"
+	}
+	return s
+}
+
+// SetBaseline sets the function that supplies stream's baseline in reset frames; nil removes
+// it (resets then carry no baseline).
+func (h *Host) SetBaseline(stream string, fn BaselineFunc) {
+	h.baseMu.Lock()
+	defer h.baseMu.Unlock()
+	if fn == nil {
+		delete(h.baselines, stream)
+		return
+	}
+	h.baselines[stream] = fn
+}
+
+// Drain sends goaway with uri to every session (an empty uri asks pages to come back to the
+// same place, as after a restart), waits until they have left or ctx ends (and at most the
+// config's drainTimeout), then closes the rest with 1001. From then on new sockets get the same
+// goaway and 1001 at once. It returns how many sessions had to be closed.
+func (h *Host) Drain(ctx context.Context, uri string) int {
+	ctx, cancel := context.WithTimeout(ctx, h.state.Load().cfg.drainTimeout)
+	defer cancel()
+
+	h.mu.Lock()
+	h.draining = true
+	h.drainURI = uri
+	idle := h.idle
+	h.mu.Unlock()
+
+	frame := goAwayFrame(uri)
+	list := h.snapshot()
+	h.logger.Info("hostplugin: draining", "sessions", len(list), "uri", uri)
+	for _, s := range list {
+		s.goAway(frame)
+	}
+	select {
+	case <-idle:
+		return 0
+	case <-ctx.Done():
+	}
+	return h.closeAll(wire.CloseDrained, "drained")
+}
+
+// closeAll closes every session with code, concurrently, waiting a bounded time for the close
+// handshakes (a dead peer would otherwise hold each for seconds).
+func (h *Host) closeAll(code int, reason string) int {
+	list := h.snapshot()
+	var wg sync.WaitGroup
+	for _, s := range list {
+		wg.Go(func() { s.closeWith(code, reason) })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(closeWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	return len(list)
+}
+
+// closeWait bounds how long Drain and Close wait for close handshakes.
+const closeWait = 3 * time.Second
+
+// Close disposes of the Host: the middleware passes pages through untouched, the events
+// endpoint refuses sockets, and every session is closed with 1001. It is idempotent.
+func (h *Host) Close() error {
+	h.closeOnce.Do(func() {
+		h.mu.Lock()
+		h.closed.Store(true)
+		h.mu.Unlock()
+		close(h.done)
+		h.closeAll(wire.CloseDrained, "host closed")
+	})
+	return nil
+}
+
+// Handler returns next with the Host in front of it: requests for the events endpoint (the
+// configured one, and every one announced by an earlier config, since pages loaded before a
+// reload keep theirs) go to the Host, everything else through [Host.Inject]. After Close,
+// everything goes to next untouched.
+func (h *Host) Handler(next http.Handler) http.Handler {
+	inject := h.Inject(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.closed.Load() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if h.state.Load().endpoints[r.URL.Path] {
+			h.ServeHTTP(w, r)
+			return
+		}
+		inject.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,144 @@
+//go:build !js
+
+package hostplugin
+
+import (
+	"bytes"
+
+	"golang.org/x/net/html"
+)
+
+// Why a tokenizer and not a search for "</head>": the insertion point must be a token boundary
+// the browser's parser agrees with. A string search finds "</head>" inside a comment, inside a
+// script's string literal or an attribute value; misses "</HEAD >" and pages without a head
+// (the end tag is optional, and so is the start tag); and may put the element before
+// <!doctype>, which would switch the page into quirks mode. html.Tokenizer implements the
+// HTML tokenization rules, including the raw-text states of <script>, <style>, <title> and
+// <noscript>, and never builds a tree, so it stops as soon as the head ends and allocates
+// little. html.Parse would be exact but builds the whole document.
+//
+// Where: at the end of the head, before the first token that ends it: "</head>", or anything
+// that may not appear in a head (<body>, any body element, non-blank text). The end rather than
+// right after <head> keeps <meta charset> within the first 1024 bytes browsers prescan and
+// <base> ahead of every URL, as their authors placed them.
+
+// probe is appended to a whole document to learn whether it ends in the tokenizer's data
+// state: only then is it parsed as a tag of its own.
+const probe = "<lifeline-probe>"
+
+// headRaw are the elements allowed in a head whose content the tokenizer reads as raw text.
+var headRaw = map[string]bool{"script": true, "style": true, "title": true, "noscript": true, "noframes": true}
+
+// headOnly are the other elements allowed in a head (or before it: they open it implicitly).
+var headOnly = map[string]bool{"html": true, "head": true, "base": true, "basefont": true, "bgsound": true,
+	"link": true, "meta": true, "template": true}
+
+// bodyRaw are the raw-text elements that end a head; inside a <template> they are skipped, so
+// their content must be known to be raw.
+var bodyRaw = map[string]bool{"iframe": true, "noembed": true, "plaintext": true, "textarea": true, "xmp": true}
+
+// insertionPoint returns the offset in doc where the bootstrap element goes, or -1 when doc is
+// a prefix that does not yet show it (more bytes are needed). With final, doc is the whole
+// document and an offset is always found: after the last byte, unless the document ends inside
+// something (an unterminated comment, <title>, <template>, tag), then before that.
+func insertionPoint(doc []byte, final bool) int {
+	src := doc
+	if final {
+		src = make([]byte, 0, len(doc)+len(probe))
+		src = append(append(src, doc...), probe...)
+	}
+	z := html.NewTokenizer(bytes.NewReader(src))
+	var (
+		off           int
+		inRaw         bool // the next text token is raw content
+		rawStart      int  // where the element of that raw content starts
+		templates     int  // open <template> elements: everything inside is skipped
+		templateStart int  // where the outermost open <template> starts
+	)
+	// at maps a candidate to a place outside any open template, whose content is inert.
+	at := func(k int) int {
+		if templates > 0 {
+			return min(k, templateStart)
+		}
+		return k
+	}
+	for {
+		tt := z.Next()
+		start := off
+		off += len(z.Raw())
+		if tt == html.ErrorToken {
+			if !final {
+				return -1
+			}
+			// The probe was swallowed by an unterminated tag.
+			return at(min(start, len(doc)))
+		}
+		if !final && off >= len(doc) {
+			// The last token may be incomplete: wait for the bytes after it.
+			return -1
+		}
+		if final && off > len(doc) {
+			switch {
+			case start >= len(doc):
+				return at(len(doc)) // the probe itself: the document ended between tokens
+			case inRaw && tt == html.TextToken:
+				return at(rawStart)
+			default:
+				return at(start)
+			}
+		}
+		rawContent := inRaw && tt == html.TextToken
+		inRaw = false
+		switch tt {
+		case html.TextToken:
+			if rawContent || templates > 0 || isBlank(z.Raw(), start == 0) {
+				continue
+			}
+			return start
+		case html.StartTagToken, html.SelfClosingTagToken:
+			name, _ := z.TagName()
+			tag := string(name)
+			if headRaw[tag] || bodyRaw[tag] {
+				inRaw, rawStart = true, start
+			}
+			if templates > 0 || headRaw[tag] || headOnly[tag] {
+				// A template opens even when written <template/>: the slash is ignored.
+				if tag == "template" {
+					if templates == 0 {
+						templateStart = start
+					}
+					templates++
+				}
+				continue
+			}
+			return start
+		case html.EndTagToken:
+			name, _ := z.TagName()
+			switch tag := string(name); {
+			case templates > 0:
+				if tag == "template" {
+					templates--
+				}
+			case tag == "head" || tag == "body" || tag == "html" || tag == "br":
+				return start
+			}
+		}
+		// Doctype, comments and stray end tags stay where they are.
+	}
+}
+
+// isBlank reports whether text is HTML whitespace, allowing a byte-order mark at the start of
+// the document.
+func isBlank(text []byte, atStart bool) bool {
+	if atStart {
+		text = bytes.TrimPrefix(text, []byte("\ufeff"))
+	}
+	for _, c := range text {
+		switch c {
+		case ' ', '\t', '\n', '\f', '\r':
+		default:
+			return false
+		}
+	}
+	return true
+}
