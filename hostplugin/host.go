@@ -145,16 +145,27 @@ func (h *Host) apply(cfg Config) {
 	script := bootstrapElement(cfg)
 	sum := sha256.Sum256(script)
 	endpoints := map[string]bool{cfg.endpoint: true}
+	// at dates the bootstrap for Last-Modified, whose resolution is a second: two configs
+	// applied within one second must still get different dates, or a cache validating by
+	// date would keep the older bootstrap. A config with the same bootstrap keeps the date,
+	// so caches stay valid.
+	at := time.Now().Truncate(time.Second)
 	if old := h.state.Load(); old != nil {
 		for ep := range old.endpoints {
 			endpoints[ep] = true
+		}
+		switch {
+		case string(old.script) == string(script):
+			at = old.at
+		case !at.After(old.at):
+			at = old.at.Add(time.Second)
 		}
 	}
 	h.state.Store(&hostState{
 		cfg:       cfg,
 		script:    script,
 		hash:      hex.EncodeToString(sum[:4]),
-		at:        time.Now(),
+		at:        at,
 		endpoints: endpoints,
 	})
 	h.adm.mu.Lock()

@@ -218,6 +218,13 @@ func (iw *injectWriter) finish() {
 		_ = iw.commit(iw.buf, insertionPoint(iw.buf, true), true)
 	case sniffing:
 		iw.pass() // a 200 without a body: nothing to sniff, nothing to inject
+	case undecided:
+		// An HTML handler that wrote nothing still answers 200 with an empty page, which
+		// gets its bootstrap. Anything else (a hijacked socket, above all) is left alone.
+		if isHTML(iw.w.Header().Get("Content-Type")) {
+			iw.WriteHeader(http.StatusOK)
+			iw.finish()
+		}
 	}
 }
 

@@ -24,11 +24,14 @@ func checkShape(data []byte, t reflect.Type) []FieldError {
 	if len(trimmed) == 0 {
 		return []FieldError{{Rule: "must be a JSON object, the document is empty"}}
 	}
-	var probe any
+	// A RawMessage only checks the syntax; numbers are judged per field below.
+	var probe json.RawMessage
 	if err := json.Unmarshal(trimmed, &probe); err != nil {
 		var se *json.SyntaxError
 		if errors.As(err, &se) {
-			line, col := position(data, len(data)-len(bytes.TrimLeft(data, " \t\r\n"))+int(se.Offset))
+			// Offset counts the bytes read, the offending one included.
+			lead := len(data) - len(bytes.TrimLeft(data, " \t\r\n"))
+			line, col := position(data, lead+int(se.Offset)-1)
 			return []FieldError{{Rule: fmt.Sprintf("invalid JSON at line %d, column %d: %v", line, col, se)}}
 		}
 		return []FieldError{{Rule: "invalid JSON: " + err.Error()}}

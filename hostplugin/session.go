@@ -26,8 +26,6 @@ const (
 	maxSubs = 64
 	// maxBadFrames: past this many malformed frames the peer is not a working page.
 	maxBadFrames = 16
-	// shedRetryAfter is the retry-after given to a page shed for reading too slowly.
-	shedRetryAfter = time.Second
 )
 
 var hbFrame = mustEncode(wire.ServerFrame{T: wire.TypeHeartbeat})
@@ -217,11 +215,15 @@ func (s *session) send(frame []byte) {
 		return
 	}
 	if len(s.queue) >= maxQueue {
+		s.closed = true
+		s.queue = nil
 		s.mu.Unlock()
 		s.h.logOverload.Do(func() {
-			s.h.logger.Warn("hostplugin: shedding a session that reads too slowly (1013)", "session", s.id, "remote", s.remote, "queued", maxQueue)
+			s.h.logger.Warn("hostplugin: shedding a session that reads too slowly", "session", s.id, "remote", s.remote, "queued", maxQueue)
 		})
-		go s.closeWith(wire.CloseOverloaded, wire.RetryAfterReason(shedRetryAfter))
+		// No close frame: it would wait behind the frames the page is not reading. The page
+		// sees the socket drop and comes back with its cursor.
+		go func() { _ = s.conn.CloseNow() }()
 		return
 	}
 	s.queue = append(s.queue, frame)

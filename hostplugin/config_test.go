@@ -1,0 +1,256 @@
+//go:build !js
+
+package hostplugin_test
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lifeline-go/lifeline/controller"
+	"github.com/lifeline-go/lifeline/hostplugin"
+)
+
+func TestParseConfigRefusesEveryBrokenRuleWithItsPathAndValue(t *testing.T) {
+	const knownTop = "recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, maxFrameBytes, drainTimeoutMs"
+	const knownRecovery = "slowAfterMs, deadlineMs, initialDelayMs, maxDelayMs, factor, jitter, stableAfterMs"
+	tests := []struct {
+		name string
+		doc  string
+		want string
+	}{
+		{"a zero deadline is refused by the shared resolver",
+			`{"recovery":{"deadlineMs":0}}`,
+			`config: recovery.deadlineMs: must be an integer in 1..2147483647, got 0`},
+		{"a ladder whose first cap exceeds its top is refused",
+			`{"recovery":{"initialDelayMs":20000}}`,
+			`config: recovery.initialDelayMs: must be <= maxDelayMs (10000), got 20000`},
+		{"a jitter above one is refused",
+			`{"recovery":{"jitter":2}}`,
+			`config: recovery.jitter: must be a number in [0,1], got 2`},
+		{"a fractional heartbeat is refused",
+			`{"heartbeatMs":1.5}`,
+			`config: heartbeatMs: must be an integer in 100..600000, got 1.5`},
+		{"a heartbeat below what a page accepts is refused",
+			`{"heartbeatMs":99}`,
+			`config: heartbeatMs: must be an integer in 100..600000, got 99`},
+		{"a number beyond float64 is refused with the text written",
+			`{"heartbeatMs":1e400}`,
+			`config: heartbeatMs: must be a number within the float64 range, got 1e400`},
+		{"a quoted number is refused",
+			`{"heartbeatMs":"15000"}`,
+			`config: heartbeatMs: must be a number, got "15000"`},
+		{"an unknown field is refused with the known ones",
+			`{"heartbeat":15000}`,
+			`config: heartbeat: is not a known field (known: ` + knownTop + `)`},
+		{"a field spelled with another case is unknown",
+			`{"HeartbeatMs":15000}`,
+			`config: HeartbeatMs: is not a known field (known: ` + knownTop + `)`},
+		{"an unknown recovery field is refused with its path",
+			`{"recovery":{"deadline":1000}}`,
+			`config: recovery.deadline: is not a known field (known: ` + knownRecovery + `)`},
+		{"a field written twice is refused",
+			`{"heartbeatMs":1000,"heartbeatMs":2000}`,
+			`config: heartbeatMs: appears more than once`},
+		{"an endpoint without a leading slash is refused",
+			`{"endpoint":"events"}`,
+			`config: endpoint: must be a URL path starting with "/", without spaces, control characters, "?" or "#", got "events"`},
+		{"an endpoint with a query is refused",
+			`{"endpoint":"/events?x=1"}`,
+			`config: endpoint: must be a URL path starting with "/", without spaces, control characters, "?" or "#", got "/events?x=1"`},
+		{"an origin with another scheme is refused with its index",
+			`{"allowedOrigins":["https://app.example.com","ftp://files.example.com"]}`,
+			`config: allowedOrigins[1]: must be an origin like "https://app.example.com" or a host pattern like "*.example.com", got "ftp://files.example.com"`},
+		{"a malformed host pattern is refused",
+			`{"allowedOrigins":["[a.example.com"]}`,
+			`config: allowedOrigins[0]: must be an origin like "https://app.example.com" or a host pattern like "*.example.com", got "[a.example.com"`},
+		{"an origin listed twice is refused",
+			`{"allowedOrigins":["a.example.com","a.example.com"]}`,
+			`config: allowedOrigins: must not list an entry twice, got "a.example.com" twice`},
+		{"an origin list that is not an array is refused",
+			`{"allowedOrigins":"a.example.com"}`,
+			`config: allowedOrigins: must be a JSON array, got "a.example.com"`},
+		{"a zero ring is refused",
+			`{"ringSize":0}`,
+			`config: ringSize: must be an integer in 1..1000000, got 0`},
+		{"a read limit below a sub frame is refused",
+			`{"maxFrameBytes":100}`,
+			`config: maxFrameBytes: must be an integer in 512..1048576, got 100`},
+		{"a negative session cap is refused",
+			`{"maxSessions":-1}`,
+			`config: maxSessions: must be an integer in 1..10000000, got -1`},
+		{"a zero accept rate is refused",
+			`{"acceptRate":0}`,
+			`config: acceptRate: must be an integer in 1..1000000, got 0`},
+		{"every broken rule is listed, in field order",
+			`{"recovery":{"slowAfterMs":-5,"deadlineMs":0},"heartbeatMs":50,"drainTimeoutMs":0}`,
+			`config: recovery.slowAfterMs: must be an integer in 1..2147483647, got -5; ` +
+				`recovery.deadlineMs: must be an integer in 1..2147483647, got 0; ` +
+				`heartbeatMs: must be an integer in 100..600000, got 50; ` +
+				`drainTimeoutMs: must be an integer in 1..3600000, got 0`},
+		{"a recovery that is not an object is refused",
+			`{"recovery":5}`,
+			`config: recovery: must be a JSON object, got 5`},
+		{"a document that is not an object is refused",
+			`[]`,
+			`config: must be a JSON object, got []`},
+		{"an empty document is refused",
+			"  \n",
+			`config: must be a JSON object, the document is empty`},
+		{"a syntax error names its line and column",
+			"{\n  \"heartbeatMs\": }\n",
+			`config: invalid JSON at line 2, column 18: invalid character '}' looking for beginning of value`},
+		{"trailing data after the object is refused",
+			`{} {}`,
+			`config: invalid JSON at line 1, column 4: invalid character '{' after top-level value`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := hostplugin.ParseConfig([]byte(tt.doc))
+			if err == nil {
+				t.Fatalf("ParseConfig(%s) = %+v, nil; want error %q", tt.doc, cfg, tt.want)
+			}
+			if err.Error() != tt.want {
+				t.Errorf("ParseConfig(%s) error:\n got %s\nwant %s", tt.doc, err, tt.want)
+			}
+			var ce *hostplugin.ConfigError
+			if !errors.As(err, &ce) || len(ce.Fields) == 0 {
+				t.Errorf("ParseConfig(%s) error %T is not a *ConfigError with fields", tt.doc, err)
+			}
+			if cfg.Valid() {
+				t.Errorf("ParseConfig(%s) returned a valid config beside its error", tt.doc)
+			}
+		})
+	}
+}
+
+func TestParseConfigAcceptsValidDocuments(t *testing.T) {
+	tests := []struct {
+		name  string
+		doc   string
+		check func(t *testing.T, c hostplugin.Config)
+	}{
+		{"an empty object is the default config", `{}`, func(t *testing.T, c hostplugin.Config) {
+			if !reflect.DeepEqual(c, hostplugin.DefaultConfig()) {
+				t.Errorf("got %+v, want DefaultConfig() %+v", c.File(), hostplugin.DefaultConfig().File())
+			}
+		}},
+		{"null fields take their defaults", `{"recovery":null,"heartbeatMs":null,"allowedOrigins":null}`, func(t *testing.T, c hostplugin.Config) {
+			if !reflect.DeepEqual(c, hostplugin.DefaultConfig()) {
+				t.Errorf("got %+v, want the defaults", c.File())
+			}
+		}},
+		{"every field is read", `{
+			"recovery": {"deadlineMs": 20000, "stableAfterMs": 0},
+			"endpoint": "/ws",
+			"heartbeatMs": 5000,
+			"allowedOrigins": ["https://app.example.com", "*.example.org"],
+			"ringSize": 16,
+			"maxSessions": 50,
+			"acceptRate": 7,
+			"acceptBurst": 3,
+			"maxFrameBytes": 1024,
+			"drainTimeoutMs": 2500
+		}`, func(t *testing.T, c hostplugin.Config) {
+			got := []any{c.Recovery().Deadline(), c.Recovery().StableAfter(), c.Endpoint(), c.Heartbeat(),
+				c.AllowedOrigins(), c.RingSize(), c.MaxSessions(), c.AcceptRate(), c.AcceptBurst(),
+				c.MaxFrameBytes(), c.DrainTimeout()}
+			want := []any{20 * time.Second, time.Duration(0), "/ws", 5 * time.Second,
+				[]string{"https://app.example.com", "*.example.org"}, 16, 50, 7, 3, 1024, 2500 * time.Millisecond}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got %v\nwant %v", got, want)
+			}
+		}},
+		{"a config survives its own written form", `{"recovery":{"jitter":0.25},"heartbeatMs":1000,"allowedOrigins":["a.example.com"]}`, func(t *testing.T, c hostplugin.Config) {
+			b, err := json.Marshal(c.File())
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := hostplugin.ParseConfig(b)
+			if err != nil {
+				t.Fatalf("ParseConfig(%s): %v", b, err)
+			}
+			if !reflect.DeepEqual(again, c) {
+				t.Errorf("round trip through %s changed the config", b)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := hostplugin.ParseConfig([]byte(tt.doc))
+			if err != nil {
+				t.Fatalf("ParseConfig: %v", err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestConfigFileResolveGoesThroughTheSameRules(t *testing.T) {
+	f := hostplugin.ConfigFile{
+		Recovery:    controller.Recovery{Factor: new(0.5)},
+		HeartbeatMs: new(2e6),
+	}
+	_, err := f.Resolve()
+	want := "config: recovery.factor: must be a finite number >= 1, got 0.5; heartbeatMs: must be an integer in 100..600000, got 2e+06"
+	if err == nil || err.Error() != want {
+		t.Errorf("Resolve() error = %v, want %s", err, want)
+	}
+}
+
+func TestLoadConfigNamesAMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing.json")
+	_, err := hostplugin.LoadConfig(path)
+	if !errors.Is(err, hostplugin.ErrNoConfigFile) || !strings.Contains(err.Error(), path) {
+		t.Errorf("LoadConfig(%s) error = %v, want ErrNoConfigFile naming the path", path, err)
+	}
+}
+
+func TestNewRefusesAnUnresolvedConfig(t *testing.T) {
+	if _, err := hostplugin.New(hostplugin.Config{}, nil); !errors.Is(err, hostplugin.ErrInvalidConfig) {
+		t.Errorf("New(Config{}) error = %v, want ErrInvalidConfig", err)
+	}
+}
+
+func TestReloadAppliesAValidFileAndKeepsTheConfigOnAnInvalidOne(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lifeline.json")
+	write := func(doc string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := &logs{}
+	h, err := hostplugin.New(hostplugin.DefaultConfig(), &hostplugin.Options{Logger: slog.New(l)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+
+	write(`{"heartbeatMs":2000,"recovery":{"deadlineMs":9000}}`)
+	if err := h.Reload(path); err != nil {
+		t.Fatalf("Reload(valid) = %v", err)
+	}
+	if got := h.Config().Heartbeat(); got != 2*time.Second {
+		t.Fatalf("after a valid reload Heartbeat() = %v, want 2s", got)
+	}
+
+	write(`{"heartbeatMs":3000,"recovery":{"deadlineMs":0}}`)
+	err = h.Reload(path)
+	want := "config: recovery.deadlineMs: must be an integer in 1..2147483647, got 0"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Reload(invalid) = %v, want %s", err, want)
+	}
+	if got := h.Config(); got.Heartbeat() != 2*time.Second || got.Recovery().Deadline() != 9*time.Second {
+		t.Errorf("an invalid reload was half applied: heartbeat %v, deadline %v", got.Heartbeat(), got.Recovery().Deadline())
+	}
+	if !l.has("reload refused", "recovery.deadlineMs") {
+		t.Errorf("the refused reload was not logged with its reason; logs:\n%s", l)
+	}
+}

@@ -1,0 +1,488 @@
+//go:build !js
+
+package hostplugin_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/hostplugin"
+)
+
+func TestEndpointRefusesClientsWithoutTheSubprotocol(t *testing.T) {
+	f := newFixture(t, `{}`, true)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	_, resp, err := websocket.Dial(ctx, f.wsURL(), nil)
+	if err == nil || resp == nil || resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("dial without lifeline.v1: err %v, response %v; want 400", err, resp)
+	}
+	if got := f.h.Sessions(); got != 0 {
+		t.Errorf("Sessions() = %d after a refused dial", got)
+	}
+}
+
+func TestEndpointChecksTheOrigin(t *testing.T) {
+	tests := []struct {
+		name    string
+		allowed string // allowedOrigins as JSON
+		origin  string // "" = the page's own origin
+		refused bool
+	}{
+		{name: "a same-origin page is admitted", allowed: `[]`},
+		{name: "a cross-origin page is refused by default", allowed: `[]`, origin: "https://evil.example", refused: true},
+		{name: "a listed origin is admitted", allowed: `["https://app.example.com"]`, origin: "https://app.example.com"},
+		{name: "a listed origin with another scheme is refused", allowed: `["https://app.example.com"]`, origin: "http://app.example.com", refused: true},
+		{name: "a host pattern admits its subdomains", allowed: `["*.example.com"]`, origin: "https://a.example.com"},
+		{name: "a host pattern does not admit lookalikes", allowed: `["*.example.com"]`, origin: "https://example.com.evil.net", refused: true},
+		{name: "an origin that is not a URL is refused", allowed: `["*"]`, origin: "null", refused: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, `{"allowedOrigins":`+tt.allowed+`}`, true)
+			origin := tt.origin
+			if origin == "" {
+				origin = f.srv.URL
+			}
+			c, err := f.tryDial(t, http.Header{"Origin": {origin}})
+			if err != nil {
+				t.Fatalf("dial: %v", err)
+			}
+			if !tt.refused {
+				c.expect(wire.TypeReady)
+				return
+			}
+			if code, reason := c.closed(); code != wire.CloseOrigin {
+				t.Errorf("close %d %q, want %d", code, reason, wire.CloseOrigin)
+			}
+			waitFor(t, "the refusal to be logged", func() bool { return f.logs.has("cross-origin", origin) })
+			if got := f.h.Sessions(); got != 0 {
+				t.Errorf("Sessions() = %d after a refusal", got)
+			}
+		})
+	}
+}
+
+func TestReadinessGateHoldsEveryFrameUntilReady(t *testing.T) {
+	f := newFixture(t, `{"heartbeatMs":15000}`, false)
+	c := f.dial(t)
+	waitFor(t, "the session to open", func() bool { return f.h.Sessions() == 1 })
+	// Both answers are queued while the gate is closed; the ready frame must still come first.
+	c.send(`{"t":"sub","stream":"s"}`)
+	c.send(`not json`)
+	waitFor(t, "both frames to be handled", func() bool { return f.logs.has("bad client frame") })
+	f.h.SetReady(true)
+	ready := c.expect(wire.TypeReady)
+	if ready.Session == "" || ready.HeartbeatMs != 15000 {
+		t.Errorf("ready frame %+v, want a session id and heartbeatMs 15000", ready)
+	}
+	c.expect(wire.TypeReset)
+	c.expect(wire.TypeError)
+}
+
+func TestReadyFramesCarryDistinctSessionIDs(t *testing.T) {
+	f := newFixture(t, `{}`, true)
+	a := f.dial(t).expect(wire.TypeReady)
+	b := f.dial(t).expect(wire.TypeReady)
+	if a.Session == b.Session {
+		t.Errorf("two sessions share the id %q", a.Session)
+	}
+}
+
+func TestIdleSessionsGetHeartbeats(t *testing.T) {
+	f := newFixture(t, `{"heartbeatMs":100}`, true)
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+	start := time.Now()
+	c.expect(wire.TypeHeartbeat)
+	c.expect(wire.TypeHeartbeat)
+	if d := time.Since(start); d < 150*time.Millisecond {
+		t.Errorf("two heartbeats within %v; want one per 100ms of silence", d)
+	}
+}
+
+// streamFixture is a Host with stream "s" holding events 1..5 in a ring of 3 (so 3, 4 and 5
+// can be replayed) and a baseline naming the head.
+func streamFixture(t *testing.T) (*fixture, string) {
+	t.Helper()
+	f := newFixture(t, `{"ringSize":3}`, true)
+	f.h.SetBaseline("s", func(stream string, head hostplugin.Cursor) (json.RawMessage, error) {
+		return json.RawMessage(fmt.Sprintf(`{"upTo":%d}`, head.Seq)), nil
+	})
+	for i := 1; i <= 5; i++ {
+		publish(t, f.h, "s", fmt.Sprintf(`{"i":%d}`, i))
+	}
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+	c.send(`{"t":"sub","stream":"s"}`)
+	return f, c.expect(wire.TypeReset).Epoch
+}
+
+func publish(t testing.TB, h *hostplugin.Host, stream, data string) uint64 {
+	t.Helper()
+	seq, err := h.Publish(context.Background(), stream, json.RawMessage(data))
+	if err != nil {
+		t.Fatalf("Publish(%s, %s): %v", stream, data, err)
+	}
+	return seq
+}
+
+func TestSubscriptionsReplayOrReset(t *testing.T) {
+	tests := []struct {
+		name   string
+		sub    func(epoch string) string
+		replay []uint64 // events replayed before the live one
+		reset  bool     // a reset to seq 5 comes first
+	}{
+		{name: "a fresh subscription is reset to the head with the baseline",
+			sub: func(string) string { return `{"t":"sub","stream":"s"}` }, reset: true},
+		{name: "a cursor inside the ring replays what follows it",
+			sub: func(e string) string { return `{"t":"sub","stream":"s","epoch":"` + e + `","after":3}` }, replay: []uint64{4, 5}},
+		{name: "a cursor just before the oldest kept event replays the whole ring",
+			sub: func(e string) string { return `{"t":"sub","stream":"s","epoch":"` + e + `","after":2}` }, replay: []uint64{3, 4, 5}},
+		{name: "a cursor at the head replays nothing",
+			sub: func(e string) string { return `{"t":"sub","stream":"s","epoch":"` + e + `","after":5}` }},
+		{name: "a cursor older than the ring is reset",
+			sub: func(e string) string { return `{"t":"sub","stream":"s","epoch":"` + e + `","after":1}` }, reset: true},
+		{name: "a cursor from another epoch is reset",
+			sub: func(string) string { return `{"t":"sub","stream":"s","epoch":"restarted","after":4}` }, reset: true},
+		{name: "a cursor from the future is reset",
+			sub: func(e string) string { return `{"t":"sub","stream":"s","epoch":"` + e + `","after":99}` }, reset: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, epoch := streamFixture(t)
+			c := f.dial(t)
+			c.expect(wire.TypeReady)
+			c.send(tt.sub(epoch))
+			if tt.reset {
+				r := c.expect(wire.TypeReset)
+				if r.Stream != "s" || r.Epoch != epoch || r.Seq != 5 || string(r.Baseline) != `{"upTo":5}` {
+					t.Errorf("reset %+v (baseline %s), want stream s, epoch %s, seq 5, baseline {\"upTo\":5}", r, r.Baseline, epoch)
+				}
+			}
+			for _, want := range tt.replay {
+				ev := c.expect(wire.TypeEvent)
+				if ev.Seq != want || string(ev.Data) != fmt.Sprintf(`{"i":%d}`, want) {
+					t.Errorf("replayed %d %s, want %d", ev.Seq, ev.Data, want)
+				}
+			}
+			publish(t, f.h, "s", `{"i":6}`)
+			if ev := c.expect(wire.TypeEvent); ev.Seq != 6 || ev.Stream != "s" {
+				t.Errorf("live event %+v, want seq 6 on s", ev)
+			}
+		})
+	}
+}
+
+func TestLiveEventsArriveOnceEachAndInOrderDuringReplay(t *testing.T) {
+	f := newFixture(t, `{"ringSize":10000}`, true)
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+	c.send(`{"t":"sub","stream":"s"}`)
+	epoch := c.expect(wire.TypeReset).Epoch
+	// A second page subscribes with a cursor while events keep being published.
+	d := f.dial(t)
+	d.expect(wire.TypeReady)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 500 {
+			if _, err := f.h.Publish(context.Background(), "s", json.RawMessage(fmt.Sprint(i))); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	d.send(`{"t":"sub","stream":"s","epoch":"` + epoch + `","after":0}`)
+	<-done
+	for _, cl := range []*client{c, d} {
+		for want := uint64(1); want <= 500; want++ {
+			if ev := cl.expect(wire.TypeEvent); ev.Seq != want {
+				t.Fatalf("event seq %d, want %d: a gap or a duplicate", ev.Seq, want)
+			}
+		}
+	}
+}
+
+func TestUnsubStopsTheStream(t *testing.T) {
+	f := newFixture(t, `{}`, true)
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+	c.send(`{"t":"sub","stream":"a"}`)
+	c.expect(wire.TypeReset)
+	c.send(`{"t":"unsub","stream":"a"}`)
+	c.send(`{"t":"unsub","stream":"never-subscribed"}`) // harmless
+	c.send(`{"t":"sub","stream":"b"}`)
+	c.expect(wire.TypeReset) // b's: the unsub before it has been handled
+	publish(t, f.h, "a", `"for nobody"`)
+	publish(t, f.h, "b", `"for c"`)
+	if ev := c.expect(wire.TypeEvent); ev.Stream != "b" {
+		t.Errorf("after unsub got %+v, want only stream b", ev)
+	}
+}
+
+func TestASessionFollowsABoundedNumberOfStreams(t *testing.T) {
+	f := newFixture(t, `{}`, true)
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+	for i := range 65 {
+		c.send(fmt.Sprintf(`{"t":"sub","stream":"s%d"}`, i))
+	}
+	for range 64 {
+		c.expect(wire.TypeReset)
+	}
+	if e := c.expect(wire.TypeError); !strings.Contains(e.Message, "at most 64") {
+		t.Errorf("error %q, want the stream limit", e.Message)
+	}
+}
+
+func TestPublishRefusesBadInput(t *testing.T) {
+	h, _ := newHost(t, `{}`)
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		stream string
+		data   string
+		want   error
+	}{
+		{"data that is not JSON is refused", "s", `{"a":`, hostplugin.ErrEventData},
+		{"an empty stream name is refused", "", `1`, hostplugin.ErrStreamName},
+		{"a stream name over the wire limit is refused", strings.Repeat("x", wire.MaxStreamName+1), `1`, hostplugin.ErrStreamName},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := h.Publish(ctx, tt.stream, json.RawMessage(tt.data)); !errors.Is(err, tt.want) {
+				t.Errorf("Publish(%q, %s) error = %v, want %v", truncated(tt.stream), tt.data, err, tt.want)
+			}
+		})
+	}
+	_ = h.Close()
+	if _, err := h.Publish(ctx, "s", json.RawMessage(`1`)); !errors.Is(err, hostplugin.ErrClosed) {
+		t.Errorf("Publish after Close error = %v, want ErrClosed", err)
+	}
+}
+
+func truncated(s string) string {
+	if len(s) > 16 {
+		return s[:16] + "…"
+	}
+	return s
+}
+
+func TestMalformedFramesGetAnErrorFrameAndTheSessionGoesOn(t *testing.T) {
+	tests := []struct {
+		name  string
+		frame string
+		bin   bool
+		want  string // part of the error message
+	}{
+		{name: "text that is not JSON", frame: `hello`, want: "bad frame"},
+		{name: "an unknown type", frame: `{"t":"launch"}`, want: `unknown type "launch"`},
+		{name: "a missing type", frame: `{"stream":"s"}`, want: `missing type`},
+		{name: "a sub without a stream", frame: `{"t":"sub"}`, want: "missing stream name"},
+		{name: "a sub with a cursor but no epoch", frame: `{"t":"sub","stream":"s","after":3}`, want: "without an epoch"},
+		{name: "a stream name over the limit", frame: `{"t":"sub","stream":"` + strings.Repeat("x", 300) + `"}`, want: "exceeds"},
+		{name: "two frames in one message", frame: `{"t":"unsub","stream":"s"}{"t":"unsub","stream":"s"}`, want: "trailing data"},
+		{name: "a binary message", frame: `{"t":"sub","stream":"s"}`, bin: true, want: "binary frames"},
+	}
+	f := newFixture(t, `{}`, true)
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			typ := websocket.MessageText
+			if tt.bin {
+				typ = websocket.MessageBinary
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), bound)
+			defer cancel()
+			if err := c.conn.Write(ctx, typ, []byte(tt.frame)); err != nil {
+				t.Fatal(err)
+			}
+			if e := c.expect(wire.TypeError); !strings.Contains(e.Message, tt.want) {
+				t.Errorf("error message %q, want it to contain %q", e.Message, tt.want)
+			}
+		})
+	}
+	// Still a working session.
+	c.send(`{"t":"sub","stream":"s"}`)
+	c.expect(wire.TypeReset)
+	if !f.logs.has("bad client frame") {
+		t.Errorf("bad frames were not logged; logs:\n%s", f.logs)
+	}
+}
+
+func TestTooManyBadFramesCloseTheSession(t *testing.T) {
+	f := newFixture(t, `{}`, true)
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+	for range 17 {
+		c.send(`garbage`)
+	}
+	if code, _ := c.closed(); code != websocket.StatusProtocolError {
+		t.Errorf("close %d, want %d", code, websocket.StatusProtocolError)
+	}
+	waitFor(t, "the session to end", func() bool { return f.h.Sessions() == 0 })
+}
+
+func TestOversizedFramesCloseWith1009(t *testing.T) {
+	f := newFixture(t, `{"maxFrameBytes":512}`, true)
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+	c.send(`{"t":"sub","stream":"` + strings.Repeat("x", 600) + `"}`)
+	if code, _ := c.closed(); code != wire.CloseTooBig {
+		t.Errorf("close %d, want %d", code, wire.CloseTooBig)
+	}
+	waitFor(t, "the session to end", func() bool { return f.h.Sessions() == 0 })
+	waitFor(t, "the 1009 to be logged", func() bool { return f.logs.has("read limit") })
+}
+
+func TestDrainSendsGoAwayThenClosesWhoeverStays(t *testing.T) {
+	f := newFixture(t, `{"drainTimeoutMs":300}`, true)
+	leaver, stayer := f.dial(t), f.dial(t)
+	leaver.expect(wire.TypeReady)
+	stayer.expect(wire.TypeReady)
+
+	closed := make(chan int, 1)
+	go func() { closed <- f.h.Drain(context.Background(), "wss://next.example/_lifeline/events") }()
+
+	for _, c := range []*client{leaver, stayer} {
+		if g := c.expect(wire.TypeGoAway); g.URI != "wss://next.example/_lifeline/events" {
+			t.Errorf("goaway uri %q", g.URI)
+		}
+	}
+	_ = leaver.conn.Close(websocket.StatusNormalClosure, "moved")
+	if code, _ := stayer.closed(); code != wire.CloseDrained {
+		t.Errorf("the page that stayed was closed with %d, want %d", code, wire.CloseDrained)
+	}
+	select {
+	case n := <-closed:
+		if n != 1 {
+			t.Errorf("Drain closed %d sessions, want 1 (the other left)", n)
+		}
+	case <-time.After(bound):
+		t.Fatal("Drain did not return")
+	}
+	// A page arriving after the drain is sent away at once.
+	late := f.dial(t)
+	if g := late.expect(wire.TypeGoAway); g.URI != "wss://next.example/_lifeline/events" {
+		t.Errorf("late goaway uri %q", g.URI)
+	}
+	if code, _ := late.closed(); code != wire.CloseDrained {
+		t.Errorf("late page closed with %d, want %d", code, wire.CloseDrained)
+	}
+	waitFor(t, "every session to end", func() bool { return f.h.Sessions() == 0 })
+}
+
+func TestDrainReturnsAsSoonAsEveryPageHasLeft(t *testing.T) {
+	f := newFixture(t, `{"drainTimeoutMs":60000}`, true)
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+	closed := make(chan int, 1)
+	go func() { closed <- f.h.Drain(context.Background(), "") }()
+	if g := c.expect(wire.TypeGoAway); g.URI != "" {
+		t.Errorf("goaway uri %q, want empty (come back here)", g.URI)
+	}
+	_ = c.conn.Close(websocket.StatusNormalClosure, "bye")
+	select {
+	case n := <-closed:
+		if n != 0 {
+			t.Errorf("Drain closed %d sessions, want 0", n)
+		}
+	case <-time.After(bound):
+		t.Fatal("Drain waited for its timeout although every page had left")
+	}
+}
+
+func TestDrainClosesSessionsStillWaitingForTheGate(t *testing.T) {
+	f := newFixture(t, `{}`, false)
+	c := f.dial(t)
+	waitFor(t, "the session to open", func() bool { return f.h.Sessions() == 1 })
+	go f.h.Drain(context.Background(), "")
+	c.expect(wire.TypeGoAway)
+	if code, _ := c.closed(); code != wire.CloseDrained {
+		t.Errorf("close %d, want %d", code, wire.CloseDrained)
+	}
+}
+
+func TestSessionCapClosesWith1013AndARetryAfter(t *testing.T) {
+	f := newFixture(t, `{"maxSessions":1}`, true)
+	first := f.dial(t)
+	first.expect(wire.TypeReady)
+	second := f.dial(t)
+	code, reason := second.closed()
+	d, ok := wire.ParseRetryAfter(reason)
+	if code != wire.CloseOverloaded || !ok || d < time.Second {
+		t.Errorf("over the cap: close %d %q, want %d with retry-after >= 1s", code, reason, wire.CloseOverloaded)
+	}
+	waitFor(t, "the refusal to be logged", func() bool { return f.logs.has("session cap") })
+	// A slot frees when a session ends.
+	_ = first.conn.Close(websocket.StatusNormalClosure, "")
+	waitFor(t, "the slot to free", func() bool { return f.h.Sessions() == 0 })
+	f.dial(t).expect(wire.TypeReady)
+}
+
+func TestAcceptRateSpreadsARefusedHerd(t *testing.T) {
+	f := newFixture(t, `{"acceptRate":2,"acceptBurst":1}`, true)
+	f.dial(t).expect(wire.TypeReady)
+	var last time.Duration
+	for i := range 5 {
+		code, reason := f.dial(t).closed()
+		d, ok := wire.ParseRetryAfter(reason)
+		if code != wire.CloseOverloaded || !ok {
+			t.Fatalf("refused page %d: close %d %q, want 1013 with a retry-after", i, code, reason)
+		}
+		// Each later page is given a later slot, half a second (1/rate) apart.
+		if i > 0 && (d-last < 300*time.Millisecond || d-last > 700*time.Millisecond) {
+			t.Errorf("page %d told to wait %v after %v: slots are not 1/rate apart", i, d, last)
+		}
+		last = d
+	}
+	if last > wire.MaxRetryAfter {
+		t.Errorf("retry-after %v beyond what a page honours", last)
+	}
+}
+
+func TestSlowReadersAreShedWithoutBlockingPublish(t *testing.T) {
+	f := newFixture(t, `{"ringSize":1}`, true)
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+	c.send(`{"t":"sub","stream":"big"}`)
+	c.expect(wire.TypeReset)
+	// The page stops reading. Publish must not block on it; its queue overflows instead.
+	data := json.RawMessage(`"` + strings.Repeat("x", 16<<10) + `"`)
+	deadline := time.Now().Add(bound)
+	for f.h.Sessions() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the slow page was not shed")
+		}
+		if _, err := f.h.Publish(context.Background(), "big", data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the shedding to be logged", func() bool { return f.logs.has("reads too slowly") })
+}
+
+func TestSessionsEndWhenPagesLeave(t *testing.T) {
+	f := newFixture(t, `{}`, true)
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+	c.send(`{"t":"sub","stream":"s"}`)
+	c.expect(wire.TypeReset)
+	if got := f.h.Sessions(); got != 1 {
+		t.Fatalf("Sessions() = %d, want 1", got)
+	}
+	_ = c.conn.CloseNow() // abrupt, like a closed laptop lid on a live link
+	waitFor(t, "the session to end", func() bool { return f.h.Sessions() == 0 })
+	publish(t, f.h, "s", `1`) // the stream has no follower left; nothing blocks
+}
