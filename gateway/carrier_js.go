@@ -1,0 +1,100 @@
+//go:build js
+
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/lifeline-go/lifeline/gateway/wire"
+)
+
+// carrier is one browser WebSocket. Under js/wasm the library answers a cancelled read,
+// write or dial context by calling WebSocket.close(1008), a code the WebSocket API refuses
+// (it throws; only 1000 and 3000–4999 are allowed): the socket would stay open. So no context
+// given to the library here is ever cancelled, and every close goes through Close(1000).
+type carrier struct {
+	c *websocket.Conn
+}
+
+type dialResult struct {
+	c   *websocket.Conn
+	err error
+}
+
+// dial opens the socket. If ctx ends first, dial returns at once and a reaper goroutine keeps
+// waiting for the browser: when the socket opens after all it is closed there and then, so a
+// dial that completes late (during Stop or Close) leaves no socket open. The browser cannot
+// abort a connecting WebSocket any sooner without syscall/js, which the gateway does not use.
+func dial(ctx context.Context, url string, _ http.Header) (*carrier, error) {
+	res := make(chan dialResult, 1)
+	go func() {
+		c, _, err := websocket.Dial(context.Background(), url, &websocket.DialOptions{
+			Subprotocols: []string{wire.Subprotocol},
+		})
+		res <- dialResult{c, err}
+	}()
+	select {
+	case r := <-res:
+		if r.err != nil {
+			return nil, r.err
+		}
+		return &carrier{c: r.c}, nil
+	case <-ctx.Done():
+		go func() {
+			if r := <-res; r.c != nil {
+				r.c.Close(websocket.StatusNormalClosure, "lifeline: attempt cancelled")
+			}
+		}()
+		return nil, context.Cause(ctx)
+	}
+}
+
+func (k *carrier) setReadLimit(n int64) { k.c.SetReadLimit(n) }
+
+func (k *carrier) subprotocol() string { return k.c.Subprotocol() }
+
+func (k *carrier) read() (websocket.MessageType, []byte, error) {
+	return k.c.Read(context.Background())
+}
+
+func (k *carrier) write(b []byte) error {
+	return k.c.Write(context.Background(), websocket.MessageText, b)
+}
+
+// hangup asks the browser to close the socket and waits, up to grace, for its close event.
+// The browser owns the closing handshake: for a dead link (force) there is nothing to wait
+// for, and past grace the close event releases the library's goroutines when it comes.
+func (k *carrier) hangup(reason string, force bool, grace time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		k.c.Close(websocket.StatusNormalClosure, reason)
+	}()
+	if force {
+		return
+	}
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// settle waits for the pump and the writer, up to grace: the pump's read ends with the
+// browser's close event, which a dead link may delay; the writer never blocks.
+func (k *carrier) settle(grace time.Duration, done ...<-chan struct{}) {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	for _, d := range done {
+		select {
+		case <-d:
+		case <-t.C:
+			return
+		}
+	}
+}

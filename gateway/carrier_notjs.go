@@ -1,0 +1,75 @@
+//go:build !js
+
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/lifeline-go/lifeline/gateway/wire"
+)
+
+// carrier is one socket. Natively every read and write runs under ctx, which is cancelled
+// only to tear the socket down (the library closes a connection whose read or write context
+// ends); the pump never uses a per-read timeout.
+type carrier struct {
+	c     *websocket.Conn
+	ctx   context.Context
+	force context.CancelFunc
+}
+
+// dial opens the socket. Cancelling ctx aborts the HTTP upgrade, so a socket that never
+// opens is released at once.
+func dial(ctx context.Context, url string, header http.Header) (*carrier, error) {
+	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{
+		Subprotocols: []string{wire.Subprotocol},
+		HTTPHeader:   header,
+	})
+	if err != nil {
+		return nil, err
+	}
+	fctx, force := context.WithCancel(context.Background())
+	return &carrier{c: c, ctx: fctx, force: force}, nil
+}
+
+func (k *carrier) setReadLimit(n int64) { k.c.SetReadLimit(n) }
+
+func (k *carrier) subprotocol() string { return k.c.Subprotocol() }
+
+func (k *carrier) read() (websocket.MessageType, []byte, error) { return k.c.Read(k.ctx) }
+
+func (k *carrier) write(b []byte) error { return k.c.Write(k.ctx, websocket.MessageText, b) }
+
+// hangup closes the socket. A healthy peer gets a close frame and grace to answer it;
+// force (a dead link) or an expired grace tears the connection down at once.
+func (k *carrier) hangup(reason string, force bool, grace time.Duration) {
+	defer k.force()
+	if force {
+		k.force()
+		k.c.CloseNow()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		k.c.Close(websocket.StatusNormalClosure, reason)
+	}()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		k.force() // unblocks the pump's read, which closes the connection, and so Close
+		<-done
+	}
+}
+
+// settle waits for the pump and the writer. Natively a closed connection releases both.
+func (k *carrier) settle(_ time.Duration, done ...<-chan struct{}) {
+	for _, d := range done {
+		<-d
+	}
+}

@@ -1,0 +1,72 @@
+package gateway
+
+import (
+	"context"
+	"net/url"
+	"sync"
+	"testing"
+
+	"github.com/lifeline-go/lifeline/gateway/wire"
+)
+
+// Pending returns what a generation that became ready now would send first, per stream.
+func Pending(g *Gateway) map[string]string { return g.pending() }
+
+// Dups counts the frames s dropped as duplicates.
+func Dups(s *Subscription) uint64 {
+	s.g.mu.Lock()
+	defer s.g.mu.Unlock()
+	return s.dups
+}
+
+// ResolveGoAway exposes resolveGoAway.
+func ResolveGoAway(base, uri string) (string, error) {
+	u, err := parseURL(base)
+	if err != nil {
+		return "", err
+	}
+	return resolveGoAway(u, uri)
+}
+
+// TestSession is a ready session without a socket: tests feed it Host frames and read
+// what it would send, so the stream logic runs without a server (also under js/wasm).
+type TestSession struct {
+	s    *session
+	once sync.Once
+}
+
+// NewTestSession registers a ready session on g; it ends with the test at the latest.
+func NewTestSession(t testing.TB, g *Gateway) *TestSession {
+	u, _ := url.Parse(g.url)
+	s, err := g.register(context.Background(), nil, u)
+	if err != nil {
+		panic(err)
+	}
+	s.gotReady = true
+	g.mu.Lock()
+	s.ready = true
+	g.mu.Unlock()
+	ts := &TestSession{s: s}
+	t.Cleanup(ts.End)
+	return ts
+}
+
+// Feed handles one Host frame (event, reset, hb or error) as the pump would.
+func (t *TestSession) Feed(frame string) error {
+	f, err := wire.DecodeServer([]byte(frame))
+	if err != nil {
+		return err
+	}
+	return t.s.handle(f)
+}
+
+// Reconcile returns the frames the writer would send now.
+func (t *TestSession) Reconcile() []wire.ClientFrame { return t.s.g.reconcile(t.s) }
+
+// End ends the session as Run's return would.
+func (t *TestSession) End() {
+	t.once.Do(func() {
+		t.s.cancel(nil)
+		t.s.g.unregister(t.s)
+	})
+}

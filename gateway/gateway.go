@@ -1,0 +1,299 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lifeline-go/lifeline/controller"
+	"github.com/lifeline-go/lifeline/gateway/wire"
+)
+
+// Errors a caller may see, reached with errors.Is.
+var (
+	// ErrClosed is the cause Close uses when it is given none, and what Run returns once the
+	// gateway is closed.
+	ErrClosed = errors.New("gateway: closed")
+	// ErrUnsubscribed ends a subscription on which Unsubscribe was called.
+	ErrUnsubscribed = errors.New("gateway: unsubscribed")
+	// ErrReplaced ends a subscription when a newer Subscribe names the same stream.
+	ErrReplaced = errors.New("gateway: subscription replaced by a newer Subscribe on the same stream")
+	// ErrBadStream ends a subscription whose stream name the protocol cannot carry.
+	ErrBadStream = errors.New("gateway: bad stream name")
+	// ErrNilHandler ends a subscription made without a handler.
+	ErrNilHandler = errors.New("gateway: nil handler")
+	// ErrBadURL is returned for an events URL that is not an absolute ws, wss, http or https URL.
+	ErrBadURL = errors.New("gateway: bad events URL")
+	// ErrProtocol is wrapped by every failure caused by a Host that broke the protocol: a
+	// frame that does not decode, anything but ready first, a second ready, a seq gap.
+	ErrProtocol = errors.New("gateway: host broke the protocol")
+	// ErrLinkDead ends a generation that received no frame for 2.5 × the heartbeat.
+	ErrLinkDead = errors.New("gateway: link silent for 2.5 × heartbeat")
+	// ErrOverloaded is wrapped by the error of a session the Host refused with close code
+	// 1013; when the Host gave a retry-after, Run returns it inside a
+	// *controller.RetryAfterError.
+	ErrOverloaded = errors.New("gateway: host overloaded")
+	// ErrSessionClosed is wrapped by the error of a session the Host or the network ended.
+	ErrSessionClosed = errors.New("gateway: session closed")
+)
+
+// Defaults of [Options].
+const (
+	DefaultReadLimit  = 1 << 20
+	DefaultQueueLen   = 1024
+	DefaultCloseGrace = time.Second
+)
+
+// Options tune a [Gateway]. A nil *Options means all defaults; zero fields take their default.
+type Options struct {
+	// Logger receives the gateway's logs (protocol errors, handler panics, overflows).
+	// Default slog.Default().
+	Logger *slog.Logger
+	// ReadLimit is the largest frame accepted, in bytes; a larger one ends the session with
+	// close code 1009. Default DefaultReadLimit (1 MiB).
+	ReadLimit int64
+	// QueueLen bounds each subscription's queue of deliveries waiting for its handler. A
+	// handler that falls further behind loses the queue and is resynchronised from a fresh
+	// baseline once it returns. Default DefaultQueueLen (1024).
+	QueueLen int
+	// CloseGrace is how long ending a healthy session waits for the Host to answer the close
+	// handshake before the socket is torn down. Default DefaultCloseGrace (1 s).
+	CloseGrace time.Duration
+	// Header is sent with the WebSocket handshake (for example an Origin). Native builds
+	// only: a browser sets its own headers. Default none.
+	Header http.Header
+}
+
+// A Gateway is the page's WebSocket carrier: the [controller.Source] a controller drives, the
+// event pump of each generation, and the domain streams that survive every reconnect.
+//
+// Create one with [New], hand it to [controller.New] with [Gateway.URL] as the endpoint,
+// subscribe with [Gateway.Subscribe], and Close it after stopping the controller. All methods
+// are safe from any goroutine.
+type Gateway struct {
+	url       string
+	log       *slog.Logger
+	readLimit int64
+	queueLen  int
+	grace     time.Duration
+	header    http.Header
+
+	// life is cancelled by Close with its cause; every session's context derives from it.
+	life   context.Context
+	finish context.CancelCauseFunc
+
+	mu       sync.Mutex
+	cause    error // set by Close
+	subs     map[string]*Subscription
+	sessions map[*session]struct{}
+	runs     int           // Run calls in progress
+	idle     chan struct{} // closed when runs drops to 0 after Close
+}
+
+// New returns a gateway for the events endpoint rawURL (ws://host/_lifeline/events; http and
+// https are accepted and mean ws and wss).
+func New(rawURL string, opts *Options) (*Gateway, error) {
+	u, err := parseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.ReadLimit <= 0 {
+		o.ReadLimit = DefaultReadLimit
+	}
+	if o.QueueLen <= 0 {
+		o.QueueLen = DefaultQueueLen
+	}
+	if o.CloseGrace <= 0 {
+		o.CloseGrace = DefaultCloseGrace
+	}
+	life, finish := context.WithCancelCause(context.Background())
+	return &Gateway{
+		url:       u.String(),
+		log:       o.Logger,
+		readLimit: o.ReadLimit,
+		queueLen:  o.QueueLen,
+		grace:     o.CloseGrace,
+		header:    o.Header.Clone(),
+		life:      life,
+		finish:    finish,
+		subs:      make(map[string]*Subscription),
+		sessions:  make(map[*session]struct{}),
+	}, nil
+}
+
+// URL is the normalised events URL. Pass it as the controller's Endpoint: the controller
+// compares endpoints as strings, and GOAWAY targets are normalised the same way.
+func (g *Gateway) URL() string { return g.url }
+
+// parseURL checks an events URL and normalises its scheme to ws or wss.
+func parseURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %v", ErrBadURL, raw, err)
+	}
+	switch u.Scheme {
+	case "ws", "wss":
+	case "http":
+		u.Scheme = "ws"
+	case "https":
+		u.Scheme = "wss"
+	default:
+		return nil, fmt.Errorf("%w: scheme must be ws, wss, http or https, got %q in %q", ErrBadURL, u.Scheme, raw)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("%w: no host in %q", ErrBadURL, raw)
+	}
+	u.Fragment = ""
+	return u, nil
+}
+
+// Subscribe follows stream: handler receives its events once each and in order, or a reset
+// carrying a baseline, across every reconnect, until the subscription ends. A gateway holds
+// one subscription per stream: subscribing again replaces the older one, which ends with
+// [ErrReplaced], and the new one starts from a fresh baseline.
+//
+// handler runs on the subscription's own goroutine, never two calls at once; a handler that
+// blocks delays only its own stream, and a panic is recovered and logged. Subscribe never
+// blocks on the network: while disconnected, calls collapse to the newest request per stream.
+//
+// A stream name the protocol cannot carry, a nil handler or a closed gateway yield a
+// subscription that has already ended with the reason.
+func (g *Gateway) Subscribe(stream string, handler func(Delivery)) *Subscription {
+	s := &Subscription{g: g, stream: stream, handler: handler, done: make(chan struct{})}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case handler == nil:
+		g.end(s, fmt.Errorf("%w: Subscribe(%q)", ErrNilHandler, stream))
+	case stream == "" || len(stream) > wire.MaxStreamName:
+		g.end(s, fmt.Errorf("%w: must be 1..%d bytes, got %d bytes (%.40q)",
+			ErrBadStream, wire.MaxStreamName, len(stream), stream))
+	case g.cause != nil:
+		g.end(s, g.cause)
+	default:
+		if old := g.subs[stream]; old != nil {
+			g.end(old, ErrReplaced)
+		}
+		g.subs[stream] = s
+		g.kickAll()
+	}
+	return s
+}
+
+// Close closes the gateway: every subscription ends with cause (ErrClosed when nil), every
+// session is torn down, and Run refuses new generations. Close returns once every Run in
+// progress has released its socket (under js/wasm: once each has asked the browser to close
+// it); a dial that completes meanwhile is closed at once. Stop the controller first, or it
+// keeps retrying against a closed gateway. Close is idempotent; later causes are ignored.
+func (g *Gateway) Close(cause error) {
+	if cause == nil {
+		cause = ErrClosed
+	}
+	g.mu.Lock()
+	if g.cause == nil {
+		g.cause = cause
+		g.finish(cause)
+		for _, name := range slices.Sorted(maps.Keys(g.subs)) {
+			g.end(g.subs[name], cause)
+		}
+		clear(g.subs)
+	}
+	var idle chan struct{}
+	if g.runs > 0 {
+		if g.idle == nil {
+			g.idle = make(chan struct{})
+		}
+		idle = g.idle
+	}
+	g.mu.Unlock()
+	if idle != nil {
+		<-idle
+	}
+}
+
+// Err returns the cause Close was given, or nil while the gateway is open.
+func (g *Gateway) Err() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cause
+}
+
+// Run performs one generation for a controller; see [controller.Source]. It dials
+// gen.Target() (the gateway's URL when empty) once, waits for the Host's ready frame, reports
+// it with gen.Ready, resubscribes every stream from its cursor, and pumps frames until the
+// session ends or ctx is cancelled. It returns only after the socket is closed and its
+// goroutines are gone (see the package documentation for the browser's close handshake).
+func (g *Gateway) Run(ctx context.Context, gen *controller.Generation) error {
+	target := gen.Target()
+	if target == "" {
+		target = g.url
+	}
+	u, err := parseURL(target)
+	if err != nil {
+		return err
+	}
+	s, err := g.register(ctx, gen, u)
+	if err != nil {
+		return err
+	}
+	defer g.unregister(s)
+	return s.run()
+}
+
+// register records a new session, refusing it once the gateway is closed. The session's
+// context ends with the generation's or with Close, whichever comes first.
+func (g *Gateway) register(ctx context.Context, gen *controller.Generation, u *url.URL) (*session, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cause != nil {
+		return nil, closedError(g.cause)
+	}
+	s := newSession(g, gen, u)
+	s.ctx, s.cancel = context.WithCancelCause(ctx)
+	s.stopLife = context.AfterFunc(g.life, func() { s.cancel(closedError(context.Cause(g.life))) })
+	g.sessions[s] = struct{}{}
+	g.runs++
+	return s, nil
+}
+
+func (g *Gateway) unregister(s *session) {
+	s.stopLife()
+	s.cancel(nil)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.sessions, s)
+	g.runs--
+	if g.runs == 0 && g.idle != nil {
+		close(g.idle)
+		g.idle = nil
+	}
+}
+
+// closedError is what a generation of a closed gateway ends with.
+func closedError(cause error) error {
+	if errors.Is(cause, ErrClosed) {
+		return cause
+	}
+	return fmt.Errorf("%w: %w", ErrClosed, cause)
+}
+
+// kickAll asks every session to reconcile its subscriptions. g.mu must be held.
+func (g *Gateway) kickAll() {
+	for s := range g.sessions {
+		s.kickWriter()
+	}
+}

@@ -1,0 +1,655 @@
+//go:build !js
+
+package testserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/lifeline-go/lifeline/gateway/wire"
+)
+
+// Defaults of a new scenario.
+const (
+	DefaultHeartbeat = time.Second
+	DefaultRing      = 1 << 20
+)
+
+// Server serves scenarios; it is an http.Handler. Close ends them all.
+type Server struct {
+	mu        sync.Mutex
+	next      int
+	scenarios map[string]*scenario
+	closed    bool
+}
+
+// New returns a server with no scenario.
+func New() *Server { return &Server{scenarios: make(map[string]*scenario)} }
+
+// Close ends every scenario and refuses new ones.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	all := make([]*scenario, 0, len(s.scenarios))
+	for _, sc := range s.scenarios {
+		all = append(all, sc)
+	}
+	s.mu.Unlock()
+	for _, sc := range all {
+		sc.close()
+	}
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == ControlPath {
+		s.control(w, r)
+		return
+	}
+	// /s/<id>/<host>/_lifeline/events
+	rest, ok := strings.CutPrefix(r.URL.Path, "/s/")
+	parts := strings.SplitN(rest, "/", 3)
+	if !ok || len(parts) != 3 || "/"+parts[2] != wire.DefaultPath {
+		http.NotFound(w, r)
+		return
+	}
+	s.mu.Lock()
+	sc := s.scenarios[parts[0]]
+	s.mu.Unlock()
+	if sc == nil {
+		http.Error(w, "testserver: no scenario "+parts[0], http.StatusNotFound)
+		return
+	}
+	sc.events(parts[1], w, r)
+}
+
+func (s *Server) control(w http.ResponseWriter, r *http.Request) {
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+	if err != nil {
+		return
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(1 << 20)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		c.Close(websocket.StatusGoingAway, "testserver: closed")
+		return
+	}
+	s.next++
+	sc := newScenario(strconv.Itoa(s.next))
+	s.scenarios[sc.id] = sc
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.scenarios, sc.id)
+		s.mu.Unlock()
+		sc.close()
+	}()
+	ctx := sc.ctx
+	send := func(rep Reply) error {
+		b, _ := json.Marshal(rep)
+		return c.Write(ctx, websocket.MessageText, b)
+	}
+	if send(Reply{ID: sc.id}) != nil {
+		return
+	}
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			return
+		}
+		var req Request
+		rep := Reply{}
+		if err := json.Unmarshal(b, &req); err != nil {
+			rep.Error = "testserver: bad request: " + err.Error()
+		} else {
+			rep = sc.do(req)
+		}
+		if send(rep) != nil {
+			return
+		}
+	}
+}
+
+type scenario struct {
+	id     string
+	start  time.Time
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every change of a counter
+	hb      time.Duration
+	ring    int
+	epochs  int
+	hosts   map[string]*host
+	logs    map[string]*streamLog
+	pumps   map[string]context.CancelFunc
+}
+
+type host struct {
+	name     string
+	queue    [][]Step
+	def      []Step
+	stats    HostStats
+	sessions map[*ssession]struct{}
+	release  chan struct{}
+}
+
+type streamLog struct {
+	epoch  string
+	first  uint64 // seq of events[0]; last+1 when empty
+	last   uint64
+	events []json.RawMessage
+	subs   map[*ssession]struct{}
+}
+
+func newScenario(id string) *scenario {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &scenario{
+		id: id, start: time.Now(), ctx: ctx, cancel: cancel,
+		changed: make(chan struct{}),
+		hb:      DefaultHeartbeat, ring: DefaultRing,
+		hosts: make(map[string]*host), logs: make(map[string]*streamLog),
+		pumps: make(map[string]context.CancelFunc),
+	}
+}
+
+func (sc *scenario) close() {
+	sc.cancel()
+	sc.wg.Wait()
+}
+
+// touch wakes waiters. sc.mu must be held.
+func (sc *scenario) touch() {
+	close(sc.changed)
+	sc.changed = make(chan struct{})
+}
+
+// host returns the named host, creating it. sc.mu must be held.
+func (sc *scenario) host(name string) *host {
+	h := sc.hosts[name]
+	if h == nil {
+		h = &host{
+			name:     name,
+			def:      []Step{{Ready: true}, {Serve: true}},
+			sessions: make(map[*ssession]struct{}),
+			release:  make(chan struct{}),
+		}
+		sc.hosts[name] = h
+	}
+	return h
+}
+
+// log returns the named stream log, creating it. sc.mu must be held.
+func (sc *scenario) log(stream string) *streamLog {
+	l := sc.logs[stream]
+	if l == nil {
+		sc.epochs++
+		l = &streamLog{epoch: fmt.Sprintf("%s-e%d", sc.id, sc.epochs), first: 1, subs: make(map[*ssession]struct{})}
+		sc.logs[stream] = l
+	}
+	return l
+}
+
+func (sc *scenario) do(req Request) Reply {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	switch req.Op {
+	case "script":
+		h := sc.host(req.Host)
+		h.queue = append(h.queue, req.Sessions...)
+		if req.Default != nil {
+			h.def = req.Default
+		}
+	case "config":
+		if req.HeartbeatMs > 0 {
+			sc.hb = time.Duration(req.HeartbeatMs) * time.Millisecond
+		}
+		if req.Ring > 0 {
+			sc.ring = req.Ring
+		}
+	case "publish":
+		sc.publish(req.Stream, max(req.N, 1))
+	case "pump":
+		if stop := sc.pumps[req.Stream]; stop != nil {
+			stop()
+			delete(sc.pumps, req.Stream)
+		}
+		if req.EveryMs > 0 {
+			sc.startPump(req.Stream, time.Duration(req.EveryMs)*time.Millisecond)
+		}
+	case "newEpoch":
+		l := sc.log(req.Stream)
+		sc.epochs++
+		l.epoch = fmt.Sprintf("%s-e%d", sc.id, sc.epochs)
+		l.events, l.last, l.first = nil, 0, 1
+		for ss := range l.subs {
+			ss.enqueue(true, resetFrame(req.Stream, l))
+		}
+	case "release":
+		h := sc.host(req.Host)
+		close(h.release)
+		h.release = make(chan struct{})
+	case "kick":
+		for ss := range sc.host(req.Host).sessions {
+			go ss.end(req.Code, req.Reason)
+		}
+	case "goaway":
+		b, _ := wire.ServerFrame{T: wire.TypeGoAway, URI: req.URI}.Encode()
+		for ss := range sc.host(req.Host).sessions {
+			ss.enqueue(false, b)
+		}
+	case "stats":
+	case "wait":
+		return sc.wait(req)
+	default:
+		return Reply{Error: fmt.Sprintf("testserver: unknown op %q", req.Op)}
+	}
+	return sc.stats()
+}
+
+// stats snapshots every counter. sc.mu must be held.
+func (sc *scenario) stats() Reply {
+	rep := Reply{Hosts: make(map[string]HostStats), Last: make(map[string]uint64), Epoch: make(map[string]string)}
+	for name, h := range sc.hosts {
+		st := h.stats
+		st.DialMs = append([]int64(nil), st.DialMs...)
+		st.Received = append([]wire.ClientFrame(nil), st.Received...)
+		rep.Hosts[name] = st
+	}
+	for name, l := range sc.logs {
+		rep.Last[name], rep.Epoch[name] = l.last, l.epoch
+	}
+	return rep
+}
+
+// wait blocks until the condition holds or the timeout passes. sc.mu is held on entry and exit.
+func (sc *scenario) wait(req Request) Reply {
+	timeout := time.Duration(req.TimeoutMs) * time.Millisecond
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		v := sc.host(req.Host).stats.Field(req.Field)
+		if v < 0 {
+			return Reply{Error: fmt.Sprintf("testserver: unknown field %q", req.Field)}
+		}
+		ok := false
+		switch req.Cmp {
+		case "", "==":
+			ok = v == req.Value
+		case ">=":
+			ok = v >= req.Value
+		case "<=":
+			ok = v <= req.Value
+		default:
+			return Reply{Error: fmt.Sprintf("testserver: unknown comparison %q", req.Cmp)}
+		}
+		if ok {
+			return sc.stats()
+		}
+		ch := sc.changed
+		sc.mu.Unlock()
+		select {
+		case <-ch:
+			sc.mu.Lock()
+		case <-t.C:
+			sc.mu.Lock()
+			rep := sc.stats()
+			rep.Error = fmt.Sprintf("testserver: after %v host %q has %s = %d, want %s %d",
+				timeout, req.Host, req.Field, sc.host(req.Host).stats.Field(req.Field), req.Cmp, req.Value)
+			return rep
+		case <-sc.ctx.Done():
+			sc.mu.Lock()
+			return Reply{Error: "testserver: scenario ended"}
+		}
+	}
+}
+
+// publish appends n events to stream and forwards them. sc.mu must be held.
+func (sc *scenario) publish(stream string, n int) {
+	l := sc.log(stream)
+	for range n {
+		l.last++
+		data, _ := json.Marshal(Data{V: l.last})
+		l.events = append(l.events, data)
+		if len(l.events) > sc.ring {
+			l.events = l.events[len(l.events)-sc.ring:]
+		}
+		l.first = l.last - uint64(len(l.events)) + 1
+		b, _ := wire.ServerFrame{T: wire.TypeEvent, Stream: stream, Seq: l.last, Data: data}.Encode()
+		for ss := range l.subs {
+			ss.enqueue(true, b)
+		}
+	}
+}
+
+func (sc *scenario) startPump(stream string, every time.Duration) {
+	ctx, stop := context.WithCancel(sc.ctx)
+	sc.pumps[stream] = stop
+	sc.wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				sc.mu.Lock()
+				sc.publish(stream, 1)
+				sc.mu.Unlock()
+			}
+		}
+	})
+}
+
+func resetFrame(stream string, l *streamLog) []byte {
+	baseline, _ := json.Marshal(Data{V: l.last})
+	b, _ := wire.ServerFrame{T: wire.TypeReset, Stream: stream, Epoch: l.epoch, Seq: l.last, Baseline: baseline}.Encode()
+	return b
+}
+
+// events serves one upgrade request on host hname by the next script.
+func (sc *scenario) events(hname string, w http.ResponseWriter, r *http.Request) {
+	sc.wg.Add(1)
+	defer sc.wg.Done()
+	sc.mu.Lock()
+	h := sc.host(hname)
+	h.stats.Dials++
+	h.stats.DialMs = append(h.stats.DialMs, time.Since(sc.start).Milliseconds())
+	script := h.def
+	if len(h.queue) > 0 {
+		script, h.queue = h.queue[0], h.queue[1:]
+	}
+	sc.touch()
+	sc.mu.Unlock()
+
+	i := 0
+	for ; i < len(script); i++ {
+		st := script[i]
+		if st.Reject != 0 {
+			http.Error(w, "testserver: rejected by script", st.Reject)
+			return
+		}
+		if !st.Hold {
+			break
+		}
+		sc.mu.Lock()
+		h.stats.Held++
+		release := h.release
+		sc.touch()
+		sc.mu.Unlock()
+		var gone bool
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			gone = true
+		case <-sc.ctx.Done():
+			gone = true
+		}
+		sc.mu.Lock()
+		h.stats.Held--
+		sc.touch()
+		sc.mu.Unlock()
+		if gone {
+			return
+		}
+	}
+	opts := &websocket.AcceptOptions{InsecureSkipVerify: true, Subprotocols: []string{wire.Subprotocol}}
+	if i < len(script) && script[i].NoSubprotocol {
+		opts.Subprotocols = nil
+		i++
+	}
+	c, err := websocket.Accept(w, r, opts)
+	if err != nil {
+		return
+	}
+	c.SetReadLimit(1 << 20)
+	ss := &ssession{sc: sc, h: h, c: c, hb: sc.hb, signal: make(chan struct{}, 1), subs: make(map[string]bool)}
+	ss.ctx, ss.cancel = context.WithCancel(sc.ctx)
+	defer ss.cancel()
+	sc.mu.Lock()
+	h.stats.Accepted++
+	h.stats.Live++
+	h.sessions[ss] = struct{}{}
+	sc.touch()
+	sc.mu.Unlock()
+	defer func() {
+		sc.mu.Lock()
+		delete(h.sessions, ss)
+		for name := range ss.subs {
+			delete(sc.log(name).subs, ss)
+		}
+		h.stats.Live--
+		sc.touch()
+		sc.mu.Unlock()
+	}()
+	defer c.CloseNow()
+
+	deaf := false
+	for _, st := range script[i:] {
+		deaf = deaf || st.Deaf
+	}
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	if !deaf {
+		bg.Go(ss.reader)
+	}
+	bg.Go(ss.writer)
+	ss.steps(script[i:])
+	<-ss.ctx.Done()
+}
+
+// ssession is one accepted WebSocket.
+type ssession struct {
+	sc     *scenario
+	h      *host
+	c      *websocket.Conn
+	ctx    context.Context
+	cancel context.CancelFunc
+	signal chan struct{}
+	hb     time.Duration
+
+	mu      sync.Mutex
+	out     []outFrame
+	ready   bool
+	silent  bool
+	serving bool
+	waiting []wire.ClientFrame // subs received before Serve
+
+	subs map[string]bool // guarded by sc.mu
+}
+
+type outFrame struct {
+	b   []byte
+	log bool // an event or reset from a stream log: suppressed while silent
+}
+
+func (ss *ssession) enqueue(log bool, b []byte) {
+	ss.mu.Lock()
+	ss.out = append(ss.out, outFrame{b, log})
+	ss.mu.Unlock()
+	select {
+	case ss.signal <- struct{}{}:
+	default:
+	}
+}
+
+// end closes the session with code and reason; code 0 drops the TCP connection.
+func (ss *ssession) end(code int, reason string) {
+	if code == 0 {
+		ss.c.CloseNow()
+	} else {
+		ss.c.Close(websocket.StatusCode(code), reason)
+	}
+	ss.cancel()
+}
+
+func (ss *ssession) steps(steps []Step) {
+	for _, st := range steps {
+		switch {
+		case st.Ready:
+			hb := ss.hb
+			if st.HeartbeatMs > 0 {
+				hb = time.Duration(st.HeartbeatMs) * time.Millisecond
+			}
+			b, _ := wire.ServerFrame{T: wire.TypeReady, Session: fmt.Sprintf("%s-%p", ss.h.name, ss), HeartbeatMs: hb.Milliseconds()}.Encode()
+			ss.mu.Lock()
+			ss.ready, ss.hb = true, hb
+			ss.mu.Unlock()
+			ss.enqueue(false, b)
+		case st.Serve:
+			ss.mu.Lock()
+			ss.serving = true
+			waiting := ss.waiting
+			ss.waiting = nil
+			ss.mu.Unlock()
+			for _, f := range waiting {
+				ss.serve(f)
+			}
+		case st.Silent:
+			ss.mu.Lock()
+			ss.silent = true
+			ss.mu.Unlock()
+		case st.Send != "":
+			ss.enqueue(false, []byte(st.Send))
+		case st.SendBinary != "":
+			ss.c.Write(ss.ctx, websocket.MessageBinary, []byte(st.SendBinary))
+		case st.GoAway != nil:
+			b, _ := wire.ServerFrame{T: wire.TypeGoAway, URI: *st.GoAway}.Encode()
+			ss.enqueue(false, b)
+		case st.SleepMs > 0:
+			select {
+			case <-time.After(time.Duration(st.SleepMs) * time.Millisecond):
+			case <-ss.ctx.Done():
+				return
+			}
+		case st.Close != 0:
+			ss.flush()
+			ss.end(st.Close, st.Reason)
+			return
+		case st.Drop:
+			ss.end(0, "")
+			return
+		}
+	}
+}
+
+// flush waits, briefly, until the writer has sent what is queued, so that a scripted
+// close follows the frames scripted before it.
+func (ss *ssession) flush() {
+	for range 200 {
+		ss.mu.Lock()
+		n := len(ss.out)
+		ss.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-time.After(time.Millisecond):
+		case <-ss.ctx.Done():
+			return
+		}
+	}
+}
+
+func (ss *ssession) reader() {
+	defer ss.cancel()
+	for {
+		_, b, err := ss.c.Read(ss.ctx)
+		if err != nil {
+			return
+		}
+		f, err := wire.DecodeClient(b)
+		if err != nil {
+			ss.c.Close(websocket.StatusProtocolError, "testserver: "+err.Error())
+			return
+		}
+		ss.sc.mu.Lock()
+		ss.h.stats.Received = append(ss.h.stats.Received, f)
+		ss.sc.touch()
+		ss.sc.mu.Unlock()
+		ss.mu.Lock()
+		serving := ss.serving
+		if !serving {
+			ss.waiting = append(ss.waiting, f)
+		}
+		ss.mu.Unlock()
+		if serving {
+			ss.serve(f)
+		}
+	}
+}
+
+// serve answers a sub (replay from the cursor, or a reset) or an unsub.
+func (ss *ssession) serve(f wire.ClientFrame) {
+	sc := ss.sc
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	l := sc.log(f.Stream)
+	if f.T == wire.TypeUnsub {
+		delete(l.subs, ss)
+		delete(ss.subs, f.Stream)
+		return
+	}
+	if f.Epoch == l.epoch && f.After <= l.last && f.After+1 >= l.first {
+		for i := f.After + 1; i <= l.last; i++ {
+			b, _ := wire.ServerFrame{T: wire.TypeEvent, Stream: f.Stream, Seq: i, Data: l.events[i-l.first]}.Encode()
+			ss.enqueue(true, b)
+		}
+	} else {
+		ss.enqueue(true, resetFrame(f.Stream, l))
+	}
+	l.subs[ss] = struct{}{}
+	ss.subs[f.Stream] = true
+}
+
+// writer sends queued frames in order, and a heartbeat when a serving session was idle.
+func (ss *ssession) writer() {
+	defer ss.cancel()
+	hb := time.NewTimer(time.Hour)
+	defer hb.Stop()
+	for {
+		ss.mu.Lock()
+		batch := ss.out
+		ss.out = nil
+		silent, beat, period := ss.silent, ss.ready && ss.serving && !ss.silent, ss.hb
+		ss.mu.Unlock()
+		for _, f := range batch {
+			if f.log && silent {
+				continue
+			}
+			if err := ss.c.Write(ss.ctx, websocket.MessageText, f.b); err != nil {
+				return
+			}
+		}
+		if len(batch) > 0 {
+			continue
+		}
+		hb.Reset(period)
+		select {
+		case <-ss.ctx.Done():
+			return
+		case <-ss.signal:
+		case <-hb.C:
+			if beat {
+				b, _ := wire.ServerFrame{T: wire.TypeHeartbeat}.Encode()
+				if err := ss.c.Write(ss.ctx, websocket.MessageText, b); err != nil {
+					return
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,204 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/coder/websocket"
+
+	"github.com/lifeline-go/lifeline/controller"
+	"github.com/lifeline-go/lifeline/gateway/wire"
+)
+
+// run carries the session over one socket. Three goroutines live per socket: run itself
+// (owns the watchdog and the end), the pump (the only reader: one context for the whole
+// connection, never a per-read timeout, since a cancelled read closes the socket under
+// js/wasm) and the writer (reconciles subscriptions). run returns after both others are gone.
+func (s *session) run() error {
+	g := s.g
+	if s.ctx.Err() != nil {
+		return context.Cause(s.ctx)
+	}
+	c, err := dial(s.ctx, s.target.String(), g.header)
+	if err != nil {
+		if s.ctx.Err() != nil {
+			return context.Cause(s.ctx)
+		}
+		return fmt.Errorf("%w: dial %s: %w", ErrSessionClosed, s.target, err)
+	}
+	c.setReadLimit(g.readLimit)
+	if p := c.subprotocol(); p != wire.Subprotocol {
+		c.hangup("lifeline: subprotocol "+wire.Subprotocol+" required", false, g.grace)
+		return fmt.Errorf("%w: host did not agree on subprotocol %q, got %q", ErrProtocol, wire.Subprotocol, p)
+	}
+
+	l := &link{start: time.Now(), fail: make(chan error, 1), armed: make(chan time.Duration, 1)}
+	quit := make(chan struct{})
+	pumpDone, writerDone := make(chan struct{}), make(chan struct{})
+	go s.pump(c, l, pumpDone)
+	go s.writer(c, l, quit, writerDone)
+
+	watchdog := time.NewTimer(time.Hour)
+	watchdog.Stop()
+	var limit, heartbeat time.Duration
+	force := false
+loop:
+	for {
+		select {
+		case <-s.ctx.Done():
+			err = context.Cause(s.ctx)
+			// A handshake that hit the deadline, or a browser gone offline, has nobody to
+			// answer a close handshake: tear the socket down at once.
+			force = errors.Is(err, controller.ErrDeadline) || errors.Is(err, controller.ErrOffline)
+			break loop
+		case err = <-l.fail:
+			break loop
+		case heartbeat = <-l.armed:
+			limit = heartbeat * 5 / 2
+			watchdog.Reset(limit)
+		case <-watchdog.C:
+			quiet := time.Duration(since(l.start) - l.lastFrame.Load())
+			if quiet >= limit {
+				err = fmt.Errorf("%w: no frame for %v (heartbeat %v)", ErrLinkDead, quiet.Round(time.Millisecond), heartbeat)
+				force = true
+				break loop
+			}
+			watchdog.Reset(limit - quiet)
+		}
+	}
+	watchdog.Stop()
+	s.cancel(err) // from here on, frames still in flight are dropped, not dispatched
+	close(quit)
+	c.hangup(closeReason(err), force, g.grace)
+	c.settle(g.grace, pumpDone, writerDone)
+	return s.overload(err)
+}
+
+// link is what run shares with its pump and writer.
+type link struct {
+	start     time.Time
+	lastFrame atomic.Int64       // since(start) at the last frame read
+	fail      chan error         // the first error ending the session (capacity 1)
+	armed     chan time.Duration // the heartbeat, once ready arrived (capacity 1)
+}
+
+func (l *link) report(err error) {
+	select {
+	case l.fail <- err:
+	default: // an earlier error is already ending the session
+	}
+}
+
+// pump reads every frame of the connection. After the first failure it keeps reading, and
+// discarding, until the socket is closed, so that the close handshake is still served.
+func (s *session) pump(c *carrier, l *link, done chan<- struct{}) {
+	defer close(done)
+	failed := false
+	fail := func(err error) {
+		failed = true
+		l.report(err)
+	}
+	for {
+		typ, b, err := c.read()
+		if err != nil {
+			if !failed {
+				fail(s.readError(err))
+			}
+			return
+		}
+		l.lastFrame.Store(since(l.start))
+		if failed {
+			continue
+		}
+		if typ != websocket.MessageText {
+			fail(fmt.Errorf("%w: a binary message of %d bytes", ErrProtocol, len(b)))
+			continue
+		}
+		f, err := wire.DecodeServer(b)
+		if err != nil {
+			fail(fmt.Errorf("%w: %w", ErrProtocol, err))
+			continue
+		}
+		wasReady := s.gotReady
+		if err := s.handle(f); err != nil {
+			fail(err)
+			continue
+		}
+		if !wasReady {
+			l.armed <- f.Heartbeat()
+		}
+	}
+}
+
+// writer sends what reconcile asks for, each time it is kicked.
+func (s *session) writer(c *carrier, l *link, quit <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	for {
+		select {
+		case <-quit:
+			return
+		case <-s.kick:
+		}
+		for _, f := range s.g.reconcile(s) {
+			b, err := f.Encode()
+			if err == nil {
+				err = c.write(b)
+			}
+			if err != nil {
+				l.report(fmt.Errorf("%w: writing %s %q: %w", ErrSessionClosed, f.T, f.Stream, err))
+				return
+			}
+		}
+	}
+}
+
+// readError explains why reading the socket failed.
+func (s *session) readError(err error) error {
+	var ce websocket.CloseError
+	switch {
+	case errors.Is(err, websocket.ErrMessageTooBig):
+		return fmt.Errorf("%w: a frame exceeded the read limit of %d bytes: %w", ErrProtocol, s.g.readLimit, err)
+	case errors.As(err, &ce) && ce.Code == wire.CloseOverloaded:
+		e := fmt.Errorf("%w: close %d %q", ErrOverloaded, ce.Code, ce.Reason)
+		if d, ok := wire.ParseRetryAfter(ce.Reason); ok {
+			return &controller.RetryAfterError{After: d, Err: e}
+		}
+		return e
+	case errors.As(err, &ce):
+		return fmt.Errorf("%w: the host closed it with %d %q", ErrSessionClosed, int(ce.Code), ce.Reason)
+	}
+	return fmt.Errorf("%w: %w", ErrSessionClosed, err)
+}
+
+// overload turns the end of a session whose Host said retry-after in an error frame into a
+// *controller.RetryAfterError (the close code may be invisible, see handle).
+func (s *session) overload(err error) error {
+	ms := s.retryAfter.Load()
+	if ms < 0 {
+		return err
+	}
+	if ra := (*controller.RetryAfterError)(nil); errors.As(err, &ra) {
+		return err
+	}
+	if !errors.Is(err, ErrOverloaded) {
+		err = fmt.Errorf("%w: %w", ErrOverloaded, err)
+	}
+	return &controller.RetryAfterError{After: time.Duration(ms) * time.Millisecond, Err: err}
+}
+
+// closeReason is the reason the page gives in its close frame: at most 123 bytes of text.
+func closeReason(err error) string {
+	r := "lifeline"
+	if err != nil {
+		r = err.Error()
+	}
+	for len(r) > 123 {
+		_, n := utf8.DecodeLastRuneInString(r)
+		r = r[:len(r)-n]
+	}
+	return r
+}

@@ -1,0 +1,148 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Delivery is what a subscription's handler receives: one event of the stream, or a reset.
+//
+// A reset (Reset set) means: drop what you hold for this stream and start from Baseline,
+// which stands at Seq in log Epoch; the next event has Seq+1. Every subscription begins with
+// a reset, and the Host sends another when the page's cursor is too old or belongs to another
+// log. Events between resets arrive once each, with consecutive Seq.
+type Delivery struct {
+	Stream string
+	// Seq is the event's sequence number, or for a reset the one the baseline stands at.
+	Seq uint64
+	// Data is the event's payload; nil for a reset.
+	Data json.RawMessage
+	// Reset marks a baseline rather than an event.
+	Reset bool
+	// Epoch names the log Seq belongs to.
+	Epoch string
+	// Baseline is the stream's state at Seq, for a reset; nil for an event.
+	Baseline json.RawMessage
+}
+
+// A Subscription is one stream followed by a handler, made by [Gateway.Subscribe]. It lives
+// until Unsubscribe, a newer Subscribe on the same stream, or Close of its gateway.
+type Subscription struct {
+	g       *Gateway
+	stream  string
+	handler func(Delivery)
+	done    chan struct{}
+
+	// Guarded by g.mu.
+	err     error  // why it ended; nil while active
+	epoch   string // cursor: the log followed, "" until the first reset
+	last    uint64 // cursor: the last seq accepted for delivery
+	token   uint64 // bumped to make every session send a fresh sub (resync)
+	stalled bool   // the queue overflowed; dropping until the handler returns
+	queue   []Delivery
+	running bool // a delivery goroutine exists
+	dups    uint64
+}
+
+// Stream returns the stream's name.
+func (s *Subscription) Stream() string { return s.stream }
+
+// Unsubscribe ends the subscription with [ErrUnsubscribed]: deliveries still queued are
+// dropped, and the Host is told when connected. It is idempotent and never blocks.
+func (s *Subscription) Unsubscribe() {
+	g := s.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s.err != nil {
+		return
+	}
+	if g.subs[s.stream] == s {
+		delete(g.subs, s.stream)
+		g.kickAll()
+	}
+	g.end(s, ErrUnsubscribed)
+}
+
+// Done is closed once the subscription has ended and its handler is neither running nor
+// about to run. Waiting on it from inside the handler therefore deadlocks.
+func (s *Subscription) Done() <-chan struct{} { return s.done }
+
+// Err returns why the subscription ended ([ErrUnsubscribed], [ErrReplaced], the cause given
+// to Close, ...), or nil while it is active.
+func (s *Subscription) Err() error {
+	s.g.mu.Lock()
+	defer s.g.mu.Unlock()
+	return s.err
+}
+
+// end ends s with err unless it has ended already. g.mu must be held.
+func (g *Gateway) end(s *Subscription, err error) {
+	if s.err != nil {
+		return
+	}
+	s.err = err
+	s.queue = nil
+	if !s.running {
+		close(s.done)
+	}
+}
+
+// enqueue hands d to s's handler. g.mu must be held. When the handler has fallen QueueLen
+// deliveries behind, d and everything after it are dropped and the cursor forgotten: the
+// stream stalls until the handler returns, then resubscribes from a fresh baseline, which
+// queues up behind what was already waiting. This keeps the pump and every other stream
+// moving and memory bounded, and the handler still sees a consistent stream (events once
+// each, in order, or a reset).
+func (g *Gateway) enqueue(s *Subscription, d Delivery) {
+	if len(s.queue) >= g.queueLen {
+		g.log.Warn("gateway: handler fell behind; dropping deliveries until it returns, then resynchronising from a baseline",
+			"stream", s.stream, "queued", len(s.queue), "seq", d.Seq)
+		s.stalled = true
+		s.epoch, s.last = "", 0
+		return
+	}
+	s.queue = append(s.queue, d)
+	if !s.running {
+		s.running = true
+		go g.deliver(s)
+	}
+}
+
+// deliver runs s's handler over its queue, one call at a time, and exits when the queue is
+// empty: an idle subscription holds no goroutine.
+func (g *Gateway) deliver(s *Subscription) {
+	for {
+		g.mu.Lock()
+		if s.stalled && s.err == nil {
+			// The handler is back: ask every session for a fresh baseline.
+			s.stalled = false
+			s.token++
+			g.kickAll()
+		}
+		if len(s.queue) == 0 || s.err != nil {
+			s.running = false
+			if s.err != nil {
+				close(s.done)
+			}
+			g.mu.Unlock()
+			return
+		}
+		d := s.queue[0]
+		s.queue[0] = Delivery{}
+		s.queue = s.queue[1:]
+		g.mu.Unlock()
+		g.call(s, d)
+	}
+}
+
+// call runs the handler once, containing a panic: a faulty handler must not take the
+// delivery of later events, or anything else, down with it. The delivery counts as done.
+func (g *Gateway) call(s *Subscription, d Delivery) {
+	defer func() {
+		if v := recover(); v != nil {
+			g.log.Error("gateway: subscription handler panicked; delivery continues",
+				"stream", s.stream, "seq", d.Seq, "reset", d.Reset, "panic", fmt.Sprint(v))
+		}
+	}()
+	s.handler(d)
+}
