@@ -50,8 +50,8 @@ func insertionPoint(doc []byte, final bool) int {
 	z := html.NewTokenizer(bytes.NewReader(src))
 	var (
 		off           int
-		inRaw         bool // the next text token is raw content
-		rawStart      int  // where the element of that raw content starts
+		rawOpen       bool // inside a raw-text element: its content and end tag are next
+		rawStart      int  // where that element starts
 		templates     int  // open <template> elements: everything inside is skipped
 		templateStart int  // where the outermost open <template> starts
 	)
@@ -71,6 +71,9 @@ func insertionPoint(doc []byte, final bool) int {
 				return -1
 			}
 			// The probe was swallowed by an unterminated tag.
+			if rawOpen {
+				return at(rawStart)
+			}
 			return at(min(start, len(doc)))
 		}
 		if !final && off >= len(doc) {
@@ -79,16 +82,20 @@ func insertionPoint(doc []byte, final bool) int {
 		}
 		if final && off > len(doc) {
 			switch {
+			case rawOpen:
+				// The document ends inside raw text (perhaps empty, perhaps in an
+				// unterminated end tag): a browser reads all of it as the element's text.
+				return at(rawStart)
 			case start >= len(doc):
 				return at(len(doc)) // the probe itself: the document ended between tokens
-			case inRaw && tt == html.TextToken:
-				return at(rawStart)
 			default:
 				return at(start)
 			}
 		}
-		rawContent := inRaw && tt == html.TextToken
-		inRaw = false
+		rawContent := rawOpen && tt == html.TextToken
+		if tt != html.TextToken {
+			rawOpen = false
+		}
 		switch tt {
 		case html.TextToken:
 			if rawContent || templates > 0 || isBlank(z.Raw(), start == 0) {
@@ -99,7 +106,7 @@ func insertionPoint(doc []byte, final bool) int {
 			name, _ := z.TagName()
 			tag := string(name)
 			if headRaw[tag] || bodyRaw[tag] {
-				inRaw, rawStart = true, start
+				rawOpen, rawStart = true, start
 			}
 			if templates > 0 || headRaw[tag] || headOnly[tag] {
 				// A template opens even when written <template/>: the slash is ignored.
