@@ -19,6 +19,9 @@ import (
 // LIFELINE_TEST_SERVER under js/wasm (main_js_test.go).
 var serverURL string
 
+// ctxT shortens the control calls' signatures.
+type ctxT = context.Context
+
 // bound is the hard limit of every wait on the network. Generous: the race detector on two
 // shared cores is slow, and a wait that hits it is a failure, not a retry.
 const bound = 10 * time.Second
@@ -140,9 +143,10 @@ func newRig(t *testing.T, url string, rec controller.Recovery, opts *gateway.Opt
 		stop()
 		cmu.Lock()
 		rec.err, rec.returned = err, ret
+		done := rec
 		cmu.Unlock()
 		r.mu.Lock()
-		r.runs = append(r.runs, rec)
+		r.runs = append(r.runs, done)
 		r.touch()
 		r.mu.Unlock()
 		return err

@@ -128,7 +128,7 @@ func (s *session) pump(c *carrier, l *link, done chan<- struct{}) {
 			fail(err)
 			continue
 		}
-		if !wasReady {
+		if !wasReady && s.gotReady {
 			l.armed <- f.Heartbeat()
 		}
 	}

@@ -67,6 +67,17 @@ func (s *session) kickWriter() {
 // handle acts on one frame from the Host. It runs on the pump goroutine; a non-nil error
 // ends the generation.
 func (s *session) handle(f wire.ServerFrame) error {
+	if f.T == wire.TypeError {
+		// Allowed before ready too: a Host refusing the page (1013) may say why first.
+		if d, ok := wire.ParseRetryAfter(f.Message); ok {
+			// Under js/wasm the close code and reason are not visible to the page (the
+			// library reports every close alike), so a Host that refuses a page with 1013
+			// can say retry-after in an error frame first; natively both routes work.
+			s.retryAfter.Store(d.Milliseconds())
+		}
+		s.g.log.Warn("gateway: host reported an error", "url", s.target.String(), "message", f.Message)
+		return nil
+	}
 	if !s.gotReady {
 		if f.T != wire.TypeReady {
 			return fmt.Errorf("%w: expected a ready frame first, got %q", ErrProtocol, f.T)
@@ -97,15 +108,6 @@ func (s *session) handle(f wire.ServerFrame) error {
 		}
 		// ErrStale: this generation is already draining or replaced; nothing to do.
 		_ = s.gen.GoAway(uri)
-		return nil
-	case wire.TypeError:
-		if d, ok := wire.ParseRetryAfter(f.Message); ok {
-			// Under js/wasm the close code and reason are not visible to the page (the
-			// library reports every close alike), so a Host that refuses a page with 1013
-			// can say retry-after in an error frame first; natively both routes work.
-			s.retryAfter.Store(d.Milliseconds())
-		}
-		s.g.log.Warn("gateway: host reported an error", "session", s.readyFrame.Session, "message", f.Message)
 		return nil
 	}
 	return fmt.Errorf("%w: unhandled frame type %q", ErrProtocol, f.T)

@@ -110,8 +110,8 @@ func (s *Scenario) Script(ctx context.Context, host string, sessions ...[]Step) 
 
 // Default sets the script of host's sessions once its queue is empty.
 func (s *Scenario) Default(ctx context.Context, host string, steps ...Step) error {
-	if steps == nil {
-		steps = []Step{}
+	if len(steps) == 0 {
+		steps = []Step{{}} // a step that does nothing: an empty list would mean "keep"
 	}
 	_, err := s.Do(ctx, Request{Op: "script", Host: host, Default: steps})
 	return err
