@@ -3,7 +3,6 @@
 package hostplugin
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -171,7 +170,8 @@ func (e *ConfigError) Unwrap() []error {
 var ErrNoConfigFile = errors.New("config: cannot read the config file")
 
 // LoadConfig reads and resolves the config file at path. It returns every broken rule at once,
-// as a *[ConfigError]; nothing of an invalid file is ever used.
+// as a *[ConfigError] (shape errors such as unknown fields first, then the rules the other
+// fields break); nothing of an invalid file is ever used.
 func LoadConfig(path string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -183,16 +183,27 @@ func LoadConfig(path string) (Config, error) {
 // ParseConfig decodes and resolves a config document. Unknown fields, including fields spelled
 // with another case (encoding/json would accept "DeadlineMs"), are rejected with their path.
 func ParseConfig(data []byte) (Config, error) {
-	if errs := checkShape(data, configFileType); len(errs) > 0 {
+	clean, errs := checkShape(data, configFileType)
+	if clean == nil {
 		return Config{}, &ConfigError{Fields: errs}
 	}
 	var f ConfigFile
-	// The shape check has already proven this decodes; a failure here is a bug, reported
-	// rather than hidden.
-	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&f); err != nil {
+	// clean holds only members of the right kind: a failure here is a bug, reported rather
+	// than hidden.
+	if err := json.Unmarshal(clean, &f); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
-	return f.Resolve()
+	cfg, err := f.Resolve()
+	var rerr *ConfigError
+	if errors.As(err, &rerr) {
+		errs = append(errs, rerr.Fields...)
+	} else if err != nil {
+		return Config{}, err
+	}
+	if len(errs) > 0 {
+		return Config{}, &ConfigError{Fields: errs}
+	}
+	return cfg, nil
 }
 
 // Resolve checks every rule and returns the resolved config, or a *[ConfigError] naming each

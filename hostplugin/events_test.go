@@ -3,10 +3,13 @@
 package hostplugin_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -485,4 +488,58 @@ func TestSessionsEndWhenPagesLeave(t *testing.T) {
 	_ = c.conn.CloseNow() // abrupt, like a closed laptop lid on a live link
 	waitFor(t, "the session to end", func() bool { return f.h.Sessions() == 0 })
 	publish(t, f.h, "s", `1`) // the stream has no follower left; nothing blocks
+}
+
+// TestFramesSentRightBehindTheHandshakeAreKept: a client may pipeline its first frame with
+// the upgrade request; the Host's small buffers must not lose it.
+func TestFramesSentRightBehindTheHandshakeAreKept(t *testing.T) {
+	f := newFixture(t, `{}`, true)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(f.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(bound))
+	payload := []byte(`{"t":"sub","stream":"s"}`)
+	mask := [4]byte{1, 2, 3, 4}
+	frame := append([]byte{0x81, 0x80 | byte(len(payload))}, mask[:]...)
+	for i, c := range payload {
+		frame = append(frame, c^mask[i%4])
+	}
+	req := "GET " + f.h.Config().Endpoint() + " HTTP/1.1\r\nHost: " + conn.RemoteAddr().String() + "\r\n" +
+		"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" +
+		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: lifeline.v1\r\n\r\n"
+	if _, err := conn.Write(append([]byte(req), frame...)); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %v, %v", resp, err)
+	}
+	var types []string
+	for range 2 {
+		var hdr [2]byte
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			t.Fatalf("reading a frame: %v", err)
+		}
+		n := int(hdr[1] & 0x7f)
+		if n == 126 {
+			var ext [2]byte
+			_, _ = io.ReadFull(br, ext[:])
+			n = int(ext[0])<<8 | int(ext[1])
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(br, body); err != nil {
+			t.Fatal(err)
+		}
+		fr, err := wire.DecodeServer(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, fr.T)
+	}
+	if strings.Join(types, ",") != "ready,reset" {
+		t.Errorf("frames %v, want ready then the reset answering the pipelined sub", types)
+	}
 }

@@ -3,7 +3,6 @@
 package hostplugin
 
 import (
-	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -231,6 +230,9 @@ func (iw *injectWriter) finish() {
 // bumpLastModified moves Last-Modified up to the time the config was applied: a cache that
 // validates by date alone must see that the page changed with the config.
 func bumpLastModified(hdr http.Header, applied time.Time) {
+	if hdr.Get("Last-Modified") == "" {
+		return // (ParseTime would allocate an error to say so)
+	}
 	if lm, err := http.ParseTime(hdr.Get("Last-Modified")); err == nil && applied.Truncate(time.Second).After(lm) {
 		hdr.Set("Last-Modified", applied.UTC().Format(http.TimeFormat))
 	}
@@ -242,9 +244,11 @@ func isDocumentRequest(r *http.Request) bool {
 	return strings.Contains(r.Header.Get("Accept"), "text/html")
 }
 
+// isHTML reports whether a Content-Type is text/html, with or without parameters. It reads
+// only the media type, without mime.ParseMediaType's allocations, since it runs per response.
 func isHTML(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mt == "text/html"
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/html")
 }
 
 func setOrDelete(hdr http.Header, key, value string) {

@@ -37,6 +37,9 @@ var headOnly = map[string]bool{"html": true, "head": true, "base": true, "basefo
 // their content must be known to be raw.
 var bodyRaw = map[string]bool{"iframe": true, "noembed": true, "plaintext": true, "textarea": true, "xmp": true}
 
+// headEnders are the end tags that end a head; any other is ignored there.
+var headEnders = map[string]bool{"head": true, "body": true, "html": true, "br": true}
+
 // insertionPoint returns the offset in doc where the bootstrap element goes, or -1 when doc is
 // a prefix that does not yet show it (more bytes are needed). With final, doc is the whole
 // document and an offset is always found: after the last byte, unless the document ends inside
@@ -49,6 +52,7 @@ func insertionPoint(doc []byte, final bool) int {
 	}
 	z := html.NewTokenizer(bytes.NewReader(src))
 	var (
+		nameBuf       [16]byte
 		off           int
 		rawOpen       bool // inside a raw-text element: its content and end tag are next
 		rawStart      int  // where that element starts
@@ -103,14 +107,13 @@ func insertionPoint(doc []byte, final bool) int {
 			}
 			return start
 		case html.StartTagToken, html.SelfClosingTagToken:
-			name, _ := z.TagName()
-			tag := string(name)
-			if headRaw[tag] || bodyRaw[tag] {
+			name := tagName(z.Raw(), &nameBuf)
+			if headRaw[string(name)] || bodyRaw[string(name)] {
 				rawOpen, rawStart = true, start
 			}
-			if templates > 0 || headRaw[tag] || headOnly[tag] {
+			if templates > 0 || headRaw[string(name)] || headOnly[string(name)] {
 				// A template opens even when written <template/>: the slash is ignored.
-				if tag == "template" {
+				if string(name) == "template" {
 					if templates == 0 {
 						templateStart = start
 					}
@@ -120,18 +123,38 @@ func insertionPoint(doc []byte, final bool) int {
 			}
 			return start
 		case html.EndTagToken:
-			name, _ := z.TagName()
-			switch tag := string(name); {
+			name := tagName(z.Raw(), &nameBuf)
+			switch {
 			case templates > 0:
-				if tag == "template" {
+				if string(name) == "template" {
 					templates--
 				}
-			case tag == "head" || tag == "body" || tag == "html" || tag == "br":
+			case headEnders[string(name)]:
 				return start
 			}
 		}
 		// Doctype, comments and stray end tags stay where they are.
 	}
+}
+
+// tagName returns the lower-cased name of the tag whose raw text is raw, in buf. It stands in
+// for Tokenizer.TagName, which allocates a copy per call. Names longer than buf are cut, which
+// is harmless: every name looked up here is shorter. Names stay []byte for the lookups:
+// m[string(b)] and string(b) == "x" do not allocate.
+func tagName(raw []byte, buf *[16]byte) []byte {
+	raw = bytes.TrimPrefix(bytes.TrimPrefix(raw, []byte("<")), []byte("/"))
+	n := 0
+	for _, c := range raw {
+		if c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r' || c == '/' || c == '>' || n == len(buf) {
+			break
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		buf[n] = c
+		n++
+	}
+	return buf[:n]
 }
 
 // isBlank reports whether text is HTML whitespace, allowing a byte-order mark at the start of

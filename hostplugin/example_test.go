@@ -1,0 +1,136 @@
+//go:build !js
+
+package hostplugin_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/hostplugin"
+)
+
+// The usual wiring: a config file, the Host in front of the site, ready once the application
+// is, drained on the way out.
+func ExampleNew() {
+	cfg, err := hostplugin.LoadConfig("lifeline.json")
+	if err != nil {
+		log.Fatal(err) // names the field and the value: config: heartbeatMs: must be ...
+	}
+	h, err := hostplugin.New(cfg, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := &http.Server{Addr: "127.0.0.1:8080", Handler: h.Handler(http.FileServer(http.Dir("web")))}
+	go func() { _ = srv.ListenAndServe() }()
+	h.SetReady(true)
+
+	// ... on SIGHUP: h.Reload("lifeline.json"); on SIGTERM:
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h.Drain(ctx, "")
+	_ = srv.Shutdown(ctx)
+	_ = h.Close()
+}
+
+// Every mistake of a file is reported at once, each with its path and the value seen.
+func ExampleParseConfig() {
+	_, err := hostplugin.ParseConfig([]byte(`{"recovery":{"deadlineMs":0},"heartbeatMs":50,"endpoint":"events"}`))
+	var ce *hostplugin.ConfigError
+	if errors.As(err, &ce) {
+		for _, f := range ce.Fields {
+			fmt.Println(f)
+		}
+	}
+	// Output:
+	// recovery.deadlineMs: must be an integer in 1..2147483647, got 0
+	// endpoint: must be a URL path starting with "/", without spaces, control characters, "?" or "#", got "events"
+	// heartbeatMs: must be an integer in 100..600000, got 50
+}
+
+func ExampleConfigFile_Resolve() {
+	_, err := hostplugin.ConfigFile{HeartbeatMs: new(50.0)}.Resolve()
+	fmt.Println(err)
+	// Output:
+	// config: heartbeatMs: must be an integer in 100..600000, got 50
+}
+
+func ExampleHost_Inject() {
+	h, _ := hostplugin.New(hostplugin.DefaultConfig(), nil)
+	defer h.Close()
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, "<!doctype html><head><title>Hi</title></head><body>Hi</body>")
+	})
+	rec := httptest.NewRecorder()
+	h.Inject(page).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	fmt.Println(strings.ReplaceAll(rec.Body.String(), "><", ">\n<"))
+	// Output:
+	// <!doctype html>
+	// <head>
+	// <title>Hi</title>
+	// <script type="application/json" id="lifeline-bootstrap">{"recovery":{"slowAfterMs":3000,"deadlineMs":15000,"initialDelayMs":500,"maxDelayMs":10000,"factor":2,"jitter":0.5,"stableAfterMs":10000},"endpoint":"/_lifeline/events","heartbeatMs":15000}</script>
+	// </head>
+	// <body>Hi</body>
+}
+
+// A page subscribes to a stream: a fresh subscription is reset to the head (with the stream's
+// baseline), then receives the events published afterwards.
+func ExampleHost_Publish() {
+	h, _ := hostplugin.New(hostplugin.DefaultConfig(), nil)
+	defer h.Close()
+	h.SetReady(true)
+	count := 0
+	h.SetBaseline("ticks", func(string, hostplugin.Cursor) (json.RawMessage, error) {
+		return json.RawMessage(fmt.Sprintf(`{"n":%d}`, count)), nil
+	})
+	for count < 2 {
+		count++
+		_, _ = h.Publish(context.Background(), "ticks", json.RawMessage(fmt.Sprintf(`{"n":%d}`, count)))
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"),
+		&websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.CloseNow()
+	next := func() wire.ServerFrame {
+		_, b, _ := c.Read(ctx)
+		f, _ := wire.DecodeServer(b)
+		return f
+	}
+	fmt.Println(next().T)
+	_ = c.Write(ctx, websocket.MessageText, []byte(`{"t":"sub","stream":"ticks"}`))
+	r := next()
+	fmt.Println(r.T, r.Seq, string(r.Baseline))
+	count++
+	_, _ = h.Publish(ctx, "ticks", json.RawMessage(`{"n":3}`))
+	e := next()
+	fmt.Println(e.T, e.Seq, string(e.Data))
+	// Output:
+	// ready
+	// reset 2 {"n":2}
+	// event 3 {"n":3}
+}
+
+func ExampleParseFault() {
+	f, _ := hostplugin.ParseFault("flap=1500")
+	fmt.Println(f.Mode, f.After)
+	// Output:
+	// flap 1.5s
+}
