@@ -33,12 +33,15 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "hostplugin: the Host is closed", http.StatusServiceUnavailable)
 		return
 	}
+	h.accepted.Add(1)
+	h.inflight.Add(1)
+	defer h.inflight.Add(-1)
 	fault, ok := h.waitStallOpen(r.Context())
 	if !ok {
 		return
 	}
-	if fault.Mode == FaultRefuse {
-		http.Error(w, "hostplugin: refused (fault injection)", http.StatusServiceUnavailable)
+	if fault.Mode == FaultRefuse || fault.Mode == FaultOutage {
+		http.Error(w, "hostplugin: refused (fault injection: "+fault.Mode.String()+")", http.StatusServiceUnavailable)
 		return
 	}
 	if !offersSubprotocol(r) {

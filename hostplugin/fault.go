@@ -37,9 +37,13 @@ const (
 	FaultDrain
 	// FaultOverload: new sockets close with 1013 and retry-after=After ("overload=<ms>").
 	FaultOverload
+	// FaultOutage: the Host is gone: every session is dropped (no close frame) and new
+	// sockets are refused with HTTP 503 until the mode changes ("outage"). The stream logs
+	// stay, so pages resume without a gap afterwards.
+	FaultOutage
 )
 
-var faultNames = [...]string{"up", "refuse", "stall-open", "stall-ready", "flap", "drain", "overload"}
+var faultNames = [...]string{"up", "refuse", "stall-open", "stall-ready", "flap", "drain", "overload", "outage"}
 
 func (m FaultMode) String() string {
 	if m < 0 || int(m) >= len(faultNames) {
@@ -69,8 +73,8 @@ func (f Fault) String() string {
 // ErrFault is wrapped by ParseFault's errors.
 var ErrFault = errors.New("hostplugin: bad fault")
 
-// ParseFault reads "up", "refuse", "stall-open", "stall-ready", "flap=<ms>", "drain=<uri>" or
-// "overload=<ms>".
+// ParseFault reads "up", "refuse", "stall-open", "stall-ready", "flap=<ms>", "drain=<uri>",
+// "overload=<ms>" or "outage".
 func ParseFault(s string) (Fault, error) {
 	name, arg, hasArg := strings.Cut(strings.TrimSpace(s), "=")
 	for i, n := range faultNames {
@@ -94,7 +98,7 @@ func ParseFault(s string) (Fault, error) {
 		}
 		return f, nil
 	}
-	return Fault{}, fmt.Errorf("%w: %q is not one of up, refuse, stall-open, stall-ready, flap=<ms>, drain=<uri>, overload=<ms>", ErrFault, truncate(s))
+	return Fault{}, fmt.Errorf("%w: %q is not one of up, refuse, stall-open, stall-ready, flap=<ms>, drain=<uri>, overload=<ms>, outage", ErrFault, truncate(s))
 }
 
 // faultState is the fault in force and a channel closed when it is replaced, which wakes the
@@ -108,9 +112,9 @@ type faultState struct {
 func (h *Host) Fault() Fault { return h.fault.Load().f }
 
 // SetFault puts the events endpoint in fault mode f. Entering flap schedules the drop of every
-// ready session After from now; entering drain sends goaway to every ready session; leaving
-// stall-open releases the held upgrades; leaving stall-ready sends the ready frames held back
-// (if the readiness gate is open).
+// ready session After from now; entering drain sends goaway to every ready session; entering
+// outage drops every session; leaving stall-open releases the held upgrades; leaving
+// stall-ready sends the ready frames held back (if the readiness gate is open).
 func (h *Host) SetFault(f Fault) {
 	old := h.fault.Swap(&faultState{f: f, changed: make(chan struct{})})
 	close(old.changed)
@@ -128,6 +132,10 @@ func (h *Host) SetFault(f Fault) {
 			if s.isReady() {
 				s.send(frame)
 			}
+		}
+	case FaultOutage:
+		for _, s := range h.snapshot() {
+			_ = s.conn.CloseNow()
 		}
 	}
 	h.openGate()

@@ -31,6 +31,7 @@ func TestParseFaultReadsEveryModeAndRoundTrips(t *testing.T) {
 		{"drain=wss://b.example/_lifeline/events", hostplugin.Fault{Mode: hostplugin.FaultDrain, URI: "wss://b.example/_lifeline/events"}},
 		{"drain=", hostplugin.Fault{Mode: hostplugin.FaultDrain}},
 		{"overload=3000", hostplugin.Fault{Mode: hostplugin.FaultOverload, After: 3 * time.Second}},
+		{"outage", hostplugin.Fault{Mode: hostplugin.FaultOutage}},
 	}
 	for _, tt := range tests {
 		got, err := hostplugin.ParseFault(tt.in)
@@ -192,5 +193,54 @@ func TestFaultPanelOverTheWire(t *testing.T) {
 	resp.Body.Close()
 	if got := h.Fault(); got.Mode != hostplugin.FaultOverload || got.After != 2*time.Second {
 		t.Errorf("mode after POST = %v", got)
+	}
+}
+
+func TestFaultOutageDropsSessionsAndRefusesNewOnesUntilUp(t *testing.T) {
+	f := newFixture(t, `{}`, true)
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+	c.send(`{"t":"sub","stream":"s"}`)
+	epoch := c.expect(wire.TypeReset).Epoch
+	publish(t, f.h, "s", `1`)
+	c.expect(wire.TypeEvent)
+
+	f.h.SetFault(hostplugin.Fault{Mode: hostplugin.FaultOutage})
+	if code, _ := c.closed(); code != -1 {
+		t.Errorf("close status %d, want an abrupt drop", code)
+	}
+	if _, err := f.tryDial(t, nil); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("dial during the outage: %v, want a 503", err)
+	}
+	publish(t, f.h, "s", `2`) // published while the page was away
+
+	f.h.SetFault(hostplugin.Fault{})
+	back := f.dial(t)
+	back.expect(wire.TypeReady)
+	back.send(`{"t":"sub","stream":"s","epoch":"` + epoch + `","after":1}`)
+	if ev := back.expect(wire.TypeEvent); ev.Seq != 2 {
+		t.Errorf("after the outage the page got %+v, want the missed event 2", ev)
+	}
+}
+
+func TestStatsCountSocketsAtTheEndpoint(t *testing.T) {
+	f := newFixture(t, `{}`, true)
+	f.h.SetFault(hostplugin.Fault{Mode: hostplugin.FaultStallOpen})
+	dialed := make(chan error, 1)
+	go func() {
+		_, err := f.tryDial(t, nil)
+		dialed <- err
+	}()
+	waitFor(t, "the held upgrade to count", func() bool {
+		s := f.h.Stats()
+		return s.Accepted == 1 && s.Open == 1 && s.Sessions == 0
+	})
+	f.h.SetFault(hostplugin.Fault{})
+	waitFor(t, "the released upgrade to become a session", func() bool {
+		s := f.h.Stats()
+		return s.Accepted == 1 && s.Open == 1 && s.Sessions == 1 && s.Ready && s.Fault == "up"
+	})
+	if err := <-dialed; err != nil {
+		t.Errorf("the released dial failed: %v", err)
 	}
 }

@@ -75,6 +75,9 @@ type Host struct {
 	baseMu    sync.RWMutex // guards baselines
 	baselines map[string]BaselineFunc
 
+	accepted atomic.Uint64 // requests that reached the events endpoint
+	inflight atomic.Int64  // of those, the ones whose handler is still running
+
 	closeOnce sync.Once
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close
@@ -274,6 +277,35 @@ func (h *Host) Sessions() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.sessions)
+}
+
+// Stats is a snapshot of the events endpoint, for health checks and tests.
+type Stats struct {
+	Ready    bool   `json:"ready"`    // the readiness gate is open
+	Draining bool   `json:"draining"` // Drain was called
+	Fault    string `json:"fault"`    // the fault mode, as ParseFault reads it
+	Sessions int    `json:"sessions"` // open sessions, ready or waiting for the gate
+	// Open counts the sockets at the endpoint: sessions plus upgrades in progress or held
+	// (stall-open). For a moment after an upgrade a socket counts twice.
+	Open int `json:"open"`
+	// Accepted counts the requests that reached the endpoint since the Host started,
+	// admitted or not.
+	Accepted uint64 `json:"accepted"`
+}
+
+// Stats returns a snapshot of the events endpoint.
+func (h *Host) Stats() Stats {
+	h.mu.Lock()
+	sessions, draining := len(h.sessions), h.draining
+	h.mu.Unlock()
+	return Stats{
+		Ready:    h.ready.Load(),
+		Draining: draining,
+		Fault:    h.Fault().String(),
+		Sessions: sessions,
+		Open:     sessions + int(h.inflight.Load()),
+		Accepted: h.accepted.Load(),
+	}
 }
 
 // Draining reports whether Drain was called.
