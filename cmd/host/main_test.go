@@ -1,0 +1,432 @@
+//go:build !js
+
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/lifeline-go/lifeline/gateway/wire"
+)
+
+const bound = 10 * time.Second
+
+// hostBin is the command under test, built once by TestMain.
+var hostBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "lifeline-host-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	hostBin = filepath.Join(dir, "host")
+	build := exec.Command("go", "build", "-o", hostBin, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building cmd/host:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// syncBuffer collects a process's output while the test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// host is a running cmd/host.
+type host struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	out  *syncBuffer
+	url  string
+	done chan struct{}
+	code int
+}
+
+var servingLine = regexp.MustCompile(`msg="host: serving" url=(http://\S+)`)
+
+// startHost runs the command with args (and -addr 127.0.0.1:0) and waits until it serves.
+func startHost(t *testing.T, args ...string) *host {
+	t.Helper()
+	h := &host{t: t, out: &syncBuffer{}, done: make(chan struct{})}
+	h.cmd = exec.Command(hostBin, append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	h.cmd.Stdout, h.cmd.Stderr = h.out, h.out
+	if err := h.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_ = h.cmd.Wait()
+		h.code = h.cmd.ProcessState.ExitCode()
+		close(h.done)
+	}()
+	t.Cleanup(func() {
+		_ = h.cmd.Process.Kill()
+		<-h.done
+	})
+	h.waitLog("host: serving")
+	h.url = servingLine.FindStringSubmatch(h.out.String())[1]
+	return h
+}
+
+// waitLog waits until the output holds s.
+func (h *host) waitLog(s string) {
+	h.t.Helper()
+	deadline := time.Now().Add(bound)
+	for !strings.Contains(h.out.String(), s) {
+		select {
+		case <-h.done:
+			h.t.Fatalf("the host exited (%d) before logging %q:\n%s", h.code, s, h.out)
+		default:
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("no %q in the host's output after %v:\n%s", s, bound, h.out)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// exitCode waits for the process to end.
+func (h *host) exitCode() int {
+	h.t.Helper()
+	select {
+	case <-h.done:
+		return h.code
+	case <-time.After(bound):
+		h.t.Fatalf("the host did not exit within %v:\n%s", bound, h.out)
+		return -1
+	}
+}
+
+func (h *host) get(path string, header map[string]string) (*http.Response, []byte) {
+	h.t.Helper()
+	req, _ := http.NewRequest("GET", h.url+path, nil)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	// A transport that leaves Content-Encoding alone, so the test sees the bytes sent.
+	resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp, body
+}
+
+func (h *host) dial() *websocket.Conn {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(h.url, "http")+wire.DefaultPath,
+		&websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { _ = c.CloseNow() })
+	return c
+}
+
+func next(t *testing.T, c *websocket.Conn) wire.ServerFrame {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	_, b, err := c.Read(ctx)
+	if err != nil {
+		t.Fatalf("reading a frame: %v", err)
+	}
+	f, err := wire.DecodeServer(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// webDir makes a -web directory: a page, a wasm with fresh .br and .gz siblings, an older wasm
+// whose .br is stale, and an HTML page with a .gz sibling that must never be served.
+func webDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name, body string, mod time.Time) {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mod, mod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := time.Now().Add(-time.Hour)
+	write("index.html", "<!doctype html><html><head><title>demo</title></head><body>hi</body></html>", t0)
+	write("index.html.gz", "not a page", t0)
+	write("app.wasm", "\x00asm raw", t0)
+	write("app.wasm.br", "brotli bytes", t0)
+	write("app.wasm.gz", "gzip bytes", t0)
+	write("stale.wasm", "\x00asm new", t0)
+	write("stale.wasm.br", "old brotli", t0.Add(-time.Minute))
+	return dir
+}
+
+func writeConfig(t *testing.T, doc string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "lifeline.json")
+	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestInvalidStartRefusesWithTheReasonOnStderr(t *testing.T) {
+	web := webDir(t)
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{"an invalid config names the field and the value",
+			[]string{"-config", writeConfig(t, `{"recovery":{"deadlineMs":0}}`), "-web", web}, 1,
+			"host: config: recovery.deadlineMs: must be an integer in 1..2147483647, got 0"},
+		{"an unknown config field is refused",
+			[]string{"-config", writeConfig(t, `{"heartbeat":1}`), "-web", web}, 1,
+			"host: config: heartbeat: is not a known field"},
+		{"a missing config file is refused",
+			[]string{"-config", filepath.Join(t.TempDir(), "nope.json"), "-web", web}, 1,
+			"config: cannot read the config file"},
+		{"a missing web directory is refused",
+			[]string{"-web", filepath.Join(t.TempDir(), "nope")}, 1,
+			"is not a directory"},
+		{"an unknown flag is a usage error",
+			[]string{"-port", "80"}, 2,
+			"flag provided but not defined: -port"},
+		{"an address that cannot be listened on is refused",
+			[]string{"-addr", "256.0.0.1:1", "-web", web}, 1,
+			"host: listen tcp"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), bound)
+			defer cancel()
+			var stderr bytes.Buffer
+			cmd := exec.CommandContext(ctx, hostBin, tt.args...)
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != tt.wantCode {
+				t.Fatalf("exit: %v, want status %d; stderr:\n%s", err, tt.wantCode, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tt.wantErr) {
+				t.Errorf("stderr:\n%s\nwant it to contain %q", stderr.String(), tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestServesThePageWithTheBootstrap(t *testing.T) {
+	h := startHost(t, "-web", webDir(t), "-config", writeConfig(t, `{"recovery":{"deadlineMs":9000}}`))
+	resp, body := h.get("/", map[string]string{"Accept-Encoding": "gzip, br"})
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Encoding") != "" {
+		t.Fatalf("GET /: %d, Content-Encoding %q", resp.StatusCode, resp.Header.Get("Content-Encoding"))
+	}
+	if !strings.Contains(string(body), `<script type="application/json" id="lifeline-bootstrap">`) ||
+		!strings.Contains(string(body), `"deadlineMs":9000`) {
+		t.Errorf("the page lacks the configured bootstrap:\n%s", body)
+	}
+}
+
+func TestServesTheWasmPrecompressedWhenAccepted(t *testing.T) {
+	h := startHost(t, "-web", webDir(t))
+	tests := []struct {
+		name, path, accept, wantBody, wantEncoding string
+	}{
+		{"brotli is preferred", "/app.wasm", "gzip, deflate, br", "brotli bytes", "br"},
+		{"gzip when brotli is not accepted", "/app.wasm", "gzip", "gzip bytes", "gzip"},
+		{"gzip when brotli is refused with q=0", "/app.wasm", "br;q=0, gzip", "gzip bytes", "gzip"},
+		{"a wildcard accepts brotli", "/app.wasm", "*", "brotli bytes", "br"},
+		{"the raw file without Accept-Encoding", "/app.wasm", "", "\x00asm raw", ""},
+		{"a sibling older than its file is stale", "/stale.wasm", "br", "\x00asm new", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := h.get(tt.path, map[string]string{"Accept-Encoding": tt.accept})
+			if string(body) != tt.wantBody || resp.Header.Get("Content-Encoding") != tt.wantEncoding {
+				t.Errorf("body %q, Content-Encoding %q; want %q, %q", body, resp.Header.Get("Content-Encoding"), tt.wantBody, tt.wantEncoding)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "application/wasm" {
+				t.Errorf("Content-Type %q, want application/wasm", ct)
+			}
+			if tt.path == "/app.wasm" && resp.Header.Get("Vary") != "Accept-Encoding" {
+				t.Errorf("Vary %q, want Accept-Encoding", resp.Header.Get("Vary"))
+			}
+		})
+	}
+	// HTML is never served from a compressed sibling: it must carry the bootstrap.
+	resp, body := h.get("/", map[string]string{"Accept-Encoding": "gzip"})
+	if resp.Header.Get("Content-Encoding") != "" || !strings.Contains(string(body), "lifeline-bootstrap") {
+		t.Errorf("the page came from its .gz sibling: %q", body)
+	}
+}
+
+func TestServesWasmExecFromGoWhenTheWebDirHasNone(t *testing.T) {
+	h := startHost(t, "-web", webDir(t))
+	resp, body := h.get("/wasm_exec.js", nil)
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "Go") || !strings.Contains(resp.Header.Get("Content-Type"), "javascript") {
+		t.Errorf("GET /wasm_exec.js: %d %s, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
+	}
+}
+
+func TestHealthAndTheFaultPanel(t *testing.T) {
+	web := webDir(t)
+	plain := startHost(t, "-web", web)
+	resp, body := plain.get("/_lifeline/health", nil)
+	var st struct {
+		Ready              bool
+		Sessions, Accepted int
+		Fault              string
+	}
+	if err := json.Unmarshal(body, &st); err != nil || resp.StatusCode != 200 || !st.Ready || st.Fault != "up" {
+		t.Errorf("health: %d %s (%v)", resp.StatusCode, body, err)
+	}
+	if resp, _ := plain.get("/_lifeline/faults", nil); resp.StatusCode != 404 {
+		t.Errorf("without -faults the panel answers %d, want 404", resp.StatusCode)
+	}
+
+	faulty := startHost(t, "-web", web, "-faults")
+	post, err := http.Post(faulty.url+"/_lifeline/faults", "text/plain", strings.NewReader("overload=2500"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	post.Body.Close()
+	c := faulty.dial()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	_, _, err = c.Read(ctx)
+	var ce websocket.CloseError
+	if !errors.As(err, &ce) || ce.Code != wire.CloseOverloaded || ce.Reason != "retry-after=2500" {
+		t.Errorf("under overload=2500 the socket ended with %v", err)
+	}
+	if _, body := faulty.get("/_lifeline/faults", nil); string(body) != "overload=2500\n" {
+		t.Errorf("panel shows %q", body)
+	}
+}
+
+func TestTicksStreamPublishesOncePerSecond(t *testing.T) {
+	h := startHost(t, "-web", webDir(t))
+	c := h.dial()
+	if f := next(t, c); f.T != wire.TypeReady {
+		t.Fatalf("first frame %+v", f)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	if err := c.Write(ctx, websocket.MessageText, []byte(`{"t":"sub","stream":"ticks"}`)); err != nil {
+		t.Fatal(err)
+	}
+	reset := next(t, c)
+	if reset.T != wire.TypeReset || string(reset.Baseline) != fmt.Sprintf(`{"n":%d}`, reset.Seq) {
+		t.Fatalf("reset %+v (baseline %s), want the baseline n at the head seq", reset, reset.Baseline)
+	}
+	for want := reset.Seq + 1; want <= reset.Seq+2; want++ {
+		ev := next(t, c)
+		var tick struct{ N, At int64 }
+		if err := json.Unmarshal(ev.Data, &tick); err != nil || ev.T != wire.TypeEvent || ev.Seq != want || uint64(tick.N) != want {
+			t.Fatalf("event %+v %s, want tick n=%d", ev, ev.Data, want)
+		}
+		if d := time.Since(time.UnixMilli(tick.At)); d < 0 || d > bound {
+			t.Errorf("tick at %d is %v from now", tick.At, d)
+		}
+	}
+}
+
+func TestSIGHUPReloadsTheConfigForPagesLoadedAfterwards(t *testing.T) {
+	cfgPath := writeConfig(t, `{"recovery":{"deadlineMs":9000}}`)
+	h := startHost(t, "-web", webDir(t), "-config", cfgPath)
+	page := func() string {
+		_, body := h.get("/", nil)
+		return string(body)
+	}
+	if err := os.WriteFile(cfgPath, []byte(`{"recovery":{"deadlineMs":7000}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_ = h.cmd.Process.Signal(syscall.SIGHUP)
+	h.waitLog("config reloaded")
+	if p := page(); !strings.Contains(p, `"deadlineMs":7000`) {
+		t.Fatalf("after the reload the page carries %s", p)
+	}
+
+	if err := os.WriteFile(cfgPath, []byte(`{"recovery":{"deadlineMs":-1}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_ = h.cmd.Process.Signal(syscall.SIGHUP)
+	h.waitLog("reload refused")
+	if !strings.Contains(h.out.String(), "recovery.deadlineMs") {
+		t.Errorf("the refusal does not say why:\n%s", h.out)
+	}
+	if p := page(); !strings.Contains(p, `"deadlineMs":7000`) {
+		t.Errorf("an invalid reload changed the page: %s", p)
+	}
+}
+
+func TestSIGTERMDrainsThenExits(t *testing.T) {
+	h := startHost(t, "-web", webDir(t), "-config", writeConfig(t, `{"drainTimeoutMs":300}`))
+	c := h.dial()
+	if f := next(t, c); f.T != wire.TypeReady {
+		t.Fatalf("first frame %+v", f)
+	}
+	_ = h.cmd.Process.Signal(syscall.SIGTERM)
+	if f := next(t, c); f.T != wire.TypeGoAway || f.URI != "" {
+		t.Errorf("on SIGTERM the page got %+v, want goaway back to the same place", f)
+	}
+	// This page does not leave; the drain bound closes it.
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	for {
+		_, _, err := c.Read(ctx)
+		if err != nil {
+			if code := websocket.CloseStatus(err); code != wire.CloseDrained {
+				t.Errorf("the page was closed with %v (%d), want %d", err, code, wire.CloseDrained)
+			}
+			break
+		}
+	}
+	if code := h.exitCode(); code != 0 {
+		t.Errorf("exit status %d, want 0:\n%s", code, h.out)
+	}
+	if !strings.Contains(h.out.String(), "draining") {
+		t.Errorf("no drain in the log:\n%s", h.out)
+	}
+}
