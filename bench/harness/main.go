@@ -1,0 +1,235 @@
+// Command harness runs Lifeline's benchmarks against the reconnect clients users would pick
+// instead, and writes bench/RESULTS.md. `make bench` runs it through scripts/bench.sh.
+//
+//	go run ./bench/harness                    # everything, about 15 minutes
+//	BENCH_SCALE=0.25 go run ./bench/harness   # quick: durations and client counts × 0.25
+//	go run ./bench/harness -only 1,4          # some scenarios
+//
+// The harness is Go because the fault proxy is Go and runs in-process, switched on one clock
+// for every client kind at once; the peers run in Node as their users run them, and every
+// client process prints the same JSON event lines, read by one analyser here.
+//
+// Only a full run (scale 1, every scenario) writes bench/RESULTS.md; any other run writes
+// its results beside its raw logs in bench/raw/<run>/, unless -out says otherwise.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type scenario struct {
+	id   string
+	name string
+	run  func(*env, *report) error
+}
+
+var scenarios = []scenario{
+	{"1", "refused outage", (*env).s1Refused},
+	{"2", "blackhole", (*env).s2Blackhole},
+	{"3", "flap", (*env).s3Flap},
+	{"4", "herd", (*env).s4Herd},
+	{"5", "planned restart", (*env).s5Restart},
+	{"6", "the page in Chromium", (*env).s6Page},
+	{"7", "the Host", (*env).s7Host},
+}
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	scaleDefault := 1.0
+	if s := os.Getenv("BENCH_SCALE"); s != "" {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || v <= 0 || v > 1 {
+			fmt.Fprintf(os.Stderr, "harness: BENCH_SCALE must be a number in (0, 1], got %q\n", s)
+			return 2
+		}
+		scaleDefault = v
+	}
+	scale := flag.Float64("scale", scaleDefault, "scale of durations and client counts, in (0, 1] (env BENCH_SCALE)")
+	only := flag.String("only", "", "comma-separated scenario numbers to run (default: all)")
+	out := flag.String("out", "", "results file (default: bench/RESULTS.md for a full run, else bench/raw/<run>/RESULTS.md)")
+	noBuild := flag.Bool("no-build", false, "use the binaries already in bench/.bin")
+	kinds := flag.String("kinds", strings.Join(allKinds, ","), "comma-separated client kinds to run")
+	flag.Parse()
+	allKinds = nil
+	for k := range strings.SplitSeq(*kinds, ",") {
+		if !slices.Contains([]string{kLifeline, kSIO, kRWS}, k) {
+			fmt.Fprintf(os.Stderr, "harness: unknown kind %q\n", k)
+			return 2
+		}
+		allKinds = append(allKinds, k)
+	}
+
+	root, err := repoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		return 1
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness: node is needed for the peers:", err)
+		return 1
+	}
+	runID := time.Now().Format("20060102-150405")
+	e := &env{root: root, bin: filepath.Join(root, "bench/.bin"), raw: filepath.Join(root, "bench/raw", runID), scale: *scale, node: node}
+	if err := os.MkdirAll(e.raw, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		return 1
+	}
+
+	var chosen []scenario
+	for _, s := range scenarios {
+		if *only == "" || slices.Contains(strings.Split(*only, ","), s.id) {
+			chosen = append(chosen, s)
+		}
+	}
+	full := len(chosen) == len(scenarios) && *scale == 1 && len(allKinds) == 3
+	if *out == "" {
+		*out = filepath.Join(e.raw, "RESULTS.md")
+		if full {
+			*out = filepath.Join(root, "bench/RESULTS.md")
+		}
+	}
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sigs
+		fmt.Fprintln(os.Stderr, "harness: interrupted, stopping every child process")
+		stopAll()
+		os.Exit(130)
+	}()
+	defer stopAll()
+
+	started := time.Now()
+	fmt.Printf("harness: scale %g, raw logs in %s\n", e.scale, e.raw)
+	if !*noBuild {
+		if err := e.build(); err != nil {
+			fmt.Fprintln(os.Stderr, "harness:", err)
+			return 1
+		}
+	}
+	rep := newReport()
+	for _, s := range chosen {
+		t0 := time.Now()
+		fmt.Printf("\n### scenario %s: %s\n", s.id, s.name)
+		if err := s.run(e, rep); err != nil {
+			rep.fail(s.id+" "+s.name, err)
+		}
+		stopAll() // nothing of one scenario outlives it
+		fmt.Printf("### scenario %s took %.0f s\n", s.id, time.Since(t0).Seconds())
+	}
+	if err := e.writeResults(*out, rep, started, chosen); err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		return 1
+	}
+	fmt.Printf("\nharness: %d scenarios in %.0f s; results in %s\n", len(chosen), time.Since(started).Seconds(), *out)
+	if len(rep.errors) > 0 {
+		return 1
+	}
+	return 0
+}
+
+func repoRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", err
+	}
+	mod := strings.TrimSpace(string(out))
+	if mod == "" || mod == os.DevNull {
+		return "", fmt.Errorf("run the harness inside the repository (go run ./bench/harness)")
+	}
+	return filepath.Dir(mod), nil
+}
+
+// build builds bin/host and bin/client into bench/.bin, the page into bench/.bin/web, and
+// installs the pinned npm packages of bench/ when they are missing or stale.
+func (e *env) build() error {
+	fmt.Println("harness: building bench/.bin/host, bench/.bin/client and the page")
+	for _, b := range [][2]string{{"host", "./cmd/host"}, {"client", "./cmd/client"}} {
+		if b[0] == "client" && !slices.Contains(allKinds, kLifeline) {
+			continue
+		}
+		cmd := exec.Command("go", "build", "-o", filepath.Join(e.bin, b[0]), b[1])
+		cmd.Dir = e.root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
+		}
+	}
+	if err := e.buildWeb(); err != nil {
+		return err
+	}
+	benchDir := filepath.Join(e.root, "bench")
+	lock, errL := os.Stat(filepath.Join(benchDir, "package-lock.json"))
+	inst, errI := os.Stat(filepath.Join(benchDir, "node_modules/.package-lock.json"))
+	if errI != nil || (errL == nil && lock.ModTime().After(inst.ModTime())) {
+		fmt.Println("harness: npm ci in bench/")
+		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+		cmd.Dir = benchDir
+		cmd.Env = append(os.Environ(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("npm ci in bench/: %v\n%s", err, out)
+		}
+	}
+	return nil
+}
+
+// machine describes where the figures come from.
+func machine() string {
+	var parts []string
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "model name"); ok {
+				parts = append(parts, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":")))
+				break
+			}
+		}
+	}
+	parts = append(parts, fmt.Sprintf("%d cores", runtime.NumCPU()))
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+				parts = append(parts, fmt.Sprintf("%.0f GiB RAM", kb/(1<<20)))
+			}
+		}
+	}
+	if out, err := exec.Command("uname", "-sr").Output(); err == nil {
+		parts = append(parts, strings.TrimSpace(string(out)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func cmdOut(name string, args ...string) string {
+	out, err := exec.Command(name, args...).Output()
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// pkgVersion reads an installed npm package's version.
+func (e *env) pkgVersion(name string) string {
+	b, err := os.ReadFile(filepath.Join(e.root, "bench/node_modules", name, "package.json"))
+	if err != nil {
+		return "?"
+	}
+	var p struct{ Version string }
+	if err := jsonUnmarshal(b, &p); err != nil {
+		return "?"
+	}
+	return p.Version
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+)
+
+// table is one scenario's results: a row per client kind (or per variant).
+type table struct {
+	title string
+	aim   string
+	cols  []string
+	rows  [][]string
+	notes []string
+}
+
+// verdict is one aim of the issue checked against Lifeline's figure.
+type verdict struct {
+	scenario, aim, measured string
+	met                     bool
+	take                    string // for a miss: what it would take
+}
+
+// report collects every table and verdict and prints rows as they come.
+type report struct {
+	mu       sync.Mutex
+	tables   []*table
+	verdicts []verdict
+	errors   []string
+	out      io.Writer
+}
+
+func newReport() *report { return &report{out: os.Stdout} }
+
+func (r *report) table(title, aim string, cols ...string) *table {
+	t := &table{title: title, aim: aim, cols: cols}
+	r.mu.Lock()
+	r.tables = append(r.tables, t)
+	r.mu.Unlock()
+	fmt.Fprintf(r.out, "\n== %s\n", title)
+	if aim != "" {
+		fmt.Fprintf(r.out, "   aim: %s\n", aim)
+	}
+	fmt.Fprintf(r.out, "| %s |\n", strings.Join(cols, " | "))
+	return t
+}
+
+// row adds a row and prints it at once.
+func (r *report) row(t *table, cells ...string) {
+	r.mu.Lock()
+	t.rows = append(t.rows, cells)
+	r.mu.Unlock()
+	fmt.Fprintf(r.out, "| %s |\n", strings.Join(cells, " | "))
+}
+
+func (r *report) note(t *table, format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	r.mu.Lock()
+	t.notes = append(t.notes, s)
+	r.mu.Unlock()
+	fmt.Fprintf(r.out, "   note: %s\n", s)
+}
+
+// judge records whether Lifeline met an aim; take says what a miss would need.
+func (r *report) judge(scenario, aim string, met bool, measured, take string) {
+	r.mu.Lock()
+	r.verdicts = append(r.verdicts, verdict{scenario, aim, measured, met, take})
+	r.mu.Unlock()
+	mark := "MET"
+	if !met {
+		mark = "MISSED"
+	}
+	fmt.Fprintf(r.out, "   aim %s: %s (%s)\n", mark, aim, measured)
+}
+
+func (r *report) fail(scenario string, err error) {
+	r.mu.Lock()
+	r.errors = append(r.errors, fmt.Sprintf("%s: %v", scenario, err))
+	r.mu.Unlock()
+	fmt.Fprintf(r.out, "!! %s failed: %v\n", scenario, err)
+}
+
+// markdown writes the tables.
+func (t *table) markdown(w io.Writer) {
+	fmt.Fprintf(w, "### %s\n\n", t.title)
+	if t.aim != "" {
+		fmt.Fprintf(w, "Aim: %s\n\n", t.aim)
+	}
+	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(t.cols, " | "), strings.Repeat(" --- |", len(t.cols)))
+	for _, row := range t.rows {
+		fmt.Fprintf(w, "| %s |\n", strings.Join(row, " | "))
+	}
+	fmt.Fprintln(w)
+	for _, n := range t.notes {
+		fmt.Fprintf(w, "- %s\n", n)
+	}
+	if len(t.notes) > 0 {
+		fmt.Fprintln(w)
+	}
+}

@@ -1,0 +1,397 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lifeline-go/lifeline/bench/faultproxy"
+)
+
+// accepts returns the times of the connections p accepted in [from, to).
+func accepts(p *faultproxy.Proxy, from, to time.Time) []time.Time {
+	var ts []time.Time
+	for _, r := range p.Records() {
+		if !r.Accepted.Before(from) && r.Accepted.Before(to) {
+			ts = append(ts, r.Accepted)
+		}
+	}
+	return ts
+}
+
+// latencies turns first-connected times into seconds after t; clients that never connected
+// are left out, and counted by the second result.
+func latencies(first []time.Time, t time.Time) (lat []float64, missing int) {
+	for _, c := range first {
+		if c.IsZero() {
+			missing++
+			continue
+		}
+		lat = append(lat, c.Sub(t).Seconds())
+	}
+	return lat, missing
+}
+
+func recovered(n, missing int) string { return fmt.Sprintf("%d/%d", n-missing, n) }
+
+// s1Refused: a refused outage. Dials per client during it, and recovery latency after it.
+func (e *env) s1Refused(r *report) error {
+	n, outage := e.n(50, 4), e.d(60*time.Second, 10*time.Second)
+	g, err := e.startGroup("s1", allKinds, n, "")
+	if err != nil {
+		return err
+	}
+	defer g.close()
+	t := r.table(fmt.Sprintf("1. Refused outage of %v, %d clients", outage, n),
+		"at most 12 dials per client (p99) during a 60 s outage; recovery p50 ≤ 4 s, p99 ≤ 10 s",
+		"client", "dials/client p50", "p99", "max", "TCP accepts/client", "recovery p50", "p99", "max", "recovered")
+	time.Sleep(time.Second)
+	t0 := g.set(faultproxy.Refuse)
+	time.Sleep(outage)
+	t1 := g.set(faultproxy.Up)
+	g.waitRecovered(t1, 40*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	for _, st := range g.stacks {
+		dials := ints(st.fleet.countIn(evAttempt, t0, t1))
+		tcp := float64(len(accepts(st.proxy, t0, t1))) / float64(n)
+		lat, miss := latencies(st.fleet.connectedSince(t1), t1)
+		r.row(t, st.kind, fmtN(pct(dials, 50)), fmtN(pct(dials, 99)), fmtN(maxOf(dials)), fmtN(math.Round(tcp*10)/10),
+			fmtS(pct(lat, 50)), fmtS(pct(lat, 99)), fmtS(maxOf(lat)), recovered(n, miss))
+		if st.kind == kLifeline {
+			full := outage >= 60*time.Second
+			r.judge("1", "dials p99 ≤ 12 in a 60 s refused outage", pct(dials, 99) <= 12 || !full,
+				fmt.Sprintf("p99 %s dials in %v", fmtN(pct(dials, 99)), outage),
+				"a higher top cap (maxDelayMs) or a slower factor; 60 s at a 10 s cap with 50–100% jitter is 7–9 dials")
+			r.judge("1", "recovery p50 ≤ 4 s", pct(lat, 50) <= 4 && miss == 0, fmtS(pct(lat, 50)),
+				"a shorter top cap: at the 10 s cap with 50–100% jitter the mean wait after recovery is about 3.75 s")
+			r.judge("1", "recovery p99 ≤ 10 s", pct(lat, 99) <= 10 && miss == 0, fmtS(pct(lat, 99)),
+				"the top cap bounds the worst wait: maxDelayMs ≤ 10 s, plus the handshake")
+		}
+	}
+	r.note(t, "dials are the client's own attempts (its `attempt` events) between the switch to refuse and the switch back; TCP accepts are the proxy's count of connections in the same span, divided by the clients (socket.io's polling transport opens more than one per attempt once connected)")
+	r.note(t, "recovery is the time from the proxy going up to the client's next `connected` (Lifeline: a ready frame; socket.io: `connect`; reconnecting-websocket: `open`)")
+	return nil
+}
+
+// s2Blackhole: accepted and never answered. How long each client holds a stalled attempt,
+// what it leaves open, how long it takes to recover.
+func (e *env) s2Blackhole(r *report) error {
+	n, outage := e.n(50, 4), e.d(60*time.Second, 15*time.Second)
+	g, err := e.startGroup("s2", allKinds, n, "")
+	if err != nil {
+		return err
+	}
+	defer g.close()
+	t := r.table(fmt.Sprintf("2. Blackhole of %v, %d clients", outage, n),
+		"each stalled attempt held at most 15 s, 0 stalled sockets left open",
+		"client", "stalled attempts/client", "held p50", "held max", "open at outage end", "left open after recovery", "recovery p50", "p99", "recovered")
+	time.Sleep(time.Second)
+	t0 := g.set(faultproxy.Blackhole)
+	time.Sleep(outage)
+	openAtEnd := make([]int, len(g.stacks))
+	for i, st := range g.stacks {
+		openAtEnd[i] = st.proxy.OpenCount(faultproxy.Blackhole)
+	}
+	t1 := g.set(faultproxy.Up)
+	g.waitRecovered(t1, 60*time.Second)
+	// Any attempt still pending when the proxy came back has since been given up by a client
+	// that reconnected; whatever is still held now is a socket nobody will close.
+	time.Sleep(time.Second)
+	now := time.Now()
+	for i, st := range g.stacks {
+		var held []float64
+		stalled, stillOpen := 0, 0
+		for _, rec := range st.proxy.Records() {
+			if rec.Mode != faultproxy.Blackhole {
+				continue
+			}
+			stalled++
+			if rec.Ended.IsZero() {
+				stillOpen++
+				held = append(held, now.Sub(rec.Accepted).Seconds())
+				continue
+			}
+			held = append(held, rec.Ended.Sub(rec.Accepted).Seconds())
+		}
+		lat, miss := latencies(st.fleet.connectedSince(t1), t1)
+		heldMax := fmtS(maxOf(held))
+		if stillOpen > 0 {
+			heldMax = "never closed"
+		}
+		r.row(t, st.kind, fmtN(float64(stalled)/float64(n)), fmtS(pct(held, 50)), heldMax,
+			fmt.Sprint(openAtEnd[i]), fmt.Sprint(stillOpen), fmtS(pct(lat, 50)), fmtS(pct(lat, 99)), recovered(n, miss))
+		if st.kind == kLifeline {
+			r.judge("2", "each stalled attempt held ≤ 15 s", stillOpen == 0 && maxOf(held) <= 15.5,
+				"max "+heldMax, "the deadline must close the socket, not only cancel the attempt")
+			r.judge("2", "0 stalled sockets left open", stillOpen == 0, fmt.Sprint(stillOpen),
+				"every cancelled dial must release its socket")
+		}
+	}
+	_ = t0
+	r.note(t, "held is measured by the proxy: from its accept to the client closing the socket; a socket still open once every client has reconnected is counted as left open (and its time as never closed)")
+	r.note(t, "open at outage end counts the attempts in flight when the proxy came back: those are still within their client's timeout")
+	return nil
+}
+
+// s3Flap: every connection is cut 200 ms after its accept.
+func (e *env) s3Flap(r *report) error {
+	n, dur := e.n(50, 4), e.d(60*time.Second, 15*time.Second)
+	g, err := e.startGroup("s3", allKinds, n, "")
+	if err != nil {
+		return err
+	}
+	defer g.close()
+	t := r.table(fmt.Sprintf("3. Flap for %v (each connection cut 200 ms after accept), %d clients", dur, n),
+		"8 or fewer dials per minute",
+		"client", "dials/min p50", "p99", "TCP accepts/min per client", "connects/min p50")
+	time.Sleep(time.Second)
+	t0 := g.set(faultproxy.Flap)
+	time.Sleep(dur)
+	t1 := g.set(faultproxy.Up)
+	mins := t1.Sub(t0).Minutes()
+	for _, st := range g.stacks {
+		dials := ints(st.fleet.countIn(evAttempt, t0, t1))
+		conns := ints(st.fleet.countIn(evConnected, t0, t1))
+		for i := range dials {
+			dials[i] /= mins
+			conns[i] /= mins
+		}
+		tcp := float64(len(accepts(st.proxy, t0, t1))) / float64(n) / mins
+		r.row(t, st.kind, fmtN(math.Round(pct(dials, 50)*10)/10), fmtN(math.Round(pct(dials, 99)*10)/10),
+			fmtN(math.Round(tcp*10)/10), fmtN(math.Round(pct(conns, 50)*10)/10))
+		if st.kind == kLifeline {
+			r.judge("3", "≤ 8 dials per minute under flap", pct(dials, 99) <= 8,
+				fmt.Sprintf("p99 %.1f/min", pct(dials, 99)),
+				"flap damping must hold the ladder at its top cap: a generation shorter than stableAfterMs must not reset it")
+		}
+	}
+	r.note(t, "a dial is an `attempt` event; at scale < 1 the rate is extrapolated from a shorter flap")
+	return nil
+}
+
+// herdRun is one herd: a refused outage, then everyone back at once.
+type herdRun struct {
+	label   string
+	outage  time.Duration
+	kinds   []string
+	hostCfg string
+}
+
+// s4Herd: 200 clients, all cut at once, all back at once.
+func (e *env) s4Herd(r *report) error {
+	n := e.n(200, 8)
+	t := r.table(fmt.Sprintf("4. Herd: %d clients, refused outage, then all back at once", n),
+		"10 s outage: peak ≤ 12 accepted per 100 ms, 99% within 9 s; 60 s outage: peak ≤ 8, 99% within 9.5 s; accept-rate limit 5 per 100 ms: never above it, 99% no more than 1 s later",
+		"client", "outage", "Host limit", "peak TCP accepts/100 ms", "peak connects/100 ms", "99% connected", "all connected", "recovered")
+	short, long := e.d(10*time.Second, 3*time.Second), e.d(60*time.Second, 15*time.Second)
+	runs := []herdRun{
+		{"10 s", short, allKinds, ""},
+		{"60 s", long, allKinds, ""},
+		{"10 s", short, []string{kLifeline}, `{"acceptRate":50,"acceptBurst":1}`},
+		{"10 s", short, []string{kLifeline}, `{"acceptRate":50,"acceptBurst":5}`},
+	}
+	var t99Free float64 = math.NaN()
+	for i, run := range runs {
+		g, err := e.startGroup(fmt.Sprintf("s4-%d", i), run.kinds, n, run.hostCfg)
+		if err != nil {
+			r.fail("4 "+run.label, err)
+			continue
+		}
+		time.Sleep(time.Second)
+		g.set(faultproxy.Refuse)
+		time.Sleep(run.outage)
+		t1 := g.set(faultproxy.Up)
+		g.waitRecovered(t1, 40*time.Second)
+		time.Sleep(500 * time.Millisecond)
+		limit := "none"
+		if run.hostCfg != "" {
+			limit = strings.Trim(strings.ReplaceAll(run.hostCfg, `"`, ""), "{}")
+		}
+		for _, st := range g.stacks {
+			tcp := accepts(st.proxy, t1, time.Now())
+			first := st.fleet.connectedSince(t1)
+			var conn []time.Time
+			for _, c := range first {
+				if !c.IsZero() {
+					conn = append(conn, c)
+				}
+			}
+			lat, miss := latencies(first, t1)
+			slices.Sort(lat)
+			t99 := math.NaN()
+			if k := int(math.Ceil(0.99*float64(n))) - 1; k < len(lat) {
+				t99 = lat[k]
+			}
+			peakTCP, peakConn := peakIn(tcp, 100*time.Millisecond), peakIn(conn, 100*time.Millisecond)
+			r.row(t, st.kind, fmt.Sprint(run.outage), limit, fmt.Sprint(peakTCP), fmt.Sprint(peakConn),
+				fmtS(t99), fmtS(maxOf(lat)), recovered(n, miss))
+			if st.kind != kLifeline {
+				continue
+			}
+			full := e.scale >= 1
+			switch {
+			case i == 0:
+				t99Free = t99
+				r.judge("4", "10 s outage: peak ≤ 12 accepted per 100 ms", peakTCP <= 12 || !full, fmt.Sprint(peakTCP),
+					"more spread on the first caps after a short outage (a larger jitter, or a first cap that is not shared by everyone cut at the same moment)")
+				r.judge("4", "10 s outage: 99% within 9 s", t99 <= 9 && miss == 0, fmtS(t99),
+					"a lower cap at the fourth and fifth rungs (4 s and 8 s)")
+			case i == 1:
+				r.judge("4", "60 s outage: peak ≤ 8 accepted per 100 ms", peakTCP <= 8 || !full, fmt.Sprint(peakTCP),
+					"jitter that stays at the top cap (it does: 50–100% of 10 s); a wider jitter would spread more")
+				r.judge("4", "60 s outage: 99% within 9.5 s", t99 <= 9.5 && miss == 0, fmtS(t99),
+					"a top cap below 9.5 s, or a Host that says when it is back")
+			case run.hostCfg == `{"acceptRate":50,"acceptBurst":1}`:
+				r.judge("4", "accept-rate 5/100 ms: never more admitted in any 100 ms", peakConn <= 5, fmt.Sprint(peakConn),
+					"a limiter that counts per window, not a token bucket with a burst")
+				r.judge("4", "accept-rate 5/100 ms: 99% no more than 1 s later than without", t99-t99Free <= 1 && miss == 0,
+					fmt.Sprintf("%s vs %s", fmtS(t99), fmtS(t99Free)),
+					"retry-after slots that fill the limiter exactly; the pages must come back at once when told")
+			}
+		}
+		g.close()
+	}
+	r.note(t, "peak TCP accepts counts what the proxy accepted in the worst sliding 100 ms window after it came back; peak connects counts sessions established (Lifeline: ready frames, i.e. what the Host admitted) in the worst 100 ms")
+	r.note(t, "the Host's limit is its JSON config: acceptRate per second and acceptBurst; 5 per 100 ms is acceptRate 50, and a token bucket admits burst + rate × window in a window, so only burst 1 keeps every 100 ms window at 5")
+	return nil
+}
+
+// s5Restart: a planned restart. Lifeline's Host drains to a second Host; the peers' servers,
+// and Lifeline's too for comparison, are stopped and started again on the same port.
+func (e *env) s5Restart(r *report) error {
+	n := e.n(50, 4)
+	t := r.table(fmt.Sprintf("5. Planned restart, %d clients", n),
+		"Lifeline draining to a second Host: 0 ms not connected, 0 events lost or duplicated",
+		"client", "restart", "server down", "not connected p50", "p99", "max", "clients that noticed", "recovered")
+	if err := e.s5Drain(r, t, n); err != nil {
+		r.fail("5 drain", err)
+	}
+	g, err := e.startGroup("s5p", allKinds, n, "")
+	if err != nil {
+		return err
+	}
+	defer g.close()
+	time.Sleep(time.Second)
+	g.note("restart every server")
+	stopAt := make([]time.Time, len(g.stacks))
+	downFor := make([]time.Duration, len(g.stacks))
+	errs := make([]error, len(g.stacks))
+	var wg sync.WaitGroup
+	for i, st := range g.stacks {
+		wg.Go(func() {
+			stopAt[i] = time.Now()
+			st.srv.proc.stop(10 * time.Second)
+			ns, err := e.startServer(st.kind, "s5p-"+short(st.kind)+"-server-restarted", st.srv.port, "")
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			downFor[i] = time.Since(stopAt[i])
+			st.srv = ns
+		})
+	}
+	wg.Wait()
+	g.waitRecovered(slices.MaxFunc(stopAt, time.Time.Compare), 40*time.Second)
+	time.Sleep(500 * time.Millisecond)
+	end := time.Now()
+	for i, st := range g.stacks {
+		if errs[i] != nil {
+			r.fail("5 restart "+st.kind, errs[i])
+			continue
+		}
+		down := secs(st.fleet.downTime(stopAt[i], end))
+		noticed := 0
+		for _, d := range down {
+			if d > 0 {
+				noticed++
+			}
+		}
+		_, miss := latencies(st.fleet.connectedSince(stopAt[i]), stopAt[i])
+		r.row(t, st.kind, "plain: stop, start again on the same port", fmtS(downFor[i].Seconds()),
+			fmtS(pct(down, 50)), fmtS(pct(down, 99)), fmtS(maxOf(down)), fmt.Sprintf("%d/%d", noticed, n), recovered(n, miss))
+	}
+	r.note(t, "server down is from the stop signal to the new process accepting; not connected is each client's time between its `disconnected` and its next `connected` from the stop on")
+	return nil
+}
+
+// s5Drain: two Hosts, each behind a proxy; the clients are on the first, whose fault panel
+// then drains every session to the second; then the first is stopped.
+func (e *env) s5Drain(r *report, t *table, n int) error {
+	portA, err := freePort()
+	if err != nil {
+		return err
+	}
+	portB, err := freePort()
+	if err != nil {
+		return err
+	}
+	var stA, stB stack
+	if err := stA.addProxy(e, "s5-drain-hostA", fmt.Sprintf("127.0.0.1:%d", portA)); err != nil {
+		return err
+	}
+	defer stA.close()
+	if err := stB.addProxy(e, "s5-drain-hostB", fmt.Sprintf("127.0.0.1:%d", portB)); err != nil {
+		return err
+	}
+	defer stB.close()
+	if stA.srv, err = e.startServer(kLifeline, "s5-drain-hostA", portA, ""); err != nil {
+		return err
+	}
+	// The clients' origin (if they send one) is the first Host's: the second must allow it.
+	if stB.srv, err = e.startServer(kLifeline, "s5-drain-hostB", portB, `{"allowedOrigins":["127.0.0.1:*"]}`); err != nil {
+		return err
+	}
+	if stA.clients, stA.fleet, err = e.startClients(kLifeline, "s5-drain-clients", clientURL(kLifeline, stA.proxy.Addr()), n); err != nil {
+		return err
+	}
+	fl := stA.fleet
+	if !waitFor(60*time.Second, func() bool { return fl.connectedNow() >= n }) {
+		return fmt.Errorf("only %d/%d clients connected to the first Host", fl.connectedNow(), n)
+	}
+	time.Sleep(2500 * time.Millisecond) // a few ticks on the first Host
+	tD := time.Now()
+	target := clientURL(kLifeline, stB.proxy.Addr())
+	resp, err := http.Post("http://"+stA.srv.addr()+"/_lifeline/faults", "text/plain", strings.NewReader("drain="+target))
+	if err != nil {
+		return fmt.Errorf("fault panel: %w", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("fault panel answered %s to drain=%s", resp.Status, target)
+	}
+	moved := waitFor(30*time.Second, func() bool {
+		h, err := getHealth(stB.srv.addr())
+		return err == nil && h.Sessions >= n && stA.proxy.OpenCount(faultproxy.Up) == 0
+	})
+	tMoved := time.Since(tD)
+	hB, _ := getHealth(stB.srv.addr())
+	stA.srv.proc.stop(15 * time.Second)
+	time.Sleep(3 * time.Second) // ticks on the second Host, after the first is gone
+	end := time.Now()
+	down := secs(fl.downTime(tD, end))
+	noticed := 0
+	for _, d := range down {
+		if d > 0 {
+			noticed++
+		}
+	}
+	how := fmt.Sprintf("drain to a second Host (all moved in %.2f s)", tMoved.Seconds())
+	if !moved {
+		how = fmt.Sprintf("drain to a second Host (only %d/%d moved in 30 s)", hB.Sessions, n)
+	}
+	r.row(t, kLifeline, how, "0 (the second Host is up)", fmtS(pct(down, 50)), fmtS(pct(down, 99)), fmtS(maxOf(down)),
+		fmt.Sprintf("%d/%d", noticed, n), fmt.Sprintf("%d/%d on the second Host", hB.Sessions, n))
+	r.judge("5", "drain to a second Host: 0 ms not connected", noticed == 0 && moved, fmt.Sprintf("max %s, %d/%d clients noticed", fmtS(maxOf(down)), noticed, n),
+		"make-before-break must keep the draining session until the target's ready frame")
+	e.streamIntegrity(r, t, fl)
+	return nil
+}
+
+// streamIntegrity reports the stream deliveries the clients printed, if they print them.
+func (e *env) streamIntegrity(r *report, t *table, fl *fleet) {
+	r.note(t, "events lost/duplicated: not measured yet")
+}
