@@ -1,0 +1,91 @@
+// Package gateway is Lifeline's WebSocket carrier: the [controller.Source] a
+// [controller.Controller] drives, the event pump of each generation, the domain streams that
+// survive every reconnect, and GOAWAY handling. The same code builds natively and for the
+// browser (GOOS=js GOARCH=wasm) over github.com/coder/websocket; it knows nothing of the DOM.
+//
+// # Wiring
+//
+//	gw, err := gateway.New("wss://example.com/_lifeline/events", nil)
+//	ctl, err := controller.New(gw, cfg, &controller.Options{Endpoint: gw.URL()})
+//	sub := gw.Subscribe("prices", func(d gateway.Delivery) { ... })
+//	ctl.Start()
+//	...
+//	ctl.Stop()
+//	gw.Close(nil) // ends sub with ErrClosed
+//
+// The controller owns every timer: the readiness deadline and the slow warning, the retry
+// ladder, flap and redirect-loop damping. The gateway never retries on its own.
+//
+// # Generations
+//
+// Each Run dials exactly one socket (gen.Target(), or the gateway's URL), requires the
+// lifeline.v1 subprotocol, and waits for the Host's ready frame, which must come first and
+// validate (a session, a heartbeat in 100 ms..10 min); anything else first is a protocol
+// error that fails the attempt (an error frame is allowed: a Host refusing the page may say
+// why). Both stalled phases, a socket that never opens and one that opens without ready, end
+// when the controller cancels at its deadline: the socket is closed and the goroutines are
+// gone before Run returns. After ready a watchdog ends the generation once no frame arrived
+// for 2.5 × the heartbeat (half-open links, sleeping laptops): heartbeats are application
+// frames, since WebSocket pings do not exist in the browser.
+//
+// Each connection has one reader (the pump) with one context for its whole life, never a
+// per-read timeout, a writer that sends subscription changes, and Run, which owns the
+// watchdog and the end. A 1013 close whose reason is retry-after=<ms> (or an error frame
+// "retry-after=<ms>") makes Run return a *controller.RetryAfterError, capped at 60 s; the
+// controller waits the longer of it and its ladder.
+//
+// # Streams
+//
+// A subscription's cursor (the log's epoch and the last seq delivered) is shared by every
+// generation. Each generation subscribes from the latest cursor once it is ready; events are
+// delivered once each and in order: a replay overlapping what was delivered is dropped by
+// seq, a gap is a protocol error (the next generation asks again from the cursor), and a
+// reset (a new log, or a cursor too old) is delivered as such, with its baseline. A fresh
+// subscription starts with the Host's reset.
+//
+// Subscribe and Unsubscribe only change the desired state and wake the writers; what goes on
+// the wire is the difference between the desired state and what the session already said.
+// Any number of calls while disconnected therefore collapse to one action per stream holding
+// the newest request, and a new generation sends one sub per subscribed stream.
+//
+// Handlers run on a goroutine of their subscription, one call at a time, behind a queue of
+// Options.QueueLen deliveries, so a handler that blocks holds up only its own stream: never
+// the pump, the watchdog or other streams. A handler that falls a whole queue behind stalls
+// its stream (further deliveries are dropped, nothing is asked of the Host); once it returns,
+// the stream resubscribes from a fresh baseline, so it never sees a silent gap. A panicking
+// handler is recovered and logged, and delivery goes on with the next event.
+//
+// # GOAWAY
+//
+// A goaway frame is passed to gen.GoAway, its uri resolved against the current URL and
+// normalised like [Gateway.URL] (the controller compares endpoints as strings; a uri naming
+// the current URL means "come back here", as an empty one does). The generation keeps
+// running, and delivering, while the controller dials the target; when the target is ready
+// the controller cancels the draining generation before it lets the new one subscribe, and
+// frames of a cancelled generation are dropped, so no two generations ever feed a stream and
+// the new one resubscribes from a final cursor: nothing is lost or delivered twice.
+//
+// # Closing
+//
+// Close ends every subscription with its cause and every session, refuses later
+// generations, and returns once every Run in progress has closed its socket. A dial that
+// completes during Close is closed at once.
+//
+// # Under js/wasm
+//
+// coder/websocket answers a cancelled read, write or dial context in the browser with
+// WebSocket.close(1008), a code the WebSocket API refuses (only 1000 and 3000–4999 are
+// allowed): the socket would stay open. The browser build therefore never cancels a context
+// it gives the library and closes every socket with 1000. Consequences:
+//
+//   - A socket that never opens cannot be aborted: when the controller gives up, Run returns
+//     at once and a small goroutine waits for the browser, closing the socket the moment it
+//     opens (so a late dial still leaves no socket open).
+//   - Closing is the browser's handshake: Run waits for it up to Options.CloseGrace, or not at
+//     all for a dead link, and the library's goroutines end with the browser's close event.
+//   - The close code and reason are not visible to the page (the library reports every close
+//     as net.ErrClosed), so a Host refusing a page with 1013 should send an error frame
+//     "retry-after=<ms>" first.
+//   - Options.Header and Options.ReadLimit's close code 1009 do not apply: the browser sets
+//     its own headers, and a frame over the limit ends the session with 1000.
+package gateway
