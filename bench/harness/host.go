@@ -192,7 +192,7 @@ func (e *env) s7Inject(r *report, t *table) error {
 		if ns := nsPerOp(f.metrics); ns > 0 && strings.HasPrefix(f.name, "BenchmarkInject") {
 			val = fmt.Sprintf("%.0f ns/op (%.1f µs per 50 KB page)", ns, ns/1000)
 		}
-		r.row(t, name, val, "Go benchmark in hostplugin ("+filepath.Base(path)+"): "+f.metrics)
+		r.row(t, name, val, "Go benchmark in hostplugin/: "+f.metrics)
 	}
 	return nil
 }
