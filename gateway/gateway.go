@@ -31,6 +31,8 @@ var (
 	ErrNilHandler = errors.New("gateway: nil handler")
 	// ErrBadURL is returned for an events URL that is not an absolute ws, wss, http or https URL.
 	ErrBadURL = errors.New("gateway: bad events URL")
+	// ErrDial is wrapped by the error of a generation whose socket could not be opened.
+	ErrDial = errors.New("gateway: dial failed")
 	// ErrProtocol is wrapped by every failure caused by a Host that broke the protocol: a
 	// frame that does not decode, anything but ready first, a second ready, a seq gap.
 	ErrProtocol = errors.New("gateway: host broke the protocol")

@@ -28,7 +28,7 @@ func (s *session) run() error {
 		if s.ctx.Err() != nil {
 			return context.Cause(s.ctx)
 		}
-		return fmt.Errorf("%w: dial %s: %w", ErrSessionClosed, s.target, err)
+		return fmt.Errorf("%w: %s: %w", ErrDial, s.target, err)
 	}
 	c.setReadLimit(g.readLimit)
 	if p := c.subprotocol(); p != wire.Subprotocol {
