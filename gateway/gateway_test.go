@@ -73,6 +73,7 @@ func TestNeverOpensEndsAtTheDeadline(t *testing.T) {
 	}
 	checkSettled(t, runs)
 	r.ctl.Stop() // settles every Run: the list is final
+	checkNoSessionGoroutines(t)
 	all := r.waitRuns(1)
 	if isJS {
 		// The browser cannot abort a connecting WebSocket: the upgrade stays held until the
@@ -105,6 +106,7 @@ func TestOpenWithoutReadyEndsAtTheDeadline(t *testing.T) {
 			}
 			checkSettled(t, r.waitRuns(1))
 			r.ctl.Stop()
+			checkNoSessionGoroutines(t)
 			all := r.waitRuns(1)
 			checkSettled(t, all)
 			if len(tc.steps) == 0 {
@@ -234,6 +236,8 @@ func TestSilentLinkIsDeclaredDead(t *testing.T) {
 				t.Errorf("Run returned %v after connecting, want about 250ms", runs[0].returned.Sub(connected))
 			}
 			r.waitConnected()
+			r.ctl.Stop()
+			checkNoSessionGoroutines(t)
 		})
 	}
 }
@@ -451,6 +455,7 @@ func TestCloseEndsSubscriptions(t *testing.T) {
 			tc.setup(t, sc, r)
 			cause := errors.New("page hidden")
 			r.gw.Close(cause) // the controller still runs: Close alone must end everything
+			checkNoSessionGoroutines(t)
 			for _, s := range subs {
 				select {
 				case <-s.Done():
@@ -489,6 +494,7 @@ func TestDialCompletingDuringCloseLeavesNoSocket(t *testing.T) {
 				<-released
 			}
 			r.gw.Close(nil)
+			checkNoSessionGoroutines(t)
 			<-released
 			<-sub.Done()
 			if !errors.Is(sub.Err(), gateway.ErrClosed) {
