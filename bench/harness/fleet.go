@@ -13,6 +13,10 @@ type Event struct {
 	T  time.Time
 	ID int
 	Ev string
+	// With bin/client -sub -deliveries: "delivery" and "violation" events carry these.
+	Seq   uint64
+	Reset bool
+	Want  json.RawMessage // a violation's expected seq (a number) or what was expected
 }
 
 // Client events.
@@ -42,9 +46,12 @@ func (f *fleet) line(s string) {
 		return
 	}
 	var l struct {
-		T     float64 `json:"t"`
-		ID    *int    `json:"id"`
-		Event string  `json:"event"`
+		T     float64         `json:"t"`
+		ID    *int            `json:"id"`
+		Event string          `json:"event"`
+		Seq   uint64          `json:"seq"`
+		Reset bool            `json:"reset"`
+		Want  json.RawMessage `json:"want"`
 	}
 	if err := json.Unmarshal([]byte(s), &l); err != nil || l.ID == nil || l.Event == "" {
 		f.mu.Lock()
@@ -53,7 +60,8 @@ func (f *fleet) line(s string) {
 		return
 	}
 	ms := int64(l.T)
-	e := Event{T: time.UnixMilli(ms).Add(time.Duration((l.T - float64(ms)) * float64(time.Millisecond))), ID: *l.ID, Ev: l.Event}
+	e := Event{T: time.UnixMilli(ms).Add(time.Duration((l.T - float64(ms)) * float64(time.Millisecond))), ID: *l.ID, Ev: l.Event,
+		Seq: l.Seq, Reset: l.Reset, Want: l.Want}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.events = append(f.events, e)

@@ -110,11 +110,11 @@ func clientURL(kind, addr string) string {
 }
 
 // startClients starts one process of n clients of kind, pointed at url.
-func (e *env) startClients(kind, name, url string, n int) (*proc, *fleet, error) {
+func (e *env) startClients(kind, name, url string, n int, extra ...string) (*proc, *fleet, error) {
 	var argv []string
 	switch kind {
 	case kLifeline:
-		argv = []string{filepath.Join(e.bin, "client"), "-url", url, "-n", strconv.Itoa(n)}
+		argv = append([]string{filepath.Join(e.bin, "client"), "-url", url, "-n", strconv.Itoa(n)}, extra...)
 	case kSIO:
 		argv = []string{e.node, filepath.Join(e.root, "bench/peers/sio-clients.js"), "--url", url, "--n", strconv.Itoa(n)}
 	case kRWS:
