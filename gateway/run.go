@@ -156,6 +156,9 @@ func (s *session) writer(c *carrier, l *link, quit <-chan struct{}, done chan<- 
 	}
 }
 
+// since returns the monotonic time elapsed since start, as the watchdog stores it.
+func since(start time.Time) int64 { return int64(time.Since(start)) }
+
 // readError explains why reading the socket failed.
 func (s *session) readError(err error) error {
 	var ce websocket.CloseError

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"slices"
 	"sync/atomic"
-	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
@@ -236,6 +235,3 @@ func resolveGoAway(base *url.URL, uri string) (string, error) {
 	}
 	return "", nil
 }
-
-// since returns the monotonic time elapsed since start, as the watchdog stores it.
-func since(start time.Time) int64 { return int64(time.Since(start)) }

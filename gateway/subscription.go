@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"runtime/debug"
 )
 
 // Delivery is what a subscription's handler receives: one event of the stream, or a reset.
@@ -141,7 +142,7 @@ func (g *Gateway) call(s *Subscription, d Delivery) {
 	defer func() {
 		if v := recover(); v != nil {
 			g.log.Error("gateway: subscription handler panicked; delivery continues",
-				"stream", s.stream, "seq", d.Seq, "reset", d.Reset, "panic", fmt.Sprint(v))
+				"stream", s.stream, "seq", d.Seq, "reset", d.Reset, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 		}
 	}()
 	s.handler(d)
