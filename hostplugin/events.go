@@ -82,6 +82,7 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := newSession(h, conn, st.cfg, r.RemoteAddr)
+	s.doomed = fault.Mode == FaultStallReady
 	if !h.addSession(s) {
 		h.adm.release()
 		h.mu.Lock()

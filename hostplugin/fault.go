@@ -27,8 +27,8 @@ const (
 	FaultRefuse
 	// FaultStallOpen: the upgrade of new sockets is held until the mode changes ("stall-open").
 	FaultStallOpen
-	// FaultStallReady: new sockets open but get no ready frame until the mode changes
-	// ("stall-ready").
+	// FaultStallReady: new sockets open but never get a ready frame, even after the mode
+	// changes: each stays stalled until the page gives up on it ("stall-ready").
 	FaultStallReady
 	// FaultFlap: each session is dropped (no close frame) After its ready frame ("flap=<ms>").
 	FaultFlap
@@ -113,8 +113,8 @@ func (h *Host) Fault() Fault { return h.fault.Load().f }
 
 // SetFault puts the events endpoint in fault mode f. Entering flap schedules the drop of every
 // ready session After from now; entering drain sends goaway to every ready session; entering
-// outage drops every session; leaving stall-open releases the held upgrades; leaving
-// stall-ready sends the ready frames held back (if the readiness gate is open).
+// outage drops every session; leaving stall-open releases the held upgrades. Sockets opened
+// during stall-ready stay without a ready frame: a stalled handshake is the page's to cancel.
 func (h *Host) SetFault(f Fault) {
 	old := h.fault.Swap(&faultState{f: f, changed: make(chan struct{})})
 	close(old.changed)

@@ -86,16 +86,19 @@ func TestFaultStallOpenHoldsTheUpgradeUntilTheModeChanges(t *testing.T) {
 	}
 }
 
-func TestFaultStallReadyOpensWithoutReadyUntilTheModeChanges(t *testing.T) {
+func TestFaultStallReadyOpensSocketsThatNeverGetReady(t *testing.T) {
 	f := newFixture(t, `{}`, true)
 	f.h.SetFault(hostplugin.Fault{Mode: hostplugin.FaultStallReady})
-	c := f.dial(t)
+	stalled := f.dial(t)
 	waitFor(t, "the session to open", func() bool { return f.h.Sessions() == 1 })
-	c.send(`bad`) // its error frame is held with everything else
+	stalled.send(`bad`) // its error frame is held with everything else
 	waitFor(t, "the frame to be handled", func() bool { return f.logs.has("bad client frame") })
+
 	f.h.SetFault(hostplugin.Fault{})
-	c.expect(wire.TypeReady)
-	c.expect(wire.TypeError)
+	f.dial(t).expect(wire.TypeReady) // a socket opened after the mode gets its ready frame
+	// The stalled one still has none: when the Host drains, goaway is its first frame.
+	go f.h.Drain(context.Background(), "")
+	stalled.expect(wire.TypeGoAway)
 }
 
 func TestFaultFlapDropsSessionsAfterReady(t *testing.T) {

@@ -259,9 +259,7 @@ func (h *Host) SetReady(ready bool) {
 func (h *Host) Ready() bool { return h.ready.Load() }
 
 // gateOpen reports whether sessions may get their ready frame now.
-func (h *Host) gateOpen() bool {
-	return h.ready.Load() && h.fault.Load().f.Mode != FaultStallReady
-}
+func (h *Host) gateOpen() bool { return h.ready.Load() }
 
 func (h *Host) openGate() {
 	if !h.gateOpen() {

@@ -66,7 +66,7 @@ type session struct {
 
 	mu      sync.Mutex // guards the fields below
 	ready   bool       // the ready frame is queued; frames flow
-	doomed  bool       // drained before ready: it never becomes ready
+	doomed  bool       // never becomes ready: drained before it, or opened under stall-ready
 	closed  bool
 	writing bool
 	queue   [][]byte
