@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -188,20 +187,30 @@ func (e *env) s7Inject(r *report, t *table) error {
 	}
 	for _, f := range found {
 		name := strings.ReplaceAll(strings.TrimPrefix(f.name, "Benchmark"), "_", " ")
-		val := f.metrics
-		if ns := nsPerOp(f.metrics); ns > 0 && strings.HasPrefix(f.name, "BenchmarkInject") {
-			val = fmt.Sprintf("%.0f ns/op (%.1f µs per 50 KB page)", ns, ns/1000)
+		m := metrics(f.metrics)
+		var val string
+		switch {
+		case strings.HasPrefix(f.name, "BenchmarkInject"):
+			val = fmt.Sprintf("%.1f µs/op (50 KB page), %.0f B/op, %.0f allocs/op", m["ns/op"]/1000, m["B/op"], m["allocs/op"])
+		case strings.HasPrefix(f.name, "BenchmarkReadyLatency"):
+			val = fmt.Sprintf("p50 %.0f ms / p99 %.0f ms (1,000 sockets at once, in-process)", m["p50-ms"], m["p99-ms"])
+		default:
+			val = fmt.Sprintf("%.1f KiB Go heap+stacks, %.1f KiB RSS, %.1f goroutines per session (10,000 sessions, after a forced GC)",
+				m["KiB/session"], m["RSS-KiB/session"], m["goroutines/session"])
 		}
-		r.row(t, name, val, "Go benchmark in hostplugin/: "+f.metrics)
+		r.row(t, name, val, "Go benchmark in hostplugin/ (go test -bench)")
 	}
 	return nil
 }
 
-func nsPerOp(metrics string) float64 {
-	f := strings.Fields(metrics)
-	if i := slices.Index(f, "ns/op"); i > 0 {
-		v, _ := strconv.ParseFloat(f[i-1], 64)
-		return v
+// metrics reads "value unit" pairs of a benchmark line.
+func metrics(s string) map[string]float64 {
+	m := make(map[string]float64)
+	f := strings.Fields(s)
+	for i := 0; i+1 < len(f); i += 2 {
+		if v, err := strconv.ParseFloat(f[i], 64); err == nil {
+			m[f[i+1]] = v
+		}
 	}
-	return 0
+	return m
 }
