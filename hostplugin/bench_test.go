@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -188,6 +189,11 @@ func rss() uint64 {
 // reports what each costs it: Go heap + stacks, and resident memory.
 func BenchmarkIdleSessionMemory(b *testing.B) {
 	const sessions = 10_000
+	// Each side holds one descriptor per session; Go raises the soft limit to the hard one.
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < sessions+500 {
+		b.Skipf("needs %d file descriptors per process, the limit is %d", sessions+500, lim.Cur)
+	}
 	for b.Loop() {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperSessionServer$")
 		cmd.Env = append(os.Environ(), "LIFELINE_SESSION_SERVER=1")

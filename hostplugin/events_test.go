@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -542,4 +543,33 @@ func TestFramesSentRightBehindTheHandshakeAreKept(t *testing.T) {
 	if strings.Join(types, ",") != "ready,reset" {
 		t.Errorf("frames %v, want ready then the reset answering the pipelined sub", types)
 	}
+}
+
+func TestReloadKeepsServingTheEndpointsOfOlderPages(t *testing.T) {
+	f := newFixture(t, `{}`, true)
+	old := f.wsURL()
+	if err := f.h.Apply(mustConfig(t, `{"endpoint":"/ws/v2"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(f.wsURL(), "/ws/v2") {
+		t.Fatalf("the config's endpoint is %s", f.h.Config().Endpoint())
+	}
+	f.dial(t).expect(wire.TypeReady) // the new endpoint
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, old, &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}})
+	if err != nil {
+		t.Fatalf("a page loaded before the reload cannot reach %s: %v", old, err)
+	}
+	defer c.CloseNow()
+	(&client{t: t, conn: c}).expect(wire.TypeReady)
+}
+
+func TestEndpointWorksBehindTheInjectionMiddleware(t *testing.T) {
+	h, _ := newHost(t, `{}`)
+	h.SetReady(true)
+	srv := httptest.NewServer(h.Inject(h)) // the endpoint itself wrapped: Hijack must get through
+	defer srv.Close()
+	f := &fixture{h: h, srv: srv}
+	f.dial(t).expect(wire.TypeReady)
 }
