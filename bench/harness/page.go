@@ -1,3 +1,5 @@
+//go:build !js
+
 package main
 
 import (
@@ -104,11 +106,9 @@ func (e *env) s6Page(r *report) error {
 	cmd.Dir = filepath.Join(e.root, "bench")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	done := make(chan struct{})
 	timer := time.AfterFunc(5*time.Minute, func() { _ = cmd.Process.Kill() })
 	out, err := cmd.Output()
 	timer.Stop()
-	close(done)
 	_ = os.WriteFile(filepath.Join(e.raw, "s6-pageload.json"), out, 0o644)
 	_ = os.WriteFile(filepath.Join(e.raw, "s6-pageload.err"), stderr.Bytes(), 0o644)
 	if err != nil {

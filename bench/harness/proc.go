@@ -1,3 +1,5 @@
+//go:build !js
+
 package main
 
 import (
@@ -121,15 +123,6 @@ func (p *proc) stop(grace time.Duration) {
 		_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
 		<-p.done
 	}
-}
-
-// kill ends the process group at once (a crash, not a shutdown).
-func (p *proc) kill() {
-	if p == nil || p.exited() {
-		return
-	}
-	_ = syscall.Kill(-p.pid(), syscall.SIGKILL)
-	<-p.done
 }
 
 // stopAll stops every child still running.

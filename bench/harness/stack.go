@@ -1,8 +1,9 @@
+//go:build !js
+
 package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -271,10 +272,4 @@ func (g *group) close() {
 	if g.sched != nil {
 		g.sched.Close()
 	}
-}
-
-// writeJSON writes v to raw/name, for the record.
-func (e *env) writeJSON(name string, v any) {
-	b, _ := json.MarshalIndent(v, "", "  ")
-	_ = os.WriteFile(filepath.Join(e.raw, name), b, 0o644)
 }
