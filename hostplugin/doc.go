@@ -7,8 +7,8 @@
 //
 //	cfg, err := hostplugin.LoadConfig("lifeline.json")
 //	h, err := hostplugin.New(cfg, nil)
+//	h.SetReady(true) // once the application can serve; until then sockets wait for it
 //	http.ListenAndServe(addr, h.Handler(http.FileServer(http.Dir("web"))))
-//	h.SetReady(true) // once the application can serve
 //
 // [Host.Handler] routes the events endpoint to the Host and everything else through
 // [Host.Inject], which inserts
@@ -21,8 +21,16 @@
 // before a restart; the session cap and the accept rate turn a returning herd into a queue
 // (close code 1013 with a retry-after that spreads it).
 //
+// The stream log is an interface, [StreamLog] (Append, Since, Follow): a log shared by a fleet
+// of Hosts plugs in through [Options].Log. Sessions deduplicate by sequence number and turn
+// any gap or epoch change into a reset, so a log only has to keep its own promises.
+//
 // [Host.SetFault] and [Host.FaultPanel] put the endpoint into failure modes (refuse, stall,
-// flap, drain, overload) for demos and tests of the page's recovery.
+// flap, drain, overload, outage) for demos and tests of the page's recovery; [Host.Stats]
+// reports sessions and sockets for health checks.
+//
+// One idle session costs one goroutine, one timer and about 9 KiB (measured with 10,000
+// sessions: BenchmarkIdleSessionMemory).
 //
 // The package builds natively only: it imports validator/v10, which must never reach the
 // browser build (it defeats the linker's dead-code elimination), and the server half of
