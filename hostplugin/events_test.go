@@ -573,3 +573,98 @@ func TestEndpointWorksBehindTheInjectionMiddleware(t *testing.T) {
 	f := &fixture{h: h, srv: srv}
 	f.dial(t).expect(wire.TypeReady)
 }
+
+// TestSubscriptionChurnDuringPublishingNeitherDeadlocksNorSkips drives every lock of the
+// stream path at once: pages join, leave and rejoin with cursors while events are published
+// and the stream's hub is made and removed again. Like a page, each client drops repeats by
+// seq; a gap without a reset fails.
+func TestSubscriptionChurnDuringPublishingNeitherDeadlocksNorSkips(t *testing.T) {
+	f := newFixture(t, `{"ringSize":64}`, true)
+	f.h.SetBaseline("s", func(_ string, head hostplugin.Cursor) (json.RawMessage, error) {
+		return json.RawMessage(fmt.Sprint(head.Seq)), nil
+	})
+	stop := make(chan struct{})
+	published := make(chan struct{})
+	go func() {
+		defer close(published)
+		tick := time.NewTicker(200 * time.Microsecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if _, err := f.h.Publish(context.Background(), "s", json.RawMessage(`1`)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	const pages = 8
+	errs := make(chan error, pages)
+	for range pages {
+		c := f.dial(t)
+		go func() { errs <- churn(c.conn) }()
+	}
+	for range pages {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-time.After(4 * bound):
+			t.Fatal("subscribers stuck: a deadlock on the stream path")
+		}
+	}
+	close(stop)
+	<-published
+}
+
+// churn subscribes, reads a few frames, unsubscribes and resubscribes from its cursor, twenty
+// times, and reports a gap or a failure.
+func churn(conn *websocket.Conn) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*bound)
+	defer cancel()
+	read := func() (wire.ServerFrame, error) {
+		_, b, err := conn.Read(ctx)
+		if err != nil {
+			return wire.ServerFrame{}, err
+		}
+		return wire.DecodeServer(b)
+	}
+	send := func(s string) error { return conn.Write(ctx, websocket.MessageText, []byte(s)) }
+	if fr, err := read(); err != nil || fr.T != wire.TypeReady {
+		return fmt.Errorf("first frame %+v, %v", fr, err)
+	}
+	var cur hostplugin.Cursor
+	for range 20 {
+		sub := `{"t":"sub","stream":"s"}`
+		if cur.Epoch != "" {
+			sub = fmt.Sprintf(`{"t":"sub","stream":"s","epoch":%q,"after":%d}`, cur.Epoch, cur.Seq)
+		}
+		if err := send(sub); err != nil {
+			return err
+		}
+		for range 5 {
+			fr, err := read()
+			if err != nil {
+				return err
+			}
+			switch {
+			case fr.T == wire.TypeReset:
+				cur = hostplugin.Cursor{Epoch: fr.Epoch, Seq: fr.Seq}
+			case fr.T == wire.TypeEvent && fr.Seq <= cur.Seq:
+				// a repeat, from the subscription before the unsub: dropped
+			case fr.T == wire.TypeEvent && fr.Seq == cur.Seq+1:
+				cur.Seq = fr.Seq
+			case fr.T == wire.TypeEvent:
+				return fmt.Errorf("event %d after cursor %d: a gap without a reset", fr.Seq, cur.Seq)
+			}
+		}
+		if err := send(`{"t":"unsub","stream":"s"}`); err != nil {
+			return err
+		}
+	}
+	return nil
+}

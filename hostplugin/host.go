@@ -58,10 +58,11 @@ type Host struct {
 	log    StreamLog
 	ring   *Ring // the default log, resized on Apply; nil with Options.Log
 
-	state atomic.Pointer[hostState]
-	ready atomic.Bool
-	fault atomic.Pointer[faultState]
-	adm   admission
+	applyMu sync.Mutex // serialises apply, so that concurrent reloads cannot drop an endpoint
+	state   atomic.Pointer[hostState]
+	ready   atomic.Bool
+	fault   atomic.Pointer[faultState]
+	adm     admission
 
 	mu       sync.Mutex // guards the fields below
 	sessions map[*session]struct{}
@@ -145,6 +146,8 @@ func (h *Host) Apply(cfg Config) error {
 }
 
 func (h *Host) apply(cfg Config) {
+	h.applyMu.Lock()
+	defer h.applyMu.Unlock()
 	script := bootstrapElement(cfg)
 	sum := sha256.Sum256(script)
 	endpoints := map[string]bool{cfg.endpoint: true}
