@@ -167,6 +167,7 @@ func (s *session) subscribe(f wire.ClientFrame) {
 	}
 	hb, err := s.h.join(s, f.Stream, Cursor{Epoch: f.Epoch, Seq: f.After})
 	if err != nil {
+		delete(s.subs, f.Stream) // join has left the hub
 		s.h.logger.Error("hostplugin: cannot read stream log", "stream", f.Stream, "err", err)
 		s.send(errorFrame(fmt.Sprintf("sub %q failed: the stream log is unavailable", truncate(f.Stream))))
 		return

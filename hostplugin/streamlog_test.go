@@ -5,10 +5,16 @@ package hostplugin_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
+	"net/http/httptest"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 )
 
@@ -98,5 +104,61 @@ func TestRingFollowSeesEveryLaterAppendInOrder(t *testing.T) {
 func TestRingsHaveDistinctEpochs(t *testing.T) {
 	if a, b := hostplugin.NewRing(1).Epoch(), hostplugin.NewRing(1).Epoch(); a == b || a == "" {
 		t.Errorf("epochs %q and %q", a, b)
+	}
+}
+
+// flakyLog is a StreamLog that can be made to fail, standing in for a remote log.
+type flakyLog struct {
+	*hostplugin.Ring
+	fail atomic.Bool
+}
+
+var errLogDown = errors.New("log down")
+
+func (l *flakyLog) Append(ctx context.Context, stream string, data json.RawMessage) (hostplugin.Event, error) {
+	if l.fail.Load() {
+		return hostplugin.Event{}, errLogDown
+	}
+	return l.Ring.Append(ctx, stream, data)
+}
+
+func (l *flakyLog) Since(ctx context.Context, stream string, cur hostplugin.Cursor) ([]hostplugin.Event, hostplugin.Cursor, bool, error) {
+	if l.fail.Load() {
+		return nil, hostplugin.Cursor{}, false, errLogDown
+	}
+	return l.Ring.Since(ctx, stream, cur)
+}
+
+func TestAFailingStreamLogIsReportedAndRecoveredFrom(t *testing.T) {
+	log := &flakyLog{Ring: hostplugin.NewRing(8)}
+	h, err := hostplugin.New(hostplugin.DefaultConfig(), &hostplugin.Options{Log: log, Logger: slog.New(&logs{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.SetReady(true)
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { // before the client's cleanup, which closes its socket first
+		_ = h.Close()
+		srv.Close()
+	})
+	f := &fixture{h: h, srv: srv}
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+
+	log.fail.Store(true)
+	if _, err := h.Publish(context.Background(), "s", json.RawMessage(`1`)); !errors.Is(err, errLogDown) {
+		t.Errorf("Publish with the log down: %v, want it wrapped", err)
+	}
+	c.send(`{"t":"sub","stream":"s"}`)
+	if e := c.expect(wire.TypeError); !strings.Contains(e.Message, "stream log is unavailable") {
+		t.Errorf("error frame %q", e.Message)
+	}
+
+	log.fail.Store(false)
+	c.send(`{"t":"sub","stream":"s"}`)
+	c.expect(wire.TypeReset)
+	publish(t, h, "s", `2`)
+	if ev := c.expect(wire.TypeEvent); ev.Seq != 1 {
+		t.Errorf("event %+v, want seq 1 (the failed append took no number)", ev)
 	}
 }
