@@ -3,8 +3,21 @@
 #  - in Node (go_js_wasm_exec) for the packages that need no browser API. Node 20 has no global
 #    WebSocket without --experimental-websocket;
 #  - in real Chromium (wasmbrowsertest) for the page, which needs a DOM.
+# A wasm test cannot listen: the gateway's socket tests use a scriptable Host started natively
+# here, whose URL they read from LIFELINE_TEST_SERVER (they skip without it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+tmp=$(mktemp -d)
+GOOS= GOARCH= go build -o "$tmp/testserver" ./gateway/internal/testserver/cmd/testserver
+"$tmp/testserver" -addr 127.0.0.1:0 >"$tmp/url" &
+ts_pid=$!
+trap 'kill "$ts_pid" 2>/dev/null || true; wait "$ts_pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+for _ in $(seq 100); do [ -s "$tmp/url" ] && break; sleep 0.1; done
+LIFELINE_TEST_SERVER=$(head -n1 "$tmp/url")
+[ -n "$LIFELINE_TEST_SERVER" ] || { echo "wasmtest: the gateway's testserver did not start" >&2; exit 1; }
+export LIFELINE_TEST_SERVER
+
 exec_node="$(go env GOROOT)/lib/wasm/go_js_wasm_exec"
 node_pkgs=(./controller/... ./gateway/...)
 echo "== go test (js/wasm, Node) ${node_pkgs[*]}"
