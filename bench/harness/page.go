@@ -130,7 +130,7 @@ func (e *env) s6Page(r *report) error {
 		return err
 	}
 	kb := func(n int64) string { return fmt.Sprintf("%.0f KB", float64(n)/1000) }
-	r.row(t, "Lifeline (lifeline.wasm + wasm_exec.js; Host serves the .br)", kb(wraw), kb(wgz), kb(wbr),
+	r.row(t, "Lifeline (lifeline.wasm; the Host serves its .br)", kb(wraw), kb(wgz), kb(wbr),
 		fmtMs(pct(res.Lifeline, 50)), fmtMs(minOf(res.Lifeline)), fmtMs(maxOf(res.Lifeline)), fmt.Sprint(len(res.Lifeline)))
 	r.row(t, "socket.io-client (socket.io.min.js, which socket.io compresses on the fly)", kb(sraw), kb(sgz), kb(sbr),
 		fmtMs(pct(res.Sio, 50)), fmtMs(minOf(res.Sio)), fmtMs(maxOf(res.Sio)), fmt.Sprint(len(res.Sio)))

@@ -23,6 +23,7 @@ type table struct {
 type verdict struct {
 	scenario, aim, measured string
 	met                     bool
+	skipped                 bool   // the aim is for scale 1 and this run was smaller
 	take                    string // for a miss: what it would take
 }
 
@@ -68,11 +69,25 @@ func (r *report) note(t *table, format string, args ...any) {
 
 // judge records whether Lifeline met an aim; take says what a miss would need.
 func (r *report) judge(scenario, aim string, met bool, measured, take string) {
+	r.add(verdict{scenario: scenario, aim: aim, measured: measured, met: met, take: take})
+}
+
+// judgeFull is judge for an aim that holds for the full scale only (durations or client
+// counts matter): a smaller run records the figure without a verdict.
+func (r *report) judgeFull(full bool, scenario, aim string, met bool, measured, take string) {
+	r.add(verdict{scenario: scenario, aim: aim, measured: measured, met: met || !full, skipped: !full, take: take})
+}
+
+func (r *report) add(v verdict) {
 	r.mu.Lock()
-	r.verdicts = append(r.verdicts, verdict{scenario, aim, measured, met, take})
+	r.verdicts = append(r.verdicts, v)
 	r.mu.Unlock()
+	aim, measured := v.aim, v.measured
 	mark := "MET"
-	if !met {
+	switch {
+	case v.skipped:
+		mark = "NOT JUDGED (scale < 1)"
+	case !v.met:
 		mark = "MISSED"
 	}
 	fmt.Fprintf(r.out, "   aim %s: %s (%s)\n", mark, aim, measured)

@@ -17,7 +17,7 @@ func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 // (bench/node_modules/…) at the pinned versions.
 const peerDefaults = `## The peers and their defaults
 
-Every peer runs in Node 20 with **no options** passed; these are the defaults that applies, read
+Every peer runs in Node 20 with **no options** passed; these are the defaults that apply, read
 in the installed sources.
 
 **socket.io-client 4.8.4** (` + "`build/cjs/manager.js`, `contrib/backo2.js`" + `, engine.io-client 6.6 ` + "`socket.js`" + `)
@@ -97,16 +97,27 @@ func (e *env) writeResults(path string, rep *report, started time.Time, chosen [
 	fmt.Fprintf(&b, "| scenarios | %s |\n\n", strings.Join(ids, ", "))
 
 	fmt.Fprintf(&b, "## Aims\n\n")
-	missed := 0
+	missed, skipped := 0, 0
 	for _, v := range rep.verdicts {
-		if !v.met {
+		switch {
+		case v.skipped:
+			skipped++
+		case !v.met:
 			missed++
 		}
 	}
-	fmt.Fprintf(&b, "%d of %d aims met.\n\n| scenario | aim | Lifeline | |\n| --- | --- | --- | --- |\n", len(rep.verdicts)-missed, len(rep.verdicts))
+	judged := len(rep.verdicts) - skipped
+	fmt.Fprintf(&b, "%d of %d aims met", judged-missed, judged)
+	if skipped > 0 {
+		fmt.Fprintf(&b, "; %d not judged (they hold for scale 1)", skipped)
+	}
+	fmt.Fprintf(&b, ".\n\n| scenario | aim | Lifeline | |\n| --- | --- | --- | --- |\n")
 	for _, v := range rep.verdicts {
 		mark := "met"
-		if !v.met {
+		switch {
+		case v.skipped:
+			mark = "not judged"
+		case !v.met:
 			mark = "**missed**"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", v.scenario, v.aim, v.measured, mark)
@@ -115,8 +126,8 @@ func (e *env) writeResults(path string, rep *report, started time.Time, chosen [
 	if missed > 0 {
 		fmt.Fprintf(&b, "### Where Lifeline misses an aim, and what it would take\n\n")
 		for _, v := range rep.verdicts {
-			if !v.met {
-				fmt.Fprintf(&b, "- **%s: %s** — measured %s. %s\n", v.scenario, v.aim, v.measured, v.take)
+			if !v.met && !v.skipped {
+				fmt.Fprintf(&b, "- **%s: %s** — measured %s. %s\n", v.scenario, v.aim, v.measured, capitalize(v.take))
 			}
 		}
 		fmt.Fprintln(&b)
@@ -138,4 +149,11 @@ func (e *env) writeResults(path string, rep *report, started time.Time, chosen [
 	b.WriteString(method)
 	fmt.Fprintf(&b, "\nRaw logs of this run: `bench/raw/%s/` (not committed).\n", filepath.Base(e.raw))
 	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
