@@ -25,11 +25,11 @@ type dialResult struct {
 	err error
 }
 
-// dial opens the socket. If ctx ends first, dial returns at once and a reaper goroutine keeps
-// waiting for the browser: when the socket opens after all it is closed there and then, so a
-// dial that completes late (during Stop or Close) leaves no socket open. The browser cannot
-// abort a connecting WebSocket any sooner without syscall/js, which the gateway does not use.
-func dial(ctx context.Context, url string, _ http.Header) (*carrier, error) {
+// dial opens the socket. If ctx ends first, dial asks abort (Options.AbortDial) to fail the
+// browser's connecting socket, returns at once, and a reaper goroutine waits for the browser:
+// should the socket open after all, it is closed there and then, so a dial that completes
+// late (during Stop or Close) leaves no socket open.
+func dial(ctx context.Context, url string, _ http.Header, abort func(string)) (*carrier, error) {
 	res := make(chan dialResult, 1)
 	go func() {
 		c, _, err := websocket.Dial(context.Background(), url, &websocket.DialOptions{
@@ -44,6 +44,9 @@ func dial(ctx context.Context, url string, _ http.Header) (*carrier, error) {
 		}
 		return &carrier{c: r.c}, nil
 	case <-ctx.Done():
+		if abort != nil {
+			abort(url)
+		}
 		go func() {
 			if r := <-res; r.c != nil {
 				r.c.Close(websocket.StatusNormalClosure, "lifeline: attempt cancelled")

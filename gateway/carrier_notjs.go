@@ -23,7 +23,7 @@ type carrier struct {
 
 // dial opens the socket. Cancelling ctx aborts the HTTP upgrade, so a socket that never
 // opens is released at once.
-func dial(ctx context.Context, url string, header http.Header) (*carrier, error) {
+func dial(ctx context.Context, url string, header http.Header, _ func(string)) (*carrier, error) {
 	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{
 		Subprotocols: []string{wire.Subprotocol},
 		HTTPHeader:   header,

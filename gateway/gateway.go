@@ -71,6 +71,12 @@ type Options struct {
 	// Header is sent with the WebSocket handshake (for example an Origin). Native builds
 	// only: a browser sets its own headers. Default none.
 	Header http.Header
+	// AbortDial is called under js/wasm when an attempt is cancelled while its browser
+	// WebSocket is still connecting, to abort that socket (the page's wasm/main.go installs
+	// one; see doc.go). The library cannot do it itself, and a connecting socket left
+	// pending is worse than slow: Chromium lets only one WebSocket per host connect at a
+	// time, so every later attempt would queue behind it. Ignored natively. Default none.
+	AbortDial func(url string)
 }
 
 // A Gateway is the page's WebSocket carrier: the [controller.Source] a controller drives, the
@@ -86,6 +92,7 @@ type Gateway struct {
 	queueLen  int
 	grace     time.Duration
 	header    http.Header
+	abortDial func(url string)
 
 	// life is cancelled by Close with its cause; every session's context derives from it.
 	life   context.Context
@@ -130,6 +137,7 @@ func New(rawURL string, opts *Options) (*Gateway, error) {
 		queueLen:  o.QueueLen,
 		grace:     o.CloseGrace,
 		header:    o.Header.Clone(),
+		abortDial: o.AbortDial,
 		life:      life,
 		finish:    finish,
 		subs:      make(map[string]*Subscription),

@@ -23,7 +23,7 @@ func (s *session) run() error {
 	if s.ctx.Err() != nil {
 		return context.Cause(s.ctx)
 	}
-	c, err := dial(s.ctx, s.target.String(), g.header)
+	c, err := dial(s.ctx, s.target.String(), g.header, g.abortDial)
 	if err != nil {
 		if s.ctx.Err() != nil {
 			return context.Cause(s.ctx)

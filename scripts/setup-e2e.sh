@@ -4,16 +4,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if [ ! -x /usr/bin/chromium ]; then
+# The Simplified Chinese labels need a CJK font, or screenshots show empty boxes.
+need=()
+[ -x /usr/bin/chromium ] || need+=(chromium)
+[ -e /usr/share/fonts/truetype/wqy/wqy-zenhei.ttc ] || need+=(fonts-wqy-zenhei)
+if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" -ne 0 ]; then
-    echo "setup: /usr/bin/chromium is missing and installing it needs root:" >&2
-    echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends chromium" >&2
+    echo "setup: ${need[*]} missing and installing needs root:" >&2
+    echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends ${need[*]}" >&2
     exit 1
   fi
-  echo "== installing Debian's chromium (about 30 s)"
+  echo "== installing ${need[*]} from Debian (about 30 s)"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
   apt-get clean
 fi
 

@@ -63,7 +63,7 @@ type page struct {
 
 // build makes the gateway and the controller from a resolved config.
 func (p *page) build(cfg gateway.PageConfig) error {
-	gw, err := gateway.New(cfg.URL, &gateway.Options{Logger: slog.Default()})
+	gw, err := gateway.New(cfg.URL, &gateway.Options{Logger: slog.Default(), AbortDial: installDialAbort()})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,33 @@
+// The test object every spec uses: `hosts.start(config)` starts a real cmd/host that is
+// stopped after the test, whatever its outcome.
+const base = require('@playwright/test');
+const h = require('./host');
+
+const fs = require('fs');
+
+function writeLog(testInfo, i, host) {
+  const p = testInfo.outputPath(`host-${i}-${host.port}.log`);
+  fs.writeFileSync(p, host.logs.join('\n') + '\n');
+  return p;
+}
+
+const test = base.test.extend({
+  hosts: async ({}, use, testInfo) => {
+    const started = [];
+    await use({
+      start: async (config) => {
+        const host = await h.startHost(config);
+        started.push(host);
+        return host;
+      },
+    });
+    await Promise.all(started.map((x) => x.stop()));
+    if (testInfo.status !== testInfo.expectedStatus) {
+      for (const [i, x] of started.entries()) {
+        await testInfo.attach(`host-${i}-${x.port}.log`, { path: writeLog(testInfo, i, x), contentType: 'text/plain' });
+      }
+    }
+  },
+});
+
+module.exports = { test, expect: base.expect, ...h };

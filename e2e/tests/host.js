@@ -1,0 +1,161 @@
+// Test fixtures: start real cmd/host processes with the config a scenario needs, switch their
+// fault panel, read their health, and record every data-state the indicator takes.
+const { spawn } = require('child_process');
+const fs = require('fs');
+const net = require('net');
+const os = require('os');
+const path = require('path');
+
+const root = path.resolve(__dirname, '..', '..');
+const hostBin = path.join(root, 'bin', 'host');
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.unref();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address();
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitFor(fn, { timeout = 10_000, interval = 50, what = 'condition' } = {}) {
+  const deadline = Date.now() + timeout;
+  let last;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, interval));
+  }
+  throw new Error(`timed out after ${timeout} ms waiting for ${what}${last ? ': ' + last.message : ''}`);
+}
+
+class Host {
+  constructor(port, configPath, proc, logs) {
+    this.port = port;
+    this.configPath = configPath;
+    this.proc = proc;
+    this.logs = logs;
+    this.origin = `http://127.0.0.1:${port}`;
+  }
+
+  url(p = '/') {
+    return this.origin + p;
+  }
+
+  async fault(mode) {
+    const res = await fetch(this.url('/_lifeline/faults'), { method: 'POST', body: mode });
+    if (!res.ok) throw new Error(`fault ${mode}: ${res.status} ${await res.text()}`);
+  }
+
+  async health() {
+    const res = await fetch(this.url('/_lifeline/health'));
+    return res.json();
+  }
+
+  // writeConfig replaces the config file and asks the Host to reload it (SIGHUP).
+  async reload(config) {
+    fs.writeFileSync(this.configPath, JSON.stringify(config));
+    const before = this.logs.length;
+    this.proc.kill('SIGHUP');
+    await waitFor(() => this.logs.slice(before).some((l) => /reload/i.test(l)), { what: 'the config reload' });
+  }
+
+  async stop() {
+    if (this.proc.exitCode !== null) return;
+    const exited = new Promise((r) => this.proc.once('exit', r));
+    this.proc.kill('SIGTERM');
+    const t = setTimeout(() => this.proc.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(t);
+  }
+}
+
+// startHost runs bin/host with config (an object for -config) and the fault panel on.
+async function startHost(config = {}) {
+  const port = await freePort();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeline-e2e-'));
+  const configPath = path.join(dir, 'config.json');
+  fs.writeFileSync(configPath, JSON.stringify(config));
+  const logs = [];
+  const proc = spawn(hostBin, ['-addr', `127.0.0.1:${port}`, '-config', configPath, '-web', path.join(root, 'web'), '-faults'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  for (const s of [proc.stdout, proc.stderr]) {
+    s.setEncoding('utf8');
+    s.on('data', (d) => logs.push(...d.split('\n').filter(Boolean)));
+  }
+  const host = new Host(port, configPath, proc, logs);
+  try {
+    await waitFor(async () => (await fetch(host.url('/_lifeline/health'))).ok, { what: `bin/host on ${port}` });
+  } catch (e) {
+    proc.kill('SIGKILL');
+    throw new Error(`${e.message}\n${logs.join('\n')}`);
+  }
+  return host;
+}
+
+// recordStates makes the page keep every data-state the indicator takes, in order, from the
+// first paint on (a MutationObserver installed before any page script runs).
+async function recordStates(page) {
+  await page.addInitScript(() => {
+    window.__states = [];
+    const start = () => {
+      const el = document.getElementById('connection-status');
+      if (!el) return;
+      const push = () => {
+        const s = el.dataset.state;
+        if (window.__states[window.__states.length - 1] !== s) window.__states.push(s);
+      };
+      push();
+      new MutationObserver(push).observe(el, { attributes: true, attributeFilter: ['data-state'] });
+    };
+    document.addEventListener('DOMContentLoaded', start);
+  });
+}
+
+async function states(page) {
+  return page.evaluate(() => window.__states.slice());
+}
+
+async function waitState(page, state, timeout = 10_000) {
+  await page.waitForSelector(`#connection-status[data-state="${state}"]`, { timeout });
+}
+
+// collectTicks subscribes (from the test) to the ticks stream and keeps every delivery.
+async function collectTicks(page) {
+  await page.waitForFunction(() => globalThis.lifeline && typeof globalThis.lifeline.subscribe === 'function');
+  await page.evaluate(() => {
+    window.__ticks = [];
+    globalThis.lifeline.subscribe('ticks', (d) => window.__ticks.push(d.reset ? { reset: true, seq: d.seq, epoch: d.epoch } : { seq: d.seq, n: d.data.n }));
+  });
+}
+
+async function ticks(page) {
+  return page.evaluate(() => window.__ticks.slice());
+}
+
+// assertNoGap checks that the events are consecutive by seq and by n, with no repeat, across
+// any explicit resets (after a reset the numbering may start over).
+function gapsIn(list) {
+  const problems = [];
+  let prev = null;
+  for (const d of list) {
+    if (d.reset) {
+      prev = { seq: d.seq, n: null };
+      continue;
+    }
+    if (prev && d.seq !== prev.seq + 1) problems.push(`seq ${prev.seq} -> ${d.seq}`);
+    if (prev && prev.n !== null && d.n !== prev.n + 1) problems.push(`n ${prev.n} -> ${d.n}`);
+    prev = d;
+  }
+  return problems;
+}
+
+module.exports = { startHost, recordStates, states, waitState, waitFor, collectTicks, ticks, gapsIn, freePort };
