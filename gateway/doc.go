@@ -78,9 +78,13 @@
 // allowed): the socket would stay open. The browser build therefore never cancels a context
 // it gives the library and closes every socket with 1000. Consequences:
 //
-//   - A socket that never opens cannot be aborted: when the controller gives up, Run returns
-//     at once and a small goroutine waits for the browser, closing the socket the moment it
-//     opens (so a late dial still leaves no socket open).
+//   - The library cannot abort a socket that is still connecting. Options.AbortDial can: the
+//     page (wasm/main.go) wraps the WebSocket constructor and fails the connecting socket with
+//     close(), which the API allows. That matters beyond tidiness: Chromium lets only one
+//     WebSocket per host connect at a time, so a stalled handshake left pending would hold up
+//     every later attempt. Either way Run returns at once when the controller gives up, and a
+//     small goroutine closes the socket should it open after all (a late dial leaves no
+//     socket open).
 //   - Closing is the browser's handshake: Run waits for it up to Options.CloseGrace, or not at
 //     all for a dead link, and the library's goroutines end with the browser's close event.
 //   - The close code and reason are not visible to the page (the library reports every close
