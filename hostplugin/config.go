@@ -39,6 +39,11 @@ type ConfigFile struct {
 	AcceptRate *float64 `json:"acceptRate,omitempty" validate:"omitnil,intrange=1..1000000"`
 	// AcceptBurst is how many new sessions may arrive at once above the rate. Default 100.
 	AcceptBurst *float64 `json:"acceptBurst,omitempty" validate:"omitnil,intrange=1..1000000"`
+	// PerIPRate is how many sockets per second one remote address may open (loopback is
+	// exempt: see SECURITY.md); over it the upgrade is refused with 429. Default 20.
+	PerIPRate *float64 `json:"perIPRate,omitempty" validate:"omitnil,intrange=1..1000000"`
+	// PerIPBurst is how many sockets one address may open at once above its rate. Default 40.
+	PerIPBurst *float64 `json:"perIPBurst,omitempty" validate:"omitnil,intrange=1..1000000"`
 	// MaxFrameBytes is the largest client frame accepted; larger ones close with 1009.
 	// Default 4096 (a sub frame is at most a few hundred bytes).
 	MaxFrameBytes *float64 `json:"maxFrameBytes,omitempty" validate:"omitnil,intrange=512..1048576"`
@@ -54,6 +59,8 @@ const (
 	DefaultMaxSessions   = 10000
 	DefaultAcceptRate    = 200
 	DefaultAcceptBurst   = 100
+	DefaultPerIPRate     = 20
+	DefaultPerIPBurst    = 40
 	DefaultMaxFrameBytes = 4096
 	DefaultDrainTimeout  = 10 * time.Second
 )
@@ -70,6 +77,8 @@ type Config struct {
 	maxSessions    int
 	acceptRate     int
 	acceptBurst    int
+	perIPRate      int
+	perIPBurst     int
 	maxFrameBytes  int
 	drainTimeout   time.Duration
 }
@@ -84,6 +93,8 @@ func DefaultConfig() Config {
 		maxSessions:   DefaultMaxSessions,
 		acceptRate:    DefaultAcceptRate,
 		acceptBurst:   DefaultAcceptBurst,
+		perIPRate:     DefaultPerIPRate,
+		perIPBurst:    DefaultPerIPBurst,
 		maxFrameBytes: DefaultMaxFrameBytes,
 		drainTimeout:  DefaultDrainTimeout,
 	}
@@ -106,6 +117,12 @@ func (c Config) RingSize() int { return c.ringSize }
 
 // MaxSessions is the session cap.
 func (c Config) MaxSessions() int { return c.maxSessions }
+
+// PerIPRate is how many sockets per second one remote address may open.
+func (c Config) PerIPRate() int { return c.perIPRate }
+
+// PerIPBurst is how many sockets one remote address may open at once above its rate.
+func (c Config) PerIPBurst() int { return c.perIPBurst }
 
 // AcceptRate is the number of sessions admitted per second.
 func (c Config) AcceptRate() int { return c.acceptRate }
@@ -249,6 +266,8 @@ func (f ConfigFile) Resolve() (Config, error) {
 	count(f.MaxSessions, &c.maxSessions)
 	count(f.AcceptRate, &c.acceptRate)
 	count(f.AcceptBurst, &c.acceptBurst)
+	count(f.PerIPRate, &c.perIPRate)
+	count(f.PerIPBurst, &c.perIPBurst)
 	count(f.MaxFrameBytes, &c.maxFrameBytes)
 	c.allowedOrigins = slices.Clone(f.AllowedOrigins)
 	return c, nil
@@ -267,6 +286,8 @@ func (c Config) File() ConfigFile {
 		MaxSessions:    num(float64(c.maxSessions)),
 		AcceptRate:     num(float64(c.acceptRate)),
 		AcceptBurst:    num(float64(c.acceptBurst)),
+		PerIPRate:      num(float64(c.perIPRate)),
+		PerIPBurst:     num(float64(c.perIPBurst)),
 		MaxFrameBytes:  num(float64(c.maxFrameBytes)),
 		DrainTimeoutMs: num(float64(c.drainTimeout.Milliseconds())),
 	}

@@ -18,7 +18,7 @@ import (
 )
 
 func TestParseConfigRefusesEveryBrokenRuleWithItsPathAndValue(t *testing.T) {
-	const knownTop = "recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, maxFrameBytes, drainTimeoutMs"
+	const knownTop = "recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, perIPRate, perIPBurst, maxFrameBytes, drainTimeoutMs"
 	const knownRecovery = "slowAfterMs, deadlineMs, initialDelayMs, maxDelayMs, factor, jitter, stableAfterMs"
 	tests := []struct {
 		name string
@@ -257,10 +257,10 @@ func TestReloadAppliesAValidFileAndKeepsTheConfigOnAnInvalidOne(t *testing.T) {
 
 func TestParseConfigReportsShapeAndRuleErrorsTogether(t *testing.T) {
 	_, err := hostplugin.ParseConfig([]byte(`{"heartbeat":1,"ringSize":"big","allowedOrigins":[1],"HeartbeatMs":5,"recovery":{"jitter":-1,"x":1},"maxSessions":0}`))
-	want := `config: heartbeat: is not a known field (known: recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, maxFrameBytes, drainTimeoutMs); ` +
+	want := `config: heartbeat: is not a known field (known: recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, perIPRate, perIPBurst, maxFrameBytes, drainTimeoutMs); ` +
 		`ringSize: must be a number, got "big"; ` +
 		`allowedOrigins[0]: must be a string, got 1; ` +
-		`HeartbeatMs: is not a known field (known: recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, maxFrameBytes, drainTimeoutMs); ` +
+		`HeartbeatMs: is not a known field (known: recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, perIPRate, perIPBurst, maxFrameBytes, drainTimeoutMs); ` +
 		`recovery.x: is not a known field (known: slowAfterMs, deadlineMs, initialDelayMs, maxDelayMs, factor, jitter, stableAfterMs); ` +
 		`recovery.jitter: must be a number in [0,1], got -1; ` +
 		`maxSessions: must be an integer in 1..10000000, got 0`

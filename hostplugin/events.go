@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +32,15 @@ var acceptOptions = &websocket.AcceptOptions{
 func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.closed.Load() {
 		http.Error(w, "hostplugin: the Host is closed", http.StatusServiceUnavailable)
+		return
+	}
+	if wait, ok := h.perIP.allow(r.RemoteAddr, time.Now()); !ok {
+		// Before the upgrade: a client opening sockets in a loop costs one HTTP answer each.
+		h.logPerIP.Do(func() {
+			h.logger.Warn("hostplugin: refused a socket (429): over the per-address rate", "remote", r.RemoteAddr, "retryAfter", wait)
+		})
+		w.Header().Set("Retry-After", strconv.Itoa(int(max(wait.Round(time.Second), time.Second)/time.Second)))
+		http.Error(w, "hostplugin: too many sockets from this address", http.StatusTooManyRequests)
 		return
 	}
 	h.accepted.Add(1)
@@ -69,7 +79,7 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if fault.Mode == FaultOverload {
-		_ = conn.Close(wire.CloseOverloaded, wire.RetryAfterReason(fault.After))
+		refuseOverloaded(conn, fault.After)
 		return
 	}
 	if retry, ok := h.adm.admit(time.Now(), st.cfg.maxSessions); !ok {
@@ -78,7 +88,7 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				"sessions", h.Sessions(), "maxSessions", st.cfg.maxSessions, "acceptRate", st.cfg.acceptRate,
 				"retryAfter", retry)
 		})
-		_ = conn.Close(wire.CloseOverloaded, wire.RetryAfterReason(retry))
+		refuseOverloaded(conn, retry)
 		return
 	}
 	s := newSession(h, conn, st.cfg, r.RemoteAddr)
@@ -99,6 +109,15 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.gateOpen() {
 		s.sendReady()
 	}
+}
+
+// refuseOverloaded closes a socket with 1013 and retry-after. The same retry-after goes first
+// in an error frame: a browser page cannot read close codes through coder/websocket, but it
+// reads frames.
+func refuseOverloaded(conn *websocket.Conn, wait time.Duration) {
+	reason := wire.RetryAfterReason(wait)
+	_ = writeFrame(conn, errorFrame(reason))
+	_ = conn.Close(wire.CloseOverloaded, reason)
 }
 
 // offersSubprotocol reports whether the client listed lifeline.v1 in Sec-WebSocket-Protocol.

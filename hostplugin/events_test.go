@@ -424,10 +424,15 @@ func TestSessionCapClosesWith1013AndARetryAfter(t *testing.T) {
 	first := f.dial(t)
 	first.expect(wire.TypeReady)
 	second := f.dial(t)
+	// The retry-after comes first as a frame: a browser page cannot read close codes.
+	frame := second.expect(wire.TypeError)
 	code, reason := second.closed()
 	d, ok := wire.ParseRetryAfter(reason)
 	if code != wire.CloseOverloaded || !ok || d < time.Second {
 		t.Errorf("over the cap: close %d %q, want %d with retry-after >= 1s", code, reason, wire.CloseOverloaded)
+	}
+	if frame.Message != reason {
+		t.Errorf("error frame %q, want the close reason %q", frame.Message, reason)
 	}
 	waitFor(t, "the refusal to be logged", func() bool { return f.logs.has("session cap") })
 	// A slot frees when a session ends.

@@ -63,6 +63,7 @@ type Host struct {
 	ready   atomic.Bool
 	fault   atomic.Pointer[faultState]
 	adm     admission
+	perIP   perIP
 
 	mu       sync.Mutex // guards the fields below
 	sessions map[*session]struct{}
@@ -84,7 +85,7 @@ type Host struct {
 	done      chan struct{} // closed by Close
 
 	// Refusals and bad frames can come in floods; their logs are thinned.
-	logOrigin, logOverload, logBadFrame, logPassThrough rate.Sometimes
+	logOrigin, logOverload, logPerIP, logBadFrame, logPassThrough rate.Sometimes
 }
 
 // hostState is everything derived from one applied Config, swapped as a whole so that a
@@ -117,6 +118,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 
 		logOrigin:      rate.Sometimes{First: 5, Interval: 10 * time.Second},
 		logOverload:    rate.Sometimes{First: 5, Interval: 10 * time.Second},
+		logPerIP:       rate.Sometimes{First: 5, Interval: 10 * time.Second},
 		logBadFrame:    rate.Sometimes{First: 5, Interval: 10 * time.Second},
 		logPassThrough: rate.Sometimes{First: 5, Interval: time.Minute},
 	}
@@ -178,6 +180,7 @@ func (h *Host) apply(cfg Config) {
 	h.adm.lim.SetLimit(rate.Limit(cfg.acceptRate))
 	h.adm.lim.SetBurst(cfg.acceptBurst)
 	h.adm.mu.Unlock()
+	h.perIP.configure(cfg.perIPRate, cfg.perIPBurst)
 	if h.ring != nil {
 		h.ring.SetSize(cfg.ringSize)
 	}

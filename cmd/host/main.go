@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -32,7 +33,13 @@ func run(args []string, stderr io.Writer) int {
 	configPath := flags.String("config", "", "config `file` (JSON); default: the built-in defaults")
 	webDir := flags.String("web", "web", "`directory` holding the demo page, the wasm build and wasm_exec.js")
 	faults := flags.Bool("faults", false, "serve the fault panel at /_lifeline/faults (loopback clients only)")
+	certFile := flags.String("cert", "", "TLS certificate `file` (PEM); with -key the Host serves https and pages dial wss")
+	keyFile := flags.String("key", "", "TLS private key `file` (PEM)")
 	if err := flags.Parse(args); err != nil {
+		return 2
+	}
+	if (*certFile == "") != (*keyFile == "") {
+		fmt.Fprintf(stderr, "host: -cert and -key go together (got -cert %q, -key %q)\n", *certFile, *keyFile)
 		return 2
 	}
 	if flags.NArg() > 0 {
@@ -64,6 +71,18 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "host: %v\n", err)
 		return 1
 	}
+	scheme := "http"
+	if *certFile != "" {
+		// The page derives its events URL from its own: served over https, it dials wss.
+		cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
+		if err != nil {
+			ln.Close()
+			fmt.Fprintf(stderr, "host: -cert/-key: %v\n", err)
+			return 1
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+		scheme = "https"
+	}
 
 	mux := http.NewServeMux()
 	mux.Handle("/_lifeline/health", health(h))
@@ -86,7 +105,7 @@ func run(args []string, stderr io.Writer) int {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	h.SetReady(true)
-	logger.Info("host: serving", "url", "http://"+ln.Addr().String(), "web", *webDir, "config", *configPath, "faults", *faults)
+	logger.Info("host: serving", "url", scheme+"://"+ln.Addr().String(), "web", *webDir, "config", *configPath, "faults", *faults)
 
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)

@@ -76,7 +76,7 @@ type host struct {
 	code int
 }
 
-var servingLine = regexp.MustCompile(`msg="host: serving" url=(http://\S+)`)
+var servingLine = regexp.MustCompile(`msg="host: serving" url=(https?://\S+)`)
 
 // startHost runs the command with args (and -addr 127.0.0.1:0) and waits until it serves.
 func startHost(t *testing.T, args ...string) *host {
@@ -335,6 +335,10 @@ func TestHealthAndTheFaultPanel(t *testing.T) {
 	c := faulty.dial()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
+	// First the retry-after as an error frame (a browser cannot read close codes), then 1013.
+	if _, b, err := c.Read(ctx); err != nil || !strings.Contains(string(b), `"message":"retry-after=2500"`) {
+		t.Errorf("under overload=2500 the first frame was %s (%v), want an error frame with the retry-after", b, err)
+	}
 	_, _, err = c.Read(ctx)
 	var ce websocket.CloseError
 	if !errors.As(err, &ce) || ce.Code != wire.CloseOverloaded || ce.Reason != "retry-after=2500" {
