@@ -11,6 +11,10 @@
 // "violation"; -deliveries prints every delivery too (event "delivery", with stream, seq,
 // reset). Benchmarks and soak tests read these lines.
 //
+// With -stats, SIGUSR1 makes the process collect garbage and print one line
+// {"t":…,"id":-1,"event":"stats","goroutines":…,"heapInuse":…} (soak tests compare them
+// before and after a run of faults).
+//
 // SIGINT or SIGTERM (or -for) stops every controller, closes every gateway and exits 0;
 // events of the shutdown itself are not printed. A second signal exits at once.
 //
@@ -29,6 +33,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -65,6 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	seed := fs.Uint64("seed", 0, "seed of the clients' random sources (0: each seeded at random)")
 	verbose := fs.Bool("v", false, "log the controllers and gateways on stderr")
 	duration := fs.Duration("for", 0, "stop after this long (0: until SIGINT or SIGTERM)")
+	stats := fs.Bool("stats", false, `on SIGUSR1, collect garbage and print a "stats" line (goroutines, heapInuse)`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -125,6 +131,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ctx, cancel = context.WithTimeout(ctx, *duration)
 		defer cancel()
 	}
+	if *stats {
+		usr1 := make(chan os.Signal, 1)
+		signal.Notify(usr1, syscall.SIGUSR1)
+		defer signal.Stop(usr1)
+		go printStats(ctx, usr1, out)
+	}
 	<-ctx.Done()
 	out.quiet()
 	var wg sync.WaitGroup
@@ -136,6 +148,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	wg.Wait()
 	return out.err()
+}
+
+// printStats prints a stats line for each signal until ctx ends. Two collections settle what
+// the first one's finalizers and cleared pools free.
+func printStats(ctx context.Context, sigs <-chan os.Signal, out *printer) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sigs:
+			runtime.GC()
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			out.event(-1, "stats", "goroutines", runtime.NumGoroutine(), "heapInuse", ms.HeapInuse)
+		}
+	}
 }
 
 // printer writes event lines, one at a time, and stops at shutdown.
