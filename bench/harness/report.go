@@ -33,7 +33,32 @@ type report struct {
 	tables   []*table
 	verdicts []verdict
 	errors   []string
+	warnings []string
+	stalls   *stallWatch
 	out      io.Writer
+}
+
+// mark is a point to roll the report back to.
+type mark struct{ tables, verdicts, errors int }
+
+func (r *report) mark() mark {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return mark{len(r.tables), len(r.verdicts), len(r.errors)}
+}
+
+// rollback forgets what was added since m.
+func (r *report) rollback(m mark) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tables, r.verdicts, r.errors = r.tables[:m.tables], r.verdicts[:m.verdicts], r.errors[:m.errors]
+}
+
+func (r *report) warn(s string) {
+	r.mu.Lock()
+	r.warnings = append(r.warnings, s)
+	r.mu.Unlock()
+	fmt.Fprintf(r.out, "!! %s\n", s)
 }
 
 func newReport() *report { return &report{out: os.Stdout} }

@@ -140,6 +140,23 @@ func (e *env) writeResults(path string, rep *report, started time.Time, chosen [
 		fmt.Fprintln(&b)
 	}
 
+	var stalls []string
+	if rep.stalls != nil {
+		for _, st := range rep.stalls.all() {
+			stalls = append(stalls, fmt.Sprintf("%s (%.1f s)", st.at.UTC().Format("15:04:05"), st.d.Seconds()))
+		}
+	}
+	if len(rep.warnings) > 0 || len(stalls) > 0 {
+		fmt.Fprintf(&b, "### The machine during the run\n\n")
+		for _, w := range rep.warnings {
+			fmt.Fprintf(&b, "- %s\n", w)
+		}
+		if len(stalls) > 0 {
+			fmt.Fprintf(&b, "- the harness's process was not scheduled for more than %v at: %s\n", stallThreshold, strings.Join(stalls, ", "))
+		}
+		fmt.Fprintln(&b)
+	}
+
 	fmt.Fprintf(&b, "## Results\n\n")
 	for _, t := range rep.tables {
 		t.markdown(&b)
