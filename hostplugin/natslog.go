@@ -1,0 +1,588 @@
+//go:build !js
+
+package hostplugin
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// JetStreamOptions are the optional parts of a [JetStreamLog]. A nil *JetStreamOptions means
+// all defaults.
+type JetStreamOptions struct {
+	// Prefix names the JetStream streams and subjects of this log: stream <Prefix>_<hash>,
+	// subject <prefix>.s.<hash>, one per Lifeline stream. Default: "LIFELINE".
+	Prefix string
+	// Replicas is how many NATS servers keep each stream (1, or 3 in a 3-node cluster).
+	// Default: 1.
+	Replicas int
+	// MaxEvents is how many events each stream keeps for replay. Default: 4096.
+	MaxEvents int
+	// Timeout bounds each request to NATS. Default: 2 s.
+	Timeout time.Duration
+	// Logger receives connection losses and recoveries. Default: slog.Default().
+	Logger *slog.Logger
+	// Name is the NATS connection name (shown by the server's monitoring). Default: "lifeline".
+	Name string
+}
+
+// Errors of a [JetStreamLog].
+var (
+	// ErrLogUnavailable wraps the errors of a JetStream log that cannot reach NATS.
+	ErrLogUnavailable = errors.New("hostplugin: the stream log is unavailable")
+)
+
+// epochKey is the stream metadata key holding the epoch. It is written once, by whichever
+// Host creates the stream, and read by every Host: the epoch is the stream's, not a Host's.
+const epochKey = "lifeline_epoch"
+
+// nameKey keeps the Lifeline stream name beside its hashed JetStream name, for operators.
+const nameKey = "lifeline_stream"
+
+// JetStreamLog is a [StreamLog] on NATS JetStream, shared by every Host of a fleet that
+// connects to the same NATS system with the same Prefix. Each Lifeline stream is one
+// JetStream stream, so its JetStream sequence numbers are the stream's own (1, 2, 3, …) and
+// every Host hands out and replays the same numbers. The epoch of a stream is made when the
+// JetStream stream is created and stored in its metadata; a stream deleted and recreated has
+// a new one.
+//
+// While NATS cannot be reached the log degrades instead of guessing: Append fails (the
+// publisher sees the error), Since answers a reset to the last head it knew (a replay it
+// could not read is never served) and [JetStreamLog.Health] says so; the connection is
+// retried forever and the log recovers on its own.
+//
+// A stream nobody has appended to does not exist in JetStream: Since answers it with a
+// reset at epoch "" and sequence 0, and Follow waits for it to appear.
+//
+// The zero JetStreamLog is not usable; call [ConnectJetStream]. It is safe for concurrent use.
+type JetStreamLog struct {
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	opts     JetStreamOptions
+	logger   *slog.Logger
+	ctx      context.Context // ended by Close: stops every Follow
+	cancel   context.CancelFunc
+	closeOne sync.Once
+
+	mu      sync.Mutex // guards the fields below
+	streams map[string]*jsStream
+	health  LogHealth
+}
+
+// jsStream is what the log knows of one Lifeline stream.
+type jsStream struct {
+	name    string // JetStream stream
+	subject string
+	epoch   string // "" until the stream is known to exist
+	head    uint64 // the highest sequence seen
+}
+
+// LogHealth is the state of a shared stream log, for health checks.
+type LogHealth struct {
+	Backend   string    `json:"backend"`             // "jetstream"
+	Connected bool      `json:"connected"`           // the NATS connection is up
+	Server    string    `json:"server,omitempty"`    // the NATS server connected to
+	DownSince time.Time `json:"downSince,omitzero"`  // when the connection was lost
+	Outages   uint64    `json:"outages"`             // connection losses since the start
+	LastError string    `json:"lastError,omitempty"` // the last error NATS reported
+}
+
+// ConnectJetStream connects to the NATS servers at url (a comma-separated list) and returns a
+// log on their JetStream. It returns once the first connection is made or fails; from then on
+// a lost connection is retried forever.
+func ConnectJetStream(url string, opts *JetStreamOptions) (*JetStreamLog, error) {
+	var o JetStreamOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.Prefix == "" {
+		o.Prefix = "LIFELINE"
+	}
+	if strings.ContainsAny(o.Prefix, ".*> \t\r\n/\\") {
+		return nil, fmt.Errorf("hostplugin: JetStream prefix %q: must not contain '.', '*', '>', '/', '\\' or spaces", o.Prefix)
+	}
+	o.Replicas = max(o.Replicas, 1)
+	if o.MaxEvents <= 0 {
+		o.MaxEvents = 4096
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 2 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Name == "" {
+		o.Name = "lifeline"
+	}
+	l := &JetStreamLog{opts: o, logger: o.Logger, streams: map[string]*jsStream{}}
+	l.health = LogHealth{Backend: "jetstream"}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	nc, err := nats.Connect(url,
+		nats.Name(o.Name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250*time.Millisecond),
+		nats.ReconnectJitter(100*time.Millisecond, 100*time.Millisecond),
+		nats.Timeout(o.Timeout),
+		// No buffering while reconnecting: an Append that reported an error must not land
+		// later behind the publisher's back.
+		nats.ReconnectBufSize(-1),
+		nats.DisconnectErrHandler(l.onDisconnect),
+		nats.ReconnectHandler(l.onReconnect),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			l.mu.Lock()
+			l.health.LastError = err.Error()
+			l.mu.Unlock()
+		}),
+	)
+	if err != nil {
+		l.cancel()
+		return nil, fmt.Errorf("%w: connecting to NATS at %s: %v", ErrLogUnavailable, url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		l.cancel()
+		return nil, fmt.Errorf("hostplugin: JetStream at %s: %w", url, err)
+	}
+	l.nc, l.js = nc, js
+	l.health.Connected = true
+	l.health.Server = nc.ConnectedUrlRedacted()
+	return l, nil
+}
+
+func (l *JetStreamLog) onDisconnect(nc *nats.Conn, err error) {
+	if l.ctx.Err() != nil {
+		return
+	}
+	l.mu.Lock()
+	l.health.Connected = false
+	l.health.DownSince = time.Now()
+	l.health.Outages++
+	if err != nil {
+		l.health.LastError = err.Error()
+	}
+	l.mu.Unlock()
+	l.logger.Error("hostplugin: lost the NATS connection; replays are reset until it is back", "server", nc.ConnectedUrlRedacted(), "err", err)
+}
+
+func (l *JetStreamLog) onReconnect(nc *nats.Conn) {
+	l.mu.Lock()
+	down := time.Since(l.health.DownSince)
+	l.health.Connected = true
+	l.health.Server = nc.ConnectedUrlRedacted()
+	l.health.DownSince = time.Time{}
+	l.mu.Unlock()
+	l.logger.Info("hostplugin: NATS connection is back", "server", nc.ConnectedUrlRedacted(), "outage", down.Round(time.Millisecond))
+}
+
+// Health returns the state of the log's NATS connection.
+func (l *JetStreamLog) Health() LogHealth {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.health
+	h.Connected = h.Connected && l.nc.IsConnected()
+	return h
+}
+
+// Close stops every Follow and closes the NATS connection. It is idempotent.
+func (l *JetStreamLog) Close() error {
+	l.closeOne.Do(func() {
+		l.cancel()
+		l.nc.Close()
+	})
+	return nil
+}
+
+// names returns the stream's JetStream names (created on first use, not in NATS).
+func (l *JetStreamLog) names(stream string) *jsStream {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.streams[stream]
+	if st == nil {
+		sum := sha256.Sum256([]byte(stream))
+		h := hex.EncodeToString(sum[:16])
+		st = &jsStream{name: l.opts.Prefix + "_" + h, subject: strings.ToLower(l.opts.Prefix) + ".s." + h}
+		l.streams[stream] = st
+	}
+	return st
+}
+
+// known returns what the log knows of stream: its names, epoch ("" if unknown) and head.
+func (l *JetStreamLog) known(stream string) (jsStream, bool) {
+	st := l.names(stream)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return *st, st.epoch != ""
+}
+
+// learn records an epoch and a head seen in NATS. A new epoch replaces the head.
+func (l *JetStreamLog) learn(stream, epoch string, head uint64) {
+	st := l.names(stream)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st.epoch != epoch {
+		st.epoch, st.head = epoch, head
+		return
+	}
+	st.head = max(st.head, head)
+}
+
+func (l *JetStreamLog) forget(stream string) {
+	st := l.names(stream)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st.epoch, st.head = "", 0
+}
+
+func epochOf(info *jetstream.StreamInfo) string {
+	if e := info.Config.Metadata[epochKey]; e != "" {
+		return e
+	}
+	// A stream made by something else: its creation time is as stable as it gets.
+	return "t" + strconv.FormatInt(info.Created.UnixNano(), 36)
+}
+
+func (l *JetStreamLog) request(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return context.WithTimeout(ctx, l.opts.Timeout)
+}
+
+// info reads the stream's state from NATS; a stream that does not exist is (nil, nil).
+func (l *JetStreamLog) info(ctx context.Context, stream string) (*jetstream.StreamInfo, error) {
+	st, _ := l.known(stream)
+	ctx, cancel := l.request(ctx)
+	defer cancel()
+	s, err := l.js.Stream(ctx, st.name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		l.forget(stream)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	info := s.CachedInfo()
+	l.learn(stream, epochOf(info), info.State.LastSeq)
+	return info, nil
+}
+
+// ensure makes the stream exist in JetStream and returns what the log knows of it.
+func (l *JetStreamLog) ensure(ctx context.Context, stream string) (jsStream, error) {
+	if st, ok := l.known(stream); ok {
+		return st, nil
+	}
+	st, _ := l.known(stream)
+	ctx, cancel := l.request(ctx)
+	defer cancel()
+	cfg := jetstream.StreamConfig{
+		Name:        st.name,
+		Description: "Lifeline stream " + truncate(stream),
+		Subjects:    []string{st.subject},
+		Storage:     jetstream.FileStorage,
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardOld,
+		MaxMsgs:     int64(l.opts.MaxEvents),
+		Replicas:    l.opts.Replicas,
+		Duplicates:  2 * time.Minute,
+		Metadata:    map[string]string{epochKey: newID(8), nameKey: truncate(stream)},
+	}
+	s, err := l.js.CreateStream(ctx, cfg)
+	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		// Another Host made it first: its epoch is the one.
+		s, err = l.js.Stream(ctx, st.name)
+	}
+	if err != nil {
+		return jsStream{}, fmt.Errorf("%w: stream %q: %v", ErrLogUnavailable, truncate(stream), err)
+	}
+	info := s.CachedInfo()
+	l.learn(stream, epochOf(info), info.State.LastSeq)
+	st, _ = l.known(stream)
+	return st, nil
+}
+
+// Append implements [StreamLog]: the event is stored in JetStream before it is returned, and
+// every Host's Follow delivers it.
+func (l *JetStreamLog) Append(ctx context.Context, stream string, data json.RawMessage) (Event, error) {
+	ev, _, err := l.append(ctx, stream, func(uint64) json.RawMessage { return data }, "")
+	return ev, err
+}
+
+// AppendUnique appends build(seq) as the next event of stream, unless an event with id was
+// appended in the last two minutes, by this Host or any other of the fleet. build receives
+// the sequence number the event will have. It reports whether this call stored the event.
+//
+// Several Hosts running the same periodic publisher each call it with the same id for the
+// same period (a tick's second): exactly one event per id lands.
+func (l *JetStreamLog) AppendUnique(ctx context.Context, stream, id string, build func(seq uint64) json.RawMessage) (Event, bool, error) {
+	return l.append(ctx, stream, build, id)
+}
+
+func (l *JetStreamLog) append(ctx context.Context, stream string, build func(uint64) json.RawMessage, id string) (Event, bool, error) {
+	var lastErr error
+	for range 4 {
+		st, err := l.ensure(ctx, stream)
+		if err != nil {
+			return Event{}, false, err
+		}
+		var popts []jetstream.PublishOpt
+		if id != "" {
+			// The expected last sequence makes build's seq the real one: a Host that missed
+			// another's event is refused, reads the head and tries again.
+			popts = append(popts, jetstream.WithMsgID(id), jetstream.WithExpectLastSequence(st.head))
+		}
+		data := build(st.head + 1)
+		rctx, cancel := l.request(ctx)
+		ack, err := l.js.Publish(rctx, st.subject, data, popts...)
+		cancel()
+		var apiErr *jetstream.APIError
+		switch {
+		case err == nil && ack.Duplicate:
+			return Event{}, false, nil
+		case err == nil:
+			if ack.Sequence <= st.head && id == "" {
+				// Sequences only grow in one stream: this one was recreated.
+				if _, err := l.info(ctx, stream); err != nil {
+					return Event{}, false, fmt.Errorf("%w: %v", ErrLogUnavailable, err)
+				}
+			}
+			l.learn(stream, st.epoch, ack.Sequence)
+			cur, _ := l.known(stream)
+			return Event{Epoch: cur.epoch, Seq: ack.Sequence, Data: append(json.RawMessage(nil), data...)}, true, nil
+		case errors.Is(err, jetstream.ErrNoStreamResponse):
+			// The stream is gone (deleted): make it again, with a new epoch.
+			l.forget(stream)
+		case errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
+			if _, err := l.info(ctx, stream); err != nil {
+				return Event{}, false, fmt.Errorf("%w: %v", ErrLogUnavailable, err)
+			}
+		default:
+			return Event{}, false, fmt.Errorf("%w: append to %q: %v", ErrLogUnavailable, truncate(stream), err)
+		}
+		lastErr = err
+	}
+	return Event{}, false, fmt.Errorf("%w: append to %q: %v", ErrLogUnavailable, truncate(stream), lastErr)
+}
+
+// replayBatch is the replay length from which Since reads through a consumer instead of one
+// request per event.
+const replayBatch = 32
+
+// Since implements [StreamLog]. It never returns an error: when NATS cannot be read it answers
+// a reset to the last head it knew, because a replay it cannot read in full is one it cannot
+// vouch for.
+func (l *JetStreamLog) Since(ctx context.Context, stream string, cur Cursor) ([]Event, Cursor, bool, error) {
+	degraded := func(err error) ([]Event, Cursor, bool, error) {
+		st, _ := l.known(stream)
+		l.logger.Warn("hostplugin: cannot read the stream log; resetting the page to the last known head",
+			"stream", truncate(stream), "epoch", st.epoch, "seq", st.head, "err", err)
+		return nil, Cursor{Epoch: st.epoch, Seq: st.head}, false, nil
+	}
+	if !l.nc.IsConnected() {
+		return degraded(nats.ErrConnectionReconnecting)
+	}
+	info, err := l.info(ctx, stream)
+	if err != nil {
+		return degraded(err)
+	}
+	if info == nil {
+		return nil, Cursor{}, false, nil
+	}
+	epoch, first, last := epochOf(info), info.State.FirstSeq, info.State.LastSeq
+	head := Cursor{Epoch: epoch, Seq: last}
+	if cur.Epoch != epoch || cur.Seq > last || cur.Seq+1 < first {
+		return nil, head, false, nil
+	}
+	n := last - cur.Seq
+	if n == 0 {
+		return nil, head, true, nil
+	}
+	events, err := l.read(ctx, info.Config.Name, epoch, cur.Seq+1, last)
+	if err != nil {
+		if errors.Is(err, errGap) {
+			return nil, head, false, nil // the oldest were discarded meanwhile
+		}
+		return degraded(err)
+	}
+	return events, head, true, nil
+}
+
+var errGap = errors.New("hostplugin: the log no longer holds the range")
+
+// read returns the events from..to of a JetStream stream, every one of them, or an error.
+func (l *JetStreamLog) read(ctx context.Context, name, epoch string, from, to uint64) ([]Event, error) {
+	ctx, cancel := l.request(ctx)
+	defer cancel()
+	s, err := l.js.Stream(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Event, 0, to-from+1)
+	if to-from+1 < replayBatch {
+		for seq := from; seq <= to; seq++ {
+			m, err := s.GetMsg(ctx, seq)
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				return nil, errGap
+			}
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, Event{Epoch: epoch, Seq: m.Sequence, Data: m.Data})
+		}
+		return out, nil
+	}
+	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:   from,
+	})
+	if err != nil {
+		return nil, err
+	}
+	next := from
+	for next <= to {
+		batch, err := c.Fetch(int(min(to-next+1, 1024)), jetstream.FetchMaxWait(l.opts.Timeout))
+		if err != nil {
+			return nil, err
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			md, err := m.Metadata()
+			if err != nil {
+				return nil, err
+			}
+			if md.Sequence.Stream != next {
+				return nil, errGap
+			}
+			out = append(out, Event{Epoch: epoch, Seq: next, Data: append(json.RawMessage(nil), m.Data()...)})
+			next++
+			if next > to {
+				break
+			}
+		}
+		if err := batch.Error(); err != nil && next <= to {
+			return nil, err
+		}
+		if got == 0 {
+			return nil, fmt.Errorf("hostplugin: replay of %s stalled at %d", name, next)
+		}
+	}
+	return out, nil
+}
+
+// followRetry is how long Follow waits before it looks again for a stream that does not exist
+// yet, or after NATS failed it.
+const followRetry = time.Second
+
+// Follow implements [StreamLog] with an ordered JetStream consumer that starts right after the
+// head the stream has when Follow is called, so events of every Host reach fn in seq order.
+// An event appended while Follow registers is passed to fn or returned by a later Since: the
+// consumer's start is read before Follow returns.
+func (l *JetStreamLog) Follow(stream string, fn func(Event)) (stop func()) {
+	ctx, cancel := context.WithCancel(l.ctx)
+	done := make(chan struct{})
+	start, epoch := uint64(0), ""
+	// Follow runs under the Host's hub locks: with NATS away it must not wait for a timeout.
+	var info *jetstream.StreamInfo
+	var err error
+	if l.nc.IsConnected() {
+		info, err = l.info(ctx, stream)
+	}
+	if err == nil && info != nil {
+		start, epoch = info.State.LastSeq+1, epochOf(info)
+	} else if st, ok := l.known(stream); ok {
+		// NATS is away: start after the last head known; a gap found later is a reset.
+		start, epoch = st.head+1, st.epoch
+	}
+	go func() {
+		defer close(done)
+		l.follow(ctx, stream, fn, start, epoch)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+func (l *JetStreamLog) follow(ctx context.Context, stream string, fn func(Event), next uint64, epoch string) {
+	wait := func() bool {
+		t := time.NewTimer(followRetry)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		}
+	}
+	for ctx.Err() == nil {
+		info, err := l.info(ctx, stream)
+		if err != nil || info == nil {
+			if !wait() {
+				return
+			}
+			continue
+		}
+		if e := epochOf(info); e != epoch {
+			// A stream that appeared, or was recreated: follow the new one from its start.
+			epoch, next = e, info.State.FirstSeq
+		}
+		next = max(next, 1)
+		c, err := l.js.OrderedConsumer(ctx, info.Config.Name, jetstream.OrderedConsumerConfig{
+			DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
+			OptStartSeq:   next,
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				l.logger.Warn("hostplugin: cannot follow a stream; retrying", "stream", truncate(stream), "err", err)
+			}
+			if !wait() {
+				return
+			}
+			continue
+		}
+		it, err := c.Messages()
+		if err != nil {
+			if !wait() {
+				return
+			}
+			continue
+		}
+		unhook := context.AfterFunc(ctx, it.Stop)
+		for {
+			m, err := it.Next()
+			if err != nil {
+				break
+			}
+			md, err := m.Metadata()
+			if err != nil {
+				continue
+			}
+			seq := md.Sequence.Stream
+			if seq < next {
+				continue
+			}
+			next = seq + 1
+			l.learn(stream, epoch, seq)
+			fn(Event{Epoch: epoch, Seq: seq, Data: append(json.RawMessage(nil), m.Data()...)})
+		}
+		unhook()
+		it.Stop()
+		if ctx.Err() == nil && !wait() {
+			return
+		}
+	}
+}
