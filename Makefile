@@ -1,5 +1,5 @@
 # Targets stay thin: the work is in scripts/, where it can be read and run on its own.
-.PHONY: run test bench lint wasm clean
+.PHONY: run test bench lint wasm clean soak
 
 run: ## build everything and serve the demo page on http://127.0.0.1:8080
 	./scripts/run.sh
@@ -12,6 +12,9 @@ lint: ## vet + staticcheck, native and js/wasm
 
 bench: ## benchmarks (long; not part of make test)
 	./scripts/bench.sh
+
+soak: ## the chaos soak: 200 clients, 3 Chromium pages, 10 minutes of faults (not part of make test)
+	./scripts/soak.sh
 
 clean:
 	rm -rf web/lifeline.wasm* web/wasm_exec.js e2e/node_modules e2e/test-results e2e/playwright-report

@@ -1,0 +1,592 @@
+//go:build !js
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/rs/zerolog"
+)
+
+// soak is one run: the Hosts, the proxy, the clients, the pages, and what was seen.
+type soak struct {
+	o   options
+	rng *rand.Rand
+	ps  *procs
+	tr  *tracker
+
+	portA, portB int
+	hostA, hostB *proc
+	cfgA, cfgB   string
+	proxy        *toxiproxy.Proxy
+	pxURL        string // http://127.0.0.1:<proxy port>, where clients and pages go
+	aURL, bURL   string // the Hosts directly: health and fault panels
+
+	clientProcs []*proc
+	pagesProc   *proc
+
+	kinds    map[string]*kindStats
+	failures []string
+	epochA   int // how many times Host A was started
+
+	base, stats []clientStats   // per client process, before the faults and at the end
+	base0       []clientStats   // before the primer reconnect
+	trend       [][]clientStats // … after each fault, to tell growth from noise
+	panicked    []string
+}
+
+type kindStats struct {
+	injected, recoveries, affected int
+	worst                          time.Duration
+	worstWho                       string
+	overBound, notRecovered        int
+	downs                          int // latency only: disconnects it caused (want 0)
+}
+
+func newSoak(o options) *soak {
+	return &soak{
+		o:     o,
+		rng:   rand.New(rand.NewPCG(o.seed, 0x50a4)),
+		ps:    &procs{logDir: o.logDir},
+		tr:    &tracker{stats: map[int]chan clientStats{}},
+		kinds: map[string]*kindStats{},
+	}
+}
+
+func (s *soak) fail(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	s.failures = append(s.failures, msg)
+	fmt.Fprintln(os.Stderr, "soak: FAIL:", msg)
+}
+
+func (s *soak) logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "soak %s: %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+func (s *soak) run(ctx context.Context) int {
+	start := time.Now()
+	defer func() {
+		// Whatever happened, nothing the soak started outlives it.
+		s.ps.killAll(3 * time.Second)
+		if s.proxy != nil {
+			s.proxy.Stop()
+		}
+	}()
+	s.logf("seed %d, %d clients, %d pages, faults for %s, recovery bound %s", s.o.seed, s.o.clients, s.o.pages, s.o.duration, bound)
+	if err := s.setUp(ctx); err != nil {
+		s.logf("set-up failed: %v", err)
+		return 2
+	}
+	s.warmUp(ctx)
+	// The first reconnect of each client allocates once what it keeps afterwards (measured:
+	// ~9 KiB per client, flat over every later fault), so the leak baseline is taken after
+	// one primer reconnect; the heap before it is reported too.
+	s.base0 = s.clientStats(ctx)
+	s.prime(ctx)
+	base := s.clientStats(ctx)
+	s.faults(ctx)
+	s.finish(ctx, base)
+	s.summary(time.Since(start))
+	if len(s.failures) > 0 || ctx.Err() != nil {
+		return 1
+	}
+	return 0
+}
+
+func (s *soak) setUp(ctx context.Context) error {
+	for _, f := range []string{"bin/host", "bin/client", "web/lifeline.wasm", "web/index.html"} {
+		if _, err := os.Stat(filepath.Join(s.o.root, f)); err != nil {
+			return fmt.Errorf("%s missing: run scripts/build.sh first", f)
+		}
+	}
+	var err error
+	if s.portA, err = freePort(); err != nil {
+		return err
+	}
+	if s.portB, err = freePort(); err != nil {
+		return err
+	}
+	s.aURL = "http://127.0.0.1:" + strconv.Itoa(s.portA)
+	s.bURL = "http://127.0.0.1:" + strconv.Itoa(s.portB)
+
+	// The proxy first: Host B must allow the origin of pages loaded through it.
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	s.proxy = toxiproxy.NewProxy(srv, "hostA", "127.0.0.1:0", "127.0.0.1:"+strconv.Itoa(s.portA))
+	if err := s.proxy.Start(); err != nil {
+		return fmt.Errorf("toxiproxy: %w", err)
+	}
+	s.pxURL = "http://" + s.proxy.Listen
+
+	s.cfgA = filepath.Join(s.o.logDir, "host-a.json")
+	s.cfgB = filepath.Join(s.o.logDir, "host-b.json")
+	if err := os.WriteFile(s.cfgA, []byte(soakConfig("")), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(s.cfgB, []byte(soakConfig(s.pxURL)), 0o644); err != nil {
+		return err
+	}
+	if err := s.startHostA(ctx); err != nil {
+		return err
+	}
+	if s.hostB, err = s.startHost(ctx, "host-b", s.portB, s.cfgB, s.bURL); err != nil {
+		return err
+	}
+
+	wsURL := "ws" + strings.TrimPrefix(s.pxURL, "http") + "/_lifeline/events"
+	for p, first := 0, 0; first < s.o.clients; p, first = p+1, first+perProc {
+		n := min(perProc, s.o.clients-first)
+		base := -1
+		for i := range n {
+			id := s.tr.add(fmt.Sprintf("client %d", first+i), false)
+			if i == 0 {
+				base = id
+			}
+		}
+		ch := make(chan clientStats, 1)
+		s.tr.stats[p] = ch
+		argv := []string{filepath.Join(s.o.root, "bin/client"), "-url", wsURL, "-n", strconv.Itoa(n),
+			"-sub", "ticks", "-deliveries", "-stats", "-recovery", recoveryJS,
+			"-seed", strconv.FormatUint(s.o.seed+uint64(p)+1, 10)}
+		cp, err := s.ps.start(fmt.Sprintf("client-%d", p), argv, func(b []byte) { s.tr.clientLine(p, base, b) })
+		if err != nil {
+			return err
+		}
+		s.clientProcs = append(s.clientProcs, cp)
+	}
+	if s.o.pages > 0 {
+		base := -1
+		for i := range s.o.pages {
+			id := s.tr.add(fmt.Sprintf("page %d", i), true)
+			if i == 0 {
+				base = id
+			}
+		}
+		script := filepath.Join(s.o.root, "e2e/soak/pages.js")
+		if s.pagesProc, err = s.ps.start("pages", []string{"node", script, s.pxURL + "/", strconv.Itoa(s.o.pages)},
+			func(b []byte) { s.tr.pageLine(base, b) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *soak) startHostA(ctx context.Context) error {
+	s.epochA++
+	p, err := s.startHost(ctx, fmt.Sprintf("host-a%d", s.epochA), s.portA, s.cfgA, s.aURL)
+	s.hostA = p
+	return err
+}
+
+// startHost runs bin/host and waits (up to 10 s) until its health answers ready.
+func (s *soak) startHost(ctx context.Context, name string, port int, cfg, base string) (*proc, error) {
+	argv := []string{filepath.Join(s.o.root, "bin/host"), "-addr", "127.0.0.1:" + strconv.Itoa(port),
+		"-config", cfg, "-web", filepath.Join(s.o.root, "web"), "-faults"}
+	p, err := s.ps.start(name, argv, nil)
+	if err != nil {
+		return nil, err
+	}
+	ok := waitFor(ctx, 10*time.Second, func() bool {
+		h, err := getHealth(ctx, base)
+		return err == nil && h.Ready || p.exited()
+	})
+	if !ok || p.exited() {
+		return p, fmt.Errorf("%s did not become ready (see %s)", name, p.stderr)
+	}
+	return p, nil
+}
+
+// warmUp waits until every member is connected and subscribed, then a little longer.
+func (s *soak) warmUp(ctx context.Context) {
+	ok := waitFor(ctx, 60*time.Second, func() bool {
+		all, up, sub := s.tr.counts()
+		return all == up && all == sub
+	})
+	all, up, sub := s.tr.counts()
+	if !ok {
+		s.fail("warm-up: %d of %d members connected, %d subscribed after 60 s", up, all, sub)
+	}
+	s.logf("warm-up: %d members connected and subscribed", up)
+	sleep(ctx, 3*time.Second)
+}
+
+// prime drops every session once (outage for 300 ms) and waits until all are back.
+func (s *soak) prime(ctx context.Context) {
+	err := setFault(ctx, s.aURL, "outage")
+	sleep(ctx, 300*time.Millisecond)
+	if e := setFault(ctx, s.aURL, "up"); err == nil {
+		err = e
+	}
+	if err != nil {
+		s.fail("primer: %v", err)
+	}
+	sleep(ctx, 500*time.Millisecond)
+	if !waitFor(ctx, bound+4*time.Second, s.tr.allUp) {
+		s.fail("primer: not every member came back")
+	}
+	sleep(ctx, 3*time.Second)
+}
+
+// clientStats asks every client process for its goroutines and heap.
+func (s *soak) clientStats(ctx context.Context) []clientStats {
+	out := make([]clientStats, len(s.clientProcs))
+	for p, cp := range s.clientProcs {
+		ch := s.tr.stats[p]
+		select {
+		case <-ch:
+		default:
+		}
+		_ = cp.cmd.Process.Signal(syscall.SIGUSR1)
+		select {
+		case st := <-ch:
+			out[p] = st
+		case <-time.After(10 * time.Second):
+			s.fail("client process %d printed no stats line within 10 s", p)
+		case <-ctx.Done():
+		}
+	}
+	return out
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// The fault kinds, each injected in turn from a shuffled bag so that every kind comes up
+// once before any comes up again.
+var kindNames = []string{"refuse", "outage", "stall-open", "stall-ready", "flap", "goaway",
+	"half-open", "overload", "latency", "tcp-reset", "kill"}
+
+func (s *soak) faults(ctx context.Context) {
+	end := time.Now().Add(s.o.duration)
+	var bag []string
+	for n := 1; ctx.Err() == nil; n++ {
+		// Every fault fits in: hold ≤ 6 s, recovery ≤ bound (+ the goaway's second hop).
+		if time.Until(end) < 6*time.Second+2*bound {
+			break
+		}
+		if len(bag) == 0 {
+			bag = slices.Clone(kindNames)
+			s.rng.Shuffle(len(bag), func(i, j int) { bag[i], bag[j] = bag[j], bag[i] })
+		}
+		kind := bag[0]
+		bag = bag[1:]
+		if !s.tr.allUp() {
+			_, up, _ := s.tr.counts()
+			s.logf("before fault %d: only %d members up; waiting", n, up)
+			waitFor(ctx, bound, s.tr.allUp)
+		}
+		s.inject(ctx, n, kind)
+		sleep(ctx, time.Duration(1000+s.rng.IntN(1500))*time.Millisecond)
+		s.trend = append(s.trend, s.clientStats(ctx))
+	}
+}
+
+func (s *soak) hold(min, max int) time.Duration {
+	return time.Duration(min+s.rng.IntN(max-min+1)) * time.Millisecond
+}
+
+// inject runs one fault: put it in place, hold it, lift it, and measure the recovery.
+func (s *soak) inject(ctx context.Context, n int, kind string) {
+	ks := s.kinds[kind]
+	if ks == nil {
+		ks = &kindStats{}
+		s.kinds[kind] = ks
+	}
+	ks.injected++
+	t0 := msNow()
+	var t1 float64
+	hold := s.hold(2000, 6000)
+	var err error
+	panelA := func(mode string) {
+		if e := setFault(ctx, s.aURL, mode); e != nil && err == nil {
+			err = e
+		}
+	}
+	// kick ends every session of Host A, so that a fault which concerns new sockets only
+	// (refuse, stalls, overload) meets every client.
+	kick := func(mode string) {
+		panelA("outage")
+		sleep(ctx, 200*time.Millisecond)
+		panelA(mode)
+	}
+	switch kind {
+	case "refuse", "stall-open", "stall-ready":
+		kick(kind)
+		sleep(ctx, hold)
+		t1 = msNow()
+		panelA("up")
+	case "outage":
+		panelA("outage")
+		sleep(ctx, hold)
+		t1 = msNow()
+		panelA("up")
+	case "overload":
+		kick("overload=1500")
+		sleep(ctx, hold)
+		t1 = msNow()
+		panelA("up")
+	case "flap":
+		panelA("flap=" + strconv.Itoa(300+s.rng.IntN(700)))
+		sleep(ctx, hold)
+		t1 = msNow()
+		panelA("up")
+	case "half-open":
+		// Host → client bytes are dropped while the TCP connections stay open: only the
+		// page's heartbeat watchdog (2.5 × heartbeat) can notice.
+		hold = s.hold(3500, 6000)
+		err = s.toxic(ctx, hold, `{"name":"halfopen","type":"timeout","stream":"downstream","attributes":{"timeout":0}}`)
+		t1 = msNow()
+	case "latency":
+		err = s.toxic(ctx, hold,
+			`{"name":"lat-down","type":"latency","stream":"downstream","attributes":{"latency":250,"jitter":100}}`,
+			`{"name":"lat-up","type":"latency","stream":"upstream","attributes":{"latency":250,"jitter":100}}`)
+		t1 = msNow()
+	case "tcp-reset":
+		hold = s.hold(1000, 3000)
+		err = s.toxic(ctx, hold, `{"name":"rst","type":"reset_peer","stream":"downstream","attributes":{"timeout":0}}`)
+		t1 = msNow()
+	case "kill":
+		s.tr.setEpochWindow(true)
+		defer func() { go func() { time.Sleep(5 * time.Second); s.tr.setEpochWindow(false) }() }()
+		hold = s.hold(1000, 4000)
+		if !s.hostA.kill(syscall.SIGKILL, 5*time.Second) {
+			err = errors.New("host A did not die of SIGKILL within 5 s")
+		}
+		sleep(ctx, hold)
+		if e := s.startHostA(ctx); e != nil {
+			err = e
+		}
+		t1 = msNow()
+	case "goaway":
+		s.tr.setEpochWindow(true)
+		defer func() { go func() { time.Sleep(5 * time.Second); s.tr.setEpochWindow(false) }() }()
+		s.goAway(ctx, n, ks, t0)
+		return
+	}
+	if err != nil {
+		s.fail("fault %d %s: %v", n, kind, err)
+	}
+	s.measure(ctx, n, kind, ks, t0, t1, hold, nil)
+}
+
+// toxic adds the toxics to the proxy, holds them, and removes them.
+func (s *soak) toxic(ctx context.Context, hold time.Duration, specs ...string) error {
+	var names []string
+	defer func() {
+		for _, n := range names {
+			_ = s.proxy.Toxics.RemoveToxic(context.Background(), n)
+		}
+	}()
+	for _, spec := range specs {
+		w, err := s.proxy.Toxics.AddToxicJson(strings.NewReader(spec))
+		if err != nil {
+			return fmt.Errorf("toxic %s: %w", spec, err)
+		}
+		names = append(names, w.Name)
+	}
+	sleep(ctx, hold)
+	return nil
+}
+
+// goAway sends every page from Host A to Host B and, once they have lived there longer than
+// stableAfterMs (so the redirect chain is cleared), back again.
+func (s *soak) goAway(ctx context.Context, n int, ks *kindStats, t0 float64) {
+	total := len(s.tr.members)
+	wsB := "ws" + strings.TrimPrefix(s.bURL, "http") + "/_lifeline/events"
+	wsA := "ws" + strings.TrimPrefix(s.pxURL, "http") + "/_lifeline/events"
+	on := func(base string, want int) func() bool {
+		return func() bool {
+			h, err := getHealth(ctx, base)
+			return err == nil && h.Sessions == want && s.tr.allUp()
+		}
+	}
+	hop := func(name string, from, to, mode string, t1 float64) {
+		if err := setFault(ctx, from, mode); err != nil {
+			s.fail("fault %d goaway: %v", n, err)
+		}
+		ok := waitFor(ctx, bound+4*time.Second, func() bool { return on(to, total)() && on(from, 0)() })
+		took := time.Duration((msNow() - t1) * float64(time.Millisecond))
+		ha, _ := getHealth(ctx, to)
+		hb, _ := getHealth(ctx, from)
+		s.logf("fault %d goaway %s: all %d sessions moved in %s (ok %v; %d at target, %d left)", n, name, total, took.Round(time.Millisecond), ok, ha.Sessions, hb.Sessions)
+		if !ok {
+			ks.notRecovered++
+			s.fail("fault %d goaway %s: after %s, %d of %d sessions at the target, %d left at the source", n, name, took.Round(time.Millisecond), ha.Sessions, total, hb.Sessions)
+		} else if took > bound {
+			ks.overBound++
+			s.fail("fault %d goaway %s: the move took %s > %s", n, name, took.Round(time.Millisecond), bound)
+		}
+		if took > ks.worst {
+			ks.worst, ks.worstWho = took, "goaway "+name
+		}
+	}
+	hop("A→B", s.aURL, s.bURL, "drain="+wsB, t0)
+	sleep(ctx, s.hold(3000, 5000))
+	_ = setFault(ctx, s.aURL, "up")
+	t1 := msNow()
+	hop("B→A", s.bURL, s.aURL, "drain="+wsA, t1)
+	_ = setFault(ctx, s.bURL, "up")
+	s.measure(ctx, n, "goaway", ks, t0, t1, 0, nil)
+}
+
+// measure waits until every member is connected again (at most bound + 4 s after the fault's
+// end) and records how long the slowest took.
+func (s *soak) measure(ctx context.Context, n int, kind string, ks *kindStats, t0, t1 float64, hold time.Duration, _ func() bool) {
+	deadline := time.Duration(float64(time.Millisecond)*(t1-msNow())) + bound + 4*time.Second
+	waitFor(ctx, deadline, s.tr.allUp)
+	r := s.tr.recoveryAfter(t0, t1)
+	ks.affected += r.affected
+	ks.recoveries += r.recovered
+	if kind == "latency" {
+		ks.downs += r.affected
+	}
+	if r.worst > ks.worst {
+		ks.worst, ks.worstWho = r.worst, r.worstName
+	}
+	s.logf("fault %d %s (held %s): %d members went down, %d back, worst %s (%s)", n, kind, hold.Round(time.Millisecond), r.affected, r.recovered, r.worst.Round(time.Millisecond), r.worstName)
+	if len(r.down) > 0 {
+		ks.notRecovered += len(r.down)
+		s.fail("fault %d %s: %d members not connected %s after the fault ended: %s", n, kind, len(r.down), deadline.Round(time.Millisecond), strings.Join(first(r.down, 8), ", "))
+	}
+	if r.worst > bound {
+		ks.overBound++
+		s.fail("fault %d %s: %s recovered %s after the fault ended, over the bound %s", n, kind, r.worstName, r.worst.Round(time.Millisecond), bound)
+	}
+}
+
+func first(s []string, n int) []string {
+	if len(s) > n {
+		return append(s[:n:n], fmt.Sprintf("… (%d more)", len(s)-n))
+	}
+	return s
+}
+
+// finish lets the stream run quietly, then checks what must hold at the end.
+func (s *soak) finish(ctx context.Context, base []clientStats) {
+	if !waitFor(ctx, bound+4*time.Second, s.tr.allUp) {
+		all, up, _ := s.tr.counts()
+		s.fail("end: %d of %d members connected", up, all)
+	}
+	sleep(ctx, 4*time.Second)
+	all, up, _ := s.tr.counts()
+	ha, errA := getHealth(ctx, s.aURL)
+	hb, errB := getHealth(ctx, s.bURL)
+	if errA != nil || errB != nil {
+		s.fail("end: health: %v %v", errA, errB)
+	}
+	s.logf("end: %d of %d members connected; Host A has %d sessions, Host B %d", up, all, ha.Sessions, hb.Sessions)
+	if ha.Sessions+hb.Sessions != up || hb.Sessions != 0 {
+		s.fail("end: Host sessions A %d + B %d, connected members %d (want A = %d, B = 0)", ha.Sessions, hb.Sessions, up, up)
+	}
+	end := s.clientStats(ctx)
+	for p := range base {
+		b, e := base[p], end[p]
+		s.logf("client process %d: goroutines %d → %d, heapInuse %d → %d", p, b.Goroutines, e.Goroutines, b.HeapInuse, e.HeapInuse)
+		if b.Goroutines == 0 || e.Goroutines == 0 {
+			continue
+		}
+		if float64(e.Goroutines) > 1.1*float64(b.Goroutines) || float64(e.Goroutines) < 0.9*float64(b.Goroutines) {
+			s.fail("client process %d: goroutines %d at the end, baseline %d (> 10%% apart)", p, e.Goroutines, b.Goroutines)
+		}
+		if float64(e.HeapInuse) > 1.1*float64(b.HeapInuse) {
+			s.fail("client process %d: heapInuse %d at the end, baseline %d (> 10%% more)", p, e.HeapInuse, b.HeapInuse)
+		}
+	}
+	s.stats = end
+	s.base = base
+
+	// Stop the clients and pages before the Hosts, so the logs end cleanly, then look for
+	// panics in every stderr.
+	for _, cp := range s.clientProcs {
+		cp.stop(10 * time.Second)
+	}
+	if s.pagesProc != nil {
+		s.pagesProc.stop(10 * time.Second)
+	}
+	s.hostA.stop(10 * time.Second)
+	s.hostB.stop(10 * time.Second)
+	s.panicked = s.ps.panics()
+	for _, p := range s.panicked {
+		s.fail("panic: %s", p)
+	}
+}
+
+// summary prints the tables on stdout.
+func (s *soak) summary(took time.Duration) {
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(os.Stdout, "\n== Lifeline chaos soak: %d clients, %d pages, faults for %s, seed %d, wall %s; recovery bound %s\n\n",
+		s.o.clients, s.o.pages, s.o.duration, s.o.seed, took.Round(time.Second), bound)
+	fmt.Fprintln(w, "fault\tinjected\tmembers down\trecoveries\tworst recovery\tover bound\tnot recovered\t")
+	var inj int
+	for _, k := range kindNames {
+		ks := s.kinds[k]
+		if ks == nil {
+			fmt.Fprintf(w, "%s\t0\t\t\t\t\t\t\n", k)
+			continue
+		}
+		inj += ks.injected
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%s\t%d\t%d\t\n", k, ks.injected, ks.affected, ks.recoveries, ks.worst.Round(time.Millisecond), ks.overBound, ks.notRecovered)
+	}
+	fmt.Fprintf(w, "total\t%d\t\t\t\t\t\t\n", inj)
+	_ = w.Flush()
+
+	t := s.tr.finalCheck()
+	fmt.Fprintln(os.Stdout)
+	w = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "stream ticks\tdelivered\tlost\tduplicated\tresets (epoch change)\tunexpected resets\tbehind at the end\t")
+	fmt.Fprintf(w, "all members\t%d\t%d\t%d\t%d\t%d\t%d\t\n", t.delivered, t.lost, t.dups, t.resets-t.unexpResets, t.unexpResets, len(t.lagging))
+	_ = w.Flush()
+	if t.lost > 0 || t.dups > 0 || t.unexpResets > 0 || len(t.lagging) > 0 {
+		s.fail("stream: %d lost, %d duplicated, %d unexpected resets, %d members behind the head (seq %d): %s",
+			t.lost, t.dups, t.unexpResets, len(t.lagging), t.headSeq, strings.Join(first(t.lagging, 5), "; "))
+	}
+	s.tr.mu.Lock()
+	issues, nIssues := slices.Clone(s.tr.issues), s.tr.nIssues
+	s.tr.mu.Unlock()
+	if nIssues > 0 {
+		s.fail("%d protocol issues seen (first ones below)", nIssues)
+		for _, is := range issues {
+			fmt.Fprintln(os.Stdout, "  issue:", is)
+		}
+	}
+	fmt.Fprintln(os.Stdout)
+	for p := range s.base {
+		if p < len(s.stats) {
+			var trend []string
+			for _, st := range s.trend {
+				if p < len(st) {
+					trend = append(trend, fmt.Sprintf("%d/%.2f", st[p].Goroutines, float64(st[p].HeapInuse)/(1<<20)))
+				}
+			}
+			if p < len(s.base0) {
+				fmt.Fprintf(os.Stdout, "client process %d: before the primer reconnect: goroutines %d, heapInuse %.2f MiB\n", p, s.base0[p].Goroutines, float64(s.base0[p].HeapInuse)/(1<<20))
+			}
+			fmt.Fprintf(os.Stdout, "client process %d: goroutines %d → %d, heapInuse %.2f → %.2f MiB (after each fault, goroutines/MiB: %s)\n", p,
+				s.base[p].Goroutines, s.stats[p].Goroutines, float64(s.base[p].HeapInuse)/(1<<20), float64(s.stats[p].HeapInuse)/(1<<20), strings.Join(trend, " "))
+		}
+	}
+	fmt.Fprintf(os.Stdout, "panics: %d\n", len(s.panicked))
+	if len(s.failures) == 0 {
+		fmt.Fprintln(os.Stdout, "\nSOAK PASSED")
+		return
+	}
+	fmt.Fprintf(os.Stdout, "\nSOAK FAILED: %d failures\n", len(s.failures))
+	for _, f := range first(s.failures, 30) {
+		fmt.Fprintln(os.Stdout, "  -", f)
+	}
+}
