@@ -44,6 +44,10 @@ var (
 	ErrLogUnavailable = errors.New("hostplugin: the stream log is unavailable")
 )
 
+// UnbornEpoch is the epoch of a stream that does not exist in JetStream yet. Its first event
+// comes in the epoch the stream gets when it is created, so its followers are reset then.
+const UnbornEpoch = "unborn"
+
 // epochKey is the stream metadata key holding the epoch. It is written once, by whichever
 // Host creates the stream, and read by every Host: the epoch is the stream's, not a Host's.
 const epochKey = "lifeline_epoch"
@@ -64,7 +68,7 @@ const nameKey = "lifeline_stream"
 // retried forever and the log recovers on its own.
 //
 // A stream nobody has appended to does not exist in JetStream: Since answers it with a
-// reset at epoch "" and sequence 0, and Follow waits for it to appear.
+// reset to [UnbornEpoch] and sequence 0, and Follow waits for it to appear.
 //
 // The zero JetStreamLog is not usable; call [ConnectJetStream]. It is safe for concurrent use.
 type JetStreamLog struct {
@@ -387,6 +391,9 @@ const replayBatch = 32
 func (l *JetStreamLog) Since(ctx context.Context, stream string, cur Cursor) ([]Event, Cursor, bool, error) {
 	degraded := func(err error) ([]Event, Cursor, bool, error) {
 		st, _ := l.known(stream)
+		if st.epoch == "" {
+			st.epoch = UnbornEpoch // never seen: all the page can hold is nothing
+		}
 		l.logger.Warn("hostplugin: cannot read the stream log; resetting the page to the last known head",
 			"stream", truncate(stream), "epoch", st.epoch, "seq", st.head, "err", err)
 		return nil, Cursor{Epoch: st.epoch, Seq: st.head}, false, nil
@@ -399,7 +406,7 @@ func (l *JetStreamLog) Since(ctx context.Context, stream string, cur Cursor) ([]
 		return degraded(err)
 	}
 	if info == nil {
-		return nil, Cursor{}, false, nil
+		return nil, Cursor{Epoch: UnbornEpoch}, false, nil
 	}
 	epoch, first, last := epochOf(info), info.State.FirstSeq, info.State.LastSeq
 	head := Cursor{Epoch: epoch, Seq: last}

@@ -130,8 +130,8 @@ func TestJetStreamLogResetsCursorsItCannotVouchFor(t *testing.T) {
 	log := ns.connect(t, nil) // keeps 64 events
 	ctx := context.Background()
 
-	if _, head, ok, err := log.Since(ctx, "never", hostplugin.Cursor{}); ok || err != nil || head != (hostplugin.Cursor{}) {
-		t.Fatalf("Since on a stream never written = head %+v ok %v err %v, want a reset to the zero cursor", head, ok, err)
+	if _, head, ok, err := log.Since(ctx, "never", hostplugin.Cursor{}); ok || err != nil || head != (hostplugin.Cursor{Epoch: hostplugin.UnbornEpoch}) {
+		t.Fatalf("Since on a stream never written = head %+v ok %v err %v, want a reset to the unborn epoch", head, ok, err)
 	}
 	evs := jsAppendN(t, log, "s", 0, 100)
 	epoch := evs[0].Epoch

@@ -35,6 +35,14 @@ func run(args []string, stderr io.Writer) int {
 	faults := flags.Bool("faults", false, "serve the fault panel at /_lifeline/faults (loopback clients only)")
 	certFile := flags.String("cert", "", "TLS certificate `file` (PEM); with -key the Host serves https and pages dial wss")
 	keyFile := flags.String("key", "", "TLS private key `file` (PEM)")
+	id := flags.String("id", "", "this Host's `name` in a fleet, shown on the page and in /_lifeline/health (default hostname:port)")
+	publishTicks := flags.Bool("ticks", true, "publish the demo stream ticks (in a fleet every Host may: one tick per second lands)")
+	var fleet fleetFlags
+	flags.StringVar(&fleet.natsURL, "nats", "", "keep the stream logs in NATS JetStream at `url` (comma-separated servers), shared by every Host using it")
+	flags.StringVar(&fleet.embeddedDir, "nats-embedded", "", "start a NATS server with JetStream storing in `dir` inside this Host and keep the stream logs there")
+	flags.StringVar(&fleet.embeddedAt, "nats-addr", "127.0.0.1:4222", "`address` of the embedded NATS server, for the other Hosts' -nats")
+	flags.IntVar(&fleet.replicas, "nats-replicas", 1, "replicas of each JetStream stream (3 in a 3-node NATS cluster)")
+	flags.IntVar(&fleet.maxEvents, "nats-max-events", 4096, "events each JetStream stream keeps for replay")
 	if err := flags.Parse(args); err != nil {
 		return 2
 	}
@@ -60,17 +68,35 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	h, err := hostplugin.New(cfg, &hostplugin.Options{Logger: logger})
-	if err != nil {
-		fmt.Fprintf(stderr, "host: %v\n", err)
-		return 1
-	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "host: %v\n", err)
 		return 1
 	}
+	if *id == "" {
+		name, _ := os.Hostname()
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		*id = name + ":" + port
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	shared, closeLog, err := openLog(fleet, *id, logger)
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "host: %v\n", err)
+		return 1
+	}
+	defer closeLog()
+	opts := &hostplugin.Options{Logger: logger}
+	if shared != nil {
+		opts.Log = shared
+	}
+	h, err := hostplugin.New(cfg, opts)
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "host: %v\n", err)
+		return 1
+	}
+	setHostBaseline(h, *id)
 	scheme := "http"
 	if *certFile != "" {
 		// The page derives its events URL from its own: served over https, it dials wss.
@@ -85,7 +111,7 @@ func run(args []string, stderr io.Writer) int {
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("/_lifeline/health", health(h))
+	mux.Handle("/_lifeline/health", health(h, *id, shared))
 	if *faults {
 		mux.Handle("/_lifeline/faults", h.FaultPanel())
 	}
@@ -100,12 +126,19 @@ func run(args []string, stderr io.Writer) int {
 
 	ctx, stopTicks := context.WithCancel(context.Background())
 	defer stopTicks()
-	go ticks(ctx, h, logger)
+	switch {
+	case !*publishTicks:
+		setTicksBaseline(h)
+	case shared != nil:
+		go fleetTicks(ctx, h, shared, logger)
+	default:
+		go ticks(ctx, h, logger)
+	}
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	h.SetReady(true)
-	logger.Info("host: serving", "url", scheme+"://"+ln.Addr().String(), "web", *webDir, "config", *configPath, "faults", *faults)
+	logger.Info("host: serving", "url", scheme+"://"+ln.Addr().String(), "web", *webDir, "config", *configPath, "faults", *faults, "id", *id)
 
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
@@ -161,9 +194,7 @@ func shutdown(h *hostplugin.Host, srv *http.Server, stopTicks func(), sig os.Sig
 // its only writer and a Host's log starts empty, so the baseline of a reset at head is
 // exactly {"n": head.Seq}.
 func ticks(ctx context.Context, h *hostplugin.Host, logger *slog.Logger) {
-	h.SetBaseline("ticks", func(_ string, head hostplugin.Cursor) (json.RawMessage, error) {
-		return json.RawMessage(fmt.Sprintf(`{"n":%d}`, head.Seq)), nil
-	})
+	setTicksBaseline(h)
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	var n uint64
@@ -184,14 +215,23 @@ func ticks(ctx context.Context, h *hostplugin.Host, logger *slog.Logger) {
 	}
 }
 
-// health answers the Host's Stats as JSON, with 503 while it is not ready or draining, so a
-// load balancer stops sending pages to it.
-func health(h *hostplugin.Host) http.Handler {
+// health answers the Host's Stats as JSON, with its id and, in a fleet, the state of the
+// shared log; 503 while it is not ready, draining or cut off from the shared log (it could
+// only reset pages then), so a load balancer stops sending pages to it.
+func health(h *hostplugin.Host, id string, shared sharedLog) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		st := h.Stats()
+		st := struct {
+			hostplugin.Stats
+			Host string                `json:"host"`
+			Log  *hostplugin.LogHealth `json:"log,omitempty"`
+		}{Stats: h.Stats(), Host: id}
+		if shared != nil {
+			lh := shared.Health()
+			st.Log = &lh
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
-		if !st.Ready || st.Draining {
+		if !st.Ready || st.Draining || (st.Log != nil && !st.Log.Connected) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 		_ = json.NewEncoder(w).Encode(st)
