@@ -16,5 +16,8 @@ bench: ## benchmarks (long; not part of make test)
 soak: ## the chaos soak: 200 clients, 3 Chromium pages, 10 minutes of faults (not part of make test)
 	./scripts/soak.sh
 
+fleet: ## a one-machine fleet: 3-node NATS JetStream cluster, three Hosts, nginx; prints the URL
+	./scripts/fleet.sh
+
 clean:
 	rm -rf web/lifeline.wasm* web/wasm_exec.js e2e/node_modules e2e/test-results e2e/playwright-report
