@@ -133,7 +133,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *stats {
 		usr1 := make(chan os.Signal, 1)
-		signal.Notify(usr1, syscall.SIGUSR1)
+		notifyStats(usr1)
 		defer signal.Stop(usr1)
 		go printStats(ctx, usr1, out)
 	}
