@@ -21,6 +21,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -117,6 +118,9 @@ func run() int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A hard limit on the whole run: set-up, warm-up and the final checks take ~20 s.
+	ctx, cancel := context.WithTimeoutCause(ctx, o.duration+30*time.Second, errors.New("soak: over its time limit (duration + 30 s)"))
+	defer cancel()
 	s := newSoak(o)
 	code := s.run(ctx)
 	fmt.Fprintf(os.Stderr, "soak: children's stderr in %s\n", o.logDir)

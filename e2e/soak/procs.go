@@ -39,7 +39,11 @@ type procs struct {
 // start runs argv with stdout lines passed to onLine (nil: discarded). stdin is a pipe that
 // stays open as long as the soak lives, so a child that watches it (the page driver) ends
 // with the soak even if the soak is killed.
-func (ps *procs) start(name string, argv []string, onLine func([]byte)) (*proc, error) {
+//
+// If the soak itself dies without cleaning up, the kernel sends the child deathSig: SIGKILL
+// for the Go children, SIGTERM for the page driver, so that it closes its browser (Chromium
+// runs in a process group of its own that a SIGKILL of the driver would leave behind).
+func (ps *procs) start(name string, argv []string, deathSig syscall.Signal, onLine func([]byte)) (*proc, error) {
 	ps.mu.Lock()
 	ps.seq++
 	n := ps.seq
@@ -50,8 +54,7 @@ func (ps *procs) start(name string, argv []string, onLine func([]byte)) (*proc, 
 		return nil, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	// Pdeathsig ends the child if the soak dies without running its clean-up (SIGKILL).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: deathSig}
 	cmd.Stderr = errFile
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

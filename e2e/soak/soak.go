@@ -99,7 +99,14 @@ func (s *soak) run(ctx context.Context) int {
 	s.faults(ctx)
 	s.finish(ctx, base)
 	s.summary(time.Since(start))
-	if len(s.failures) > 0 || ctx.Err() != nil {
+	if ctx.Err() != nil {
+		fmt.Fprintln(os.Stdout, "SOAK FAILED: interrupted or over its time limit")
+	}
+	if ctx.Err() != nil {
+		s.logf("interrupted or over the time limit: %v", context.Cause(ctx))
+		return 1
+	}
+	if len(s.failures) > 0 {
 		return 1
 	}
 	return 0
@@ -159,7 +166,7 @@ func (s *soak) setUp(ctx context.Context) error {
 		argv := []string{filepath.Join(s.o.root, "bin/client"), "-url", wsURL, "-n", strconv.Itoa(n),
 			"-sub", "ticks", "-deliveries", "-stats", "-recovery", recoveryJS,
 			"-seed", strconv.FormatUint(s.o.seed+uint64(p)+1, 10)}
-		cp, err := s.ps.start(fmt.Sprintf("client-%d", p), argv, func(b []byte) { s.tr.clientLine(p, base, b) })
+		cp, err := s.ps.start(fmt.Sprintf("client-%d", p), argv, syscall.SIGKILL, func(b []byte) { s.tr.clientLine(p, base, b) })
 		if err != nil {
 			return err
 		}
@@ -175,7 +182,7 @@ func (s *soak) setUp(ctx context.Context) error {
 		}
 		script := filepath.Join(s.o.root, "e2e/soak/pages.js")
 		if s.pagesProc, err = s.ps.start("pages", []string{"node", script, s.pxURL + "/", strconv.Itoa(s.o.pages)},
-			func(b []byte) { s.tr.pageLine(base, b) }); err != nil {
+			syscall.SIGTERM, func(b []byte) { s.tr.pageLine(base, b) }); err != nil {
 			return err
 		}
 	}
@@ -193,7 +200,7 @@ func (s *soak) startHostA(ctx context.Context) error {
 func (s *soak) startHost(ctx context.Context, name string, port int, cfg, base string) (*proc, error) {
 	argv := []string{filepath.Join(s.o.root, "bin/host"), "-addr", "127.0.0.1:" + strconv.Itoa(port),
 		"-config", cfg, "-web", filepath.Join(s.o.root, "web"), "-faults"}
-	p, err := s.ps.start(name, argv, nil)
+	p, err := s.ps.start(name, argv, syscall.SIGKILL, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -424,6 +431,9 @@ func (s *soak) goAway(ctx context.Context, n int, ks *kindStats, t0 float64) {
 		ha, _ := getHealth(ctx, to)
 		hb, _ := getHealth(ctx, from)
 		s.logf("fault %d goaway %s: all %d sessions moved in %s (ok %v; %d at target, %d left)", n, name, total, took.Round(time.Millisecond), ok, ha.Sessions, hb.Sessions)
+		if ok {
+			ks.recoveries += total // for goaway: sessions moved
+		}
 		if !ok {
 			ks.notRecovered++
 			s.fail("fault %d goaway %s: after %s, %d of %d sessions at the target, %d left at the source", n, name, took.Round(time.Millisecond), ha.Sessions, total, hb.Sessions)
@@ -448,7 +458,16 @@ func (s *soak) goAway(ctx context.Context, n int, ks *kindStats, t0 float64) {
 // end) and records how long the slowest took.
 func (s *soak) measure(ctx context.Context, n int, kind string, ks *kindStats, t0, t1 float64, hold time.Duration, _ func() bool) {
 	deadline := time.Duration(float64(time.Millisecond)*(t1-msNow())) + bound + 4*time.Second
-	waitFor(ctx, deadline, s.tr.allUp)
+	// Every member up, and still up a second later: a session that became ready while the
+	// fault was on may still be dropped shortly after it ends (flap drops are not cancelled
+	// when the mode changes), and that reconnection belongs to this fault's recovery.
+	until := time.Now().Add(deadline)
+	for waitFor(ctx, time.Until(until), s.tr.allUp) && time.Until(until) > 0 {
+		sleep(ctx, time.Second)
+		if s.tr.allUp() || ctx.Err() != nil {
+			break
+		}
+	}
 	r := s.tr.recoveryAfter(t0, t1)
 	ks.affected += r.affected
 	ks.recoveries += r.recovered
@@ -531,6 +550,7 @@ func (s *soak) summary(took time.Duration) {
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(os.Stdout, "\n== Lifeline chaos soak: %d clients, %d pages, faults for %s, seed %d, wall %s; recovery bound %s\n\n",
 		s.o.clients, s.o.pages, s.o.duration, s.o.seed, took.Round(time.Second), bound)
+	fmt.Fprintln(os.Stdout, "(members: clients and pages; for goaway, recoveries counts sessions moved, A→B and B→A)")
 	fmt.Fprintln(w, "fault\tinjected\tmembers down\trecoveries\tworst recovery\tover bound\tnot recovered\t")
 	var inj int
 	for _, k := range kindNames {
