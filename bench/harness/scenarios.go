@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -311,8 +312,10 @@ func (e *env) s5Restart(r *report) error {
 	t := r.table(fmt.Sprintf("5. Planned restart, %d clients", n),
 		"Lifeline draining to a second Host: 0 ms not connected, 0 events lost or duplicated",
 		"client", "restart", "server down", "not connected p50", "p99", "max", "clients that noticed", "recovered")
-	if err := e.s5Drain(r, t, n); err != nil {
-		r.fail("5 drain", err)
+	for _, shared := range []bool{true, false} {
+		if err := e.s5Drain(r, t, n, shared); err != nil {
+			r.fail(fmt.Sprintf("5 drain (shared log %v)", shared), err)
+		}
 	}
 	g, err := e.startGroup("s5p", allKinds, n, "")
 	if err != nil {
@@ -364,8 +367,10 @@ func (e *env) s5Restart(r *report) error {
 }
 
 // s5Drain: two Hosts, each behind a proxy; the clients are on the first, whose fault panel
-// then drains every session to the second; then the first is stopped.
-func (e *env) s5Drain(r *report, t *table, n int) error {
+// then drains every session to the second; then the first is stopped. With shared, both keep
+// their stream logs in one NATS JetStream (embedded in the second Host, which outlives the
+// first), so the pages can resume by cursor; without, each has its own in-memory ring.
+func (e *env) s5Drain(r *report, t *table, n int, shared bool) error {
 	portA, err := freePort()
 	if err != nil {
 		return err
@@ -374,23 +379,36 @@ func (e *env) s5Drain(r *report, t *table, n int) error {
 	if err != nil {
 		return err
 	}
+	base := "s5-drain-rings"
+	var argsA, argsB []string
+	if shared {
+		base = "s5-drain-shared"
+		natsPort, err := freePort()
+		if err != nil {
+			return err
+		}
+		natsDir := filepath.Join(e.raw, base+"-nats")
+		argsB = []string{"-id", "B", "-nats-embedded", natsDir, "-nats-addr", fmt.Sprintf("127.0.0.1:%d", natsPort)}
+		argsA = []string{"-id", "A", "-nats", fmt.Sprintf("nats://127.0.0.1:%d", natsPort)}
+	}
 	var stA, stB stack
-	if err := stA.addProxy(e, "s5-drain-hostA", fmt.Sprintf("127.0.0.1:%d", portA)); err != nil {
+	if err := stA.addProxy(e, base+"-hostA", fmt.Sprintf("127.0.0.1:%d", portA)); err != nil {
 		return err
 	}
 	defer stA.close()
-	if err := stB.addProxy(e, "s5-drain-hostB", fmt.Sprintf("127.0.0.1:%d", portB)); err != nil {
+	if err := stB.addProxy(e, base+"-hostB", fmt.Sprintf("127.0.0.1:%d", portB)); err != nil {
 		return err
 	}
 	defer stB.close()
-	if stA.srv, err = e.startServer(kLifeline, "s5-drain-hostA", portA, ""); err != nil {
-		return err
-	}
+	// The second Host first: with a shared log, it holds the NATS server the first one uses.
 	// The clients' origin (if they send one) is the first Host's: the second must allow it.
-	if stB.srv, err = e.startServer(kLifeline, "s5-drain-hostB", portB, `{"allowedOrigins":["127.0.0.1:*"]}`); err != nil {
+	if stB.srv, err = e.startServer(kLifeline, base+"-hostB", portB, `{"allowedOrigins":["127.0.0.1:*"]}`, argsB...); err != nil {
 		return err
 	}
-	if stA.clients, stA.fleet, err = e.startClients(kLifeline, "s5-drain-clients", clientURL(kLifeline, stA.proxy.Addr()), n,
+	if stA.srv, err = e.startServer(kLifeline, base+"-hostA", portA, "", argsA...); err != nil {
+		return err
+	}
+	if stA.clients, stA.fleet, err = e.startClients(kLifeline, base+"-clients", clientURL(kLifeline, stA.proxy.Addr()), n,
 		"-sub", "ticks", "-deliveries"); err != nil {
 		return err
 	}
@@ -425,30 +443,37 @@ func (e *env) s5Drain(r *report, t *table, n int) error {
 			noticed++
 		}
 	}
-	how := fmt.Sprintf("drain to a second Host (all moved in %.2f s)", tMoved.Seconds())
+	logs := "separate in-memory logs"
+	if shared {
+		logs = "one log in NATS JetStream"
+	}
+	how := fmt.Sprintf("drain to a second Host, %s (all moved in %.2f s)", logs, tMoved.Seconds())
 	if !moved {
-		how = fmt.Sprintf("drain to a second Host (only %d/%d moved in 30 s)", hB.Sessions, n)
+		how = fmt.Sprintf("drain to a second Host, %s (only %d/%d moved in 30 s)", logs, hB.Sessions, n)
 	}
 	r.row(t, kLifeline, how, "0 (the second Host is up)", fmtS(pct(down, 50)), fmtS(pct(down, 99)), fmtS(maxOf(down)),
 		fmt.Sprintf("%d/%d", noticed, n), fmt.Sprintf("%d/%d on the second Host", hB.Sessions, n))
-	r.judge("5", "drain to a second Host: 0 ms not connected", noticed == 0 && moved, fmt.Sprintf("max %s, %d/%d clients noticed", fmtS(maxOf(down)), noticed, n),
+	r.judge("5", "drain to a second Host ("+logs+"): 0 ms not connected", noticed == 0 && moved, fmt.Sprintf("max %s, %d/%d clients noticed", fmtS(maxOf(down)), noticed, n),
 		"make-before-break must keep the draining session until the target's ready frame")
-	lost, dup := e.streamIntegrity(r, t, fl)
-	r.judge("5", "drain: 0 events lost or duplicated", lost == 0 && dup == 0, fmt.Sprintf("%d lost, %d duplicated", lost, dup),
-		"resume by cursor on the second Host needs a log both Hosts share (hostplugin.StreamLog); with separate rings the page re-baselines")
+	lost, dup := e.streamIntegrity(r, t, fl, logs, tD)
+	r.judge("5", "drain ("+logs+"): 0 events lost or duplicated", lost == 0 && dup == 0, fmt.Sprintf("%d lost, %d duplicated", lost, dup),
+		"every event must reach the page once, in order, across the handover: resumed by cursor from a shared log, or replaced by an explicit reset")
 	return nil
 }
 
 // streamIntegrity reads the ticks deliveries the clients printed (bin/client -sub ticks
 // -deliveries), whose own check prints a violation for every event out of order: a gap (lost
 // events) or a seq already delivered (a duplicate).
-func (e *env) streamIntegrity(r *report, t *table, fl *fleet) (lost, dup int) {
-	var events, resets, violations int
+func (e *env) streamIntegrity(r *report, t *table, fl *fleet, logs string, drain time.Time) (lost, dup int) {
+	var events, resets, resetsAfter, violations int
 	for _, ev := range fl.snapshot() {
 		switch ev.Ev {
 		case "delivery":
 			if ev.Reset {
 				resets++
+				if ev.T.After(drain) {
+					resetsAfter++
+				}
 			} else {
 				events++
 			}
@@ -466,7 +491,7 @@ func (e *env) streamIntegrity(r *report, t *table, fl *fleet) (lost, dup int) {
 			}
 		}
 	}
-	r.note(t, "ticks stream across the drain (bin/client -sub ticks, one tick a second): %d events delivered, %d lost, %d duplicated (%d violations of once-each-in-order); %d resets over %d clients: one at the first subscription, and one when a client moves to the second Host, whose in-memory log is another (its epoch differs), so the page re-baselines explicitly instead of resuming",
-		events, lost, dup, violations, resets, fl.n)
+	r.note(t, "ticks across the drain, %s (bin/client -sub ticks, one tick a second): %d events delivered, %d lost, %d duplicated (%d violations of once-each-in-order); %d resets before the drain (the pages' first baselines), %d after it over %d clients — a reset after the drain means the page re-baselined on the second Host (its log is another, with another epoch) instead of resuming by cursor",
+		logs, events, lost, dup, violations, resets-resetsAfter, resetsAfter, fl.n)
 	return lost, dup
 }

@@ -51,8 +51,8 @@ type server struct {
 func (s *server) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 
 // startServer starts a server of kind on port (0: a free one). hostCfg is the Host's JSON
-// config (lifeline only; "" means "{}").
-func (e *env) startServer(kind, name string, port int, hostCfg string) (*server, error) {
+// config and extra more flags of bin/host (lifeline only; "" means "{}").
+func (e *env) startServer(kind, name string, port int, hostCfg string, extra ...string) (*server, error) {
 	if port == 0 {
 		var err error
 		if port, err = freePort(); err != nil {
@@ -72,6 +72,7 @@ func (e *env) startServer(kind, name string, port int, hostCfg string) (*server,
 		}
 		argv = []string{filepath.Join(e.bin, "host"), "-addr", s.addr(), "-config", s.cfg,
 			"-web", filepath.Join(e.bin, "web"), "-faults"}
+		argv = append(argv, extra...)
 	case kSIO:
 		argv = []string{e.node, filepath.Join(e.root, "bench/peers/sio-server.js"), "--port", strconv.Itoa(port)}
 	case kRWS:
