@@ -398,12 +398,20 @@ func (l *JetStreamLog) Since(ctx context.Context, stream string, cur Cursor) ([]
 			"stream", truncate(stream), "epoch", st.epoch, "seq", st.head, "err", err)
 		return nil, Cursor{Epoch: st.epoch, Seq: st.head}, false, nil
 	}
-	if !l.nc.IsConnected() {
-		return degraded(nats.ErrConnectionReconnecting)
-	}
-	info, err := l.info(ctx, stream)
-	if err != nil {
-		return degraded(err)
+	// A NATS node failing over (a stream leader elected again) takes a few seconds: retry
+	// within sinceRetry before settling for a reset.
+	var info *jetstream.StreamInfo
+	var err error
+	for deadline := time.Now().Add(sinceRetry); ; {
+		if !l.nc.IsConnected() {
+			err = nats.ErrConnectionReconnecting
+		} else if info, err = l.info(ctx, stream); err == nil {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return degraded(err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	if info == nil {
 		return nil, Cursor{Epoch: UnbornEpoch}, false, nil
@@ -418,6 +426,10 @@ func (l *JetStreamLog) Since(ctx context.Context, stream string, cur Cursor) ([]
 		return nil, head, true, nil
 	}
 	events, err := l.read(ctx, info.Config.Name, epoch, cur.Seq+1, last)
+	if err != nil && !errors.Is(err, errGap) {
+		time.Sleep(200 * time.Millisecond)
+		events, err = l.read(ctx, info.Config.Name, epoch, cur.Seq+1, last)
+	}
 	if err != nil {
 		if errors.Is(err, errGap) {
 			return nil, head, false, nil // the oldest were discarded meanwhile
@@ -426,6 +438,9 @@ func (l *JetStreamLog) Since(ctx context.Context, stream string, cur Cursor) ([]
 	}
 	return events, head, true, nil
 }
+
+// sinceRetry bounds how long Since keeps trying NATS before it answers a reset.
+const sinceRetry = 5 * time.Second
 
 var errGap = errors.New("hostplugin: the log no longer holds the range")
 
@@ -561,7 +576,9 @@ func (l *JetStreamLog) follow(ctx context.Context, stream string, fn func(Event)
 			}
 			continue
 		}
-		it, err := c.Messages()
+		// Short pull expiry and heartbeat: a consumer lost with its NATS node (a killed cluster
+		// member) is noticed and recreated in about a second instead of the default ~30 s.
+		it, err := c.Messages(jetstream.PullExpiry(2*time.Second), jetstream.PullHeartbeat(500*time.Millisecond))
 		if err != nil {
 			if !wait() {
 				return

@@ -1,0 +1,211 @@
+//go:build !js
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http/httptest"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/hostplugin"
+)
+
+const (
+	benchSubscribers = 50
+	benchEvents      = 2000
+	benchRate        = 500 // events/s while measuring latency
+	benchBurst       = 3 * time.Second
+	benchPublishers  = 4
+)
+
+// runBench measures, for one Host with the in-memory ring and for two Hosts sharing an
+// embedded JetStream (publishing on one, subscribers on the other), the publish-to-deliver
+// latency at benchRate with benchSubscribers sockets, and how many events per second a Host
+// appends with benchPublishers concurrent publishers.
+func runBench(out io.Writer) error {
+	dir, err := os.MkdirTemp("", "lifeline-fleet-bench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true})
+	if err != nil {
+		return err
+	}
+	ns.Start()
+	defer ns.Shutdown()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		return fmt.Errorf("nats not ready")
+	}
+	url := fmt.Sprintf("nats://%s", ns.Addr().(*net.TCPAddr).String())
+
+	fmt.Fprintf(out, "| log | subscribers | latency p50 | p99 | max | events/s appended per Host |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, backend := range []string{"in-memory ring (one Host)", "JetStream (publish on Host A, deliver from Host B)"} {
+		var pubLog, subLog hostplugin.StreamLog
+		if strings.HasPrefix(backend, "JetStream") {
+			a, err := hostplugin.ConnectJetStream(url, nil)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			b, err := hostplugin.ConnectJetStream(url, nil)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			pubLog, subLog = a, b
+		}
+		lat, rate, err := benchOne(pubLog, subLog)
+		if err != nil {
+			return fmt.Errorf("%s: %w", backend, err)
+		}
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		q := func(p float64) string {
+			return fmt.Sprintf("%.2f ms", float64(lat[int(float64(len(lat)-1)*p)].Microseconds())/1000)
+		}
+		fmt.Fprintf(out, "| %s | %d | %s | %s | %s | %.0f |\n", backend, benchSubscribers, q(0.5), q(0.99), q(1), rate)
+	}
+	return nil
+}
+
+func newBenchHost(log hostplugin.StreamLog) (*hostplugin.Host, *httptest.Server, error) {
+	opts := &hostplugin.Options{Logger: slog.New(slog.DiscardHandler), Log: log}
+	h, err := hostplugin.New(hostplugin.DefaultConfig(), opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	h.SetReady(true)
+	return h, httptest.NewServer(h.Handler(nil)), nil
+}
+
+func benchOne(pubLog, subLog hostplugin.StreamLog) ([]time.Duration, float64, error) {
+	pub, pubSrv, err := newBenchHost(pubLog)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer pubSrv.Close()
+	defer pub.Close()
+	sub, subSrv := pub, pubSrv
+	if subLog != nil {
+		if sub, subSrv, err = newBenchHost(subLog); err != nil {
+			return nil, 0, err
+		}
+		defer subSrv.Close()
+		defer sub.Close()
+	}
+	ctx := context.Background()
+	stream := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	if _, err := pub.Publish(ctx, stream, json.RawMessage(`{"ns":0}`)); err != nil {
+		return nil, 0, err
+	}
+
+	var mu sync.Mutex
+	var lat []time.Duration
+	var got atomic.Int64
+	var wg sync.WaitGroup
+	wsURL := "ws" + strings.TrimPrefix(subSrv.URL, "http") + wire.DefaultPath
+	conns := make([]*websocket.Conn, benchSubscribers)
+	for i := range conns {
+		c, _, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}})
+		if err != nil {
+			return nil, 0, err
+		}
+		c.SetReadLimit(1 << 20)
+		conns[i] = c
+		defer c.CloseNow()
+		if err := c.Write(ctx, websocket.MessageText, fmt.Appendf(nil, `{"t":"sub","stream":%q}`, stream)); err != nil {
+			return nil, 0, err
+		}
+		ready := make(chan struct{})
+		wg.Go(func() {
+			subscribed := false
+			for {
+				_, b, err := c.Read(context.Background())
+				if err != nil {
+					return
+				}
+				f, err := wire.DecodeServer(b)
+				if err != nil {
+					continue
+				}
+				if f.T == wire.TypeReset && !subscribed {
+					subscribed = true
+					close(ready)
+					continue
+				}
+				if f.T != wire.TypeEvent {
+					continue
+				}
+				var d struct{ NS int64 }
+				if json.Unmarshal(f.Data, &d) == nil && d.NS > 0 {
+					l := time.Since(time.Unix(0, d.NS))
+					mu.Lock()
+					lat = append(lat, l)
+					mu.Unlock()
+					got.Add(1)
+				}
+			}
+		})
+		select {
+		case <-ready:
+		case <-time.After(10 * time.Second):
+			return nil, 0, fmt.Errorf("subscriber %d got no reset", i)
+		}
+	}
+
+	// Latency at a steady rate.
+	tick := time.NewTicker(time.Second / benchRate)
+	for range benchEvents {
+		<-tick.C
+		if _, err := pub.Publish(ctx, stream, fmt.Appendf(nil, `{"ns":%d}`, time.Now().UnixNano())); err != nil {
+			tick.Stop()
+			return nil, 0, err
+		}
+	}
+	tick.Stop()
+	want := int64(benchEvents * benchSubscribers)
+	deadline := time.Now().Add(10 * time.Second)
+	for got.Load() < want && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if g := got.Load(); g < want {
+		return nil, 0, fmt.Errorf("delivered %d of %d events", g, want)
+	}
+	for _, c := range conns {
+		_ = c.CloseNow()
+	}
+	wg.Wait()
+	mu.Lock()
+	out := append([]time.Duration(nil), lat...)
+	mu.Unlock()
+
+	// Appends per second, no subscribers.
+	var n atomic.Int64
+	end := time.Now().Add(benchBurst)
+	var pw sync.WaitGroup
+	for range benchPublishers {
+		pw.Go(func() {
+			for time.Now().Before(end) {
+				if _, err := pub.Publish(ctx, stream+"-rate", json.RawMessage(`{"x":1}`)); err == nil {
+					n.Add(1)
+				}
+			}
+		})
+	}
+	pw.Wait()
+	return out, float64(n.Load()) / benchBurst.Seconds(), nil
+}

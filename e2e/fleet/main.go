@@ -1,0 +1,707 @@
+//go:build !js
+
+// Command fleet is the fleet test: a 3-node NATS JetStream cluster (natsnode), three Hosts
+// sharing their stream logs in it, nginx in front, 200 bin/client clients and 2 Chromium
+// pages through nginx. It runs a rolling restart of every Host (SIGTERM: drain, stop, start,
+// next), checks that no event of any client is lost or duplicated and that the pages'
+// indicators never leave connected; then kills one Host with SIGKILL and checks that every
+// client it held recovers onto the survivors within deadline + top cap, resuming by cursor;
+// then kills a NATS node and checks that publishing and replay go on.
+//
+//	go run ./e2e/fleet            # the short run (make test), about 1–2 minutes
+//	go run ./e2e/fleet -long      # the long run (make soak): more rounds, longer settles
+//	go run ./e2e/fleet -bench     # figures: publish-to-deliver latency, events/s (ring vs JetStream)
+//
+// It needs web/lifeline.wasm (scripts/build.sh) and nginx (installed when missing).
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+func main() {
+	long := flag.Bool("long", false, "the long run: three rolling restarts and longer settles")
+	bench := flag.Bool("bench", false, "measure latency and throughput, ring against JetStream, and exit")
+	clients := flag.Int("clients", 200, "bin/client clients")
+	pages := flag.Int("pages", 2, "Chromium pages")
+	keep := flag.Bool("keep", false, "keep the run directory")
+	flag.Parse()
+	if *bench {
+		if err := runBench(os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "fleet -bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	f := &fleet{clientsN: *clients, pagesN: *pages, rounds: 1, settle: 3 * time.Second}
+	if *long {
+		f.rounds, f.settle = 3, 10*time.Second
+	}
+	err := f.run()
+	f.stopAll()
+	if !*keep && err == nil {
+		_ = os.RemoveAll(f.dir)
+	} else {
+		fmt.Fprintln(os.Stderr, "fleet: logs in", f.dir)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL fleet:", err)
+		os.Exit(1)
+	}
+	fmt.Println("PASS fleet")
+}
+
+// proc is one child process.
+type proc struct {
+	name string
+	args []string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+type fleet struct {
+	clientsN, pagesN, rounds int
+	settle                   time.Duration
+	dir, bin                 string
+	natsAddr, routeAddr      [3]string
+	hostAddr                 [3]string
+	natsURLs                 string
+	proxyPort                string
+
+	mu    sync.Mutex
+	procs []*proc
+	nats  [3]*proc
+	hosts [3]*proc
+	st    *clientState
+	pg    *pageState
+}
+
+func logf(format string, args ...any) {
+	fmt.Printf("%s  %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+func freeAddr() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func (f *fleet) start(name string, stdout io.Writer, bin string, args ...string) (*proc, error) {
+	p := &proc{name: name, args: args, done: make(chan struct{})}
+	p.cmd = exec.Command(bin, args...)
+	logFile, err := os.OpenFile(filepath.Join(f.dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	p.cmd.Stderr = logFile
+	p.cmd.Stdout = logFile
+	if stdout != nil {
+		p.cmd.Stdout = stdout
+	}
+	if err := p.cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	go func() {
+		_ = p.cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	f.mu.Lock()
+	f.procs = append(f.procs, p)
+	f.mu.Unlock()
+	return p, nil
+}
+
+func (p *proc) signal(sig syscall.Signal) { _ = p.cmd.Process.Signal(sig) }
+
+func (p *proc) wait(d time.Duration) error {
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(d):
+		return fmt.Errorf("%s did not exit within %v", p.name, d)
+	}
+}
+
+func (f *fleet) stopAll() {
+	f.mu.Lock()
+	procs := append([]*proc(nil), f.procs...)
+	f.mu.Unlock()
+	for i := len(procs) - 1; i >= 0; i-- {
+		p := procs[i]
+		select {
+		case <-p.done:
+			continue
+		default:
+		}
+		p.signal(syscall.SIGTERM)
+		if p.wait(15*time.Second) != nil {
+			p.signal(syscall.SIGKILL)
+			_ = p.wait(5 * time.Second)
+		}
+	}
+}
+
+func waitHTTP(url string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not healthy within %v (%v)", url, d, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func waitTCP(addr string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not listening within %v", addr, d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (f *fleet) build() error {
+	for _, pkg := range []string{"./cmd/host", "./cmd/client", "./e2e/fleet/natsnode"} {
+		cmd := exec.Command("go", "build", "-o", f.bin+"/", pkg)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("go build %s: %w", pkg, err)
+		}
+	}
+	if _, err := os.Stat("web/lifeline.wasm"); err != nil {
+		return errors.New("web/lifeline.wasm is missing: run ./scripts/build.sh first")
+	}
+	if _, err := exec.LookPath("nginx"); err != nil {
+		logf("installing nginx")
+		cmd := exec.Command("sh", "-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("installing nginx: %w", err)
+		}
+	}
+	return nil
+}
+
+func (f *fleet) startNATS(i int) error {
+	var routes []string
+	for j := range 3 {
+		routes = append(routes, "nats://"+f.routeAddr[j])
+	}
+	dir := filepath.Join(f.dir, fmt.Sprintf("nats%d", i+1))
+	p, err := f.start(fmt.Sprintf("nats%d", i+1), nil, f.bin+"/natsnode", "-name", fmt.Sprintf("n%d", i+1),
+		"-addr", f.natsAddr[i], "-cluster", f.routeAddr[i], "-routes", strings.Join(routes, ","), "-dir", dir)
+	if err != nil {
+		return err
+	}
+	f.nats[i] = p
+	return nil
+}
+
+func (f *fleet) startHost(i int) error {
+	p, err := f.start(fmt.Sprintf("host%d", i+1), nil, f.bin+"/host", "-id", fmt.Sprintf("h%d", i+1),
+		"-addr", f.hostAddr[i], "-web", "web", "-faults", "-nats", f.natsURLs, "-nats-replicas", "3")
+	if err != nil {
+		return err
+	}
+	f.hosts[i] = p
+	return waitHTTP("http://"+f.hostAddr[i]+"/_lifeline/health", 30*time.Second)
+}
+
+func (f *fleet) run() error {
+	var err error
+	if f.dir, err = os.MkdirTemp("", "lifeline-fleet-"); err != nil {
+		return err
+	}
+	f.bin = filepath.Join(f.dir, "bin")
+	logf("building into %s", f.bin)
+	if err := f.build(); err != nil {
+		return err
+	}
+	var urls []string
+	for i := range 3 {
+		f.natsAddr[i], f.routeAddr[i], f.hostAddr[i] = freeAddr(), freeAddr(), freeAddr()
+		urls = append(urls, "nats://"+f.natsAddr[i])
+	}
+	f.natsURLs = strings.Join(urls, ",")
+	for i := range 3 {
+		if err := f.startNATS(i); err != nil {
+			return err
+		}
+	}
+	for i := range 3 {
+		if err := waitTCP(f.natsAddr[i], 30*time.Second); err != nil {
+			return err
+		}
+	}
+	logf("NATS cluster up: %s", f.natsURLs)
+	for i := range 3 {
+		if err := f.startHost(i); err != nil {
+			return err
+		}
+	}
+	logf("Hosts up: %v", f.hostAddr)
+	if err := f.startNginx(); err != nil {
+		return err
+	}
+	base := "http://127.0.0.1:" + f.proxyPort
+	logf("nginx up: %s", base)
+	time.Sleep(2 * time.Second) // the first tick creates the stream
+
+	f.st = newClientState()
+	if _, err := f.start("clients", f.st, f.bin+"/client", "-url", "ws://127.0.0.1:"+f.proxyPort+"/_lifeline/events",
+		"-n", fmt.Sprint(f.clientsN), "-sub", "ticks", "-deliveries"); err != nil {
+		return err
+	}
+	f.pg = newPageState()
+	if f.pagesN > 0 {
+		node := exec.Command("node", "e2e/fleet/pages.cjs", base+"/", fmt.Sprint(f.pagesN))
+		node.Stdout = f.pg
+		node.Stderr = os.Stderr
+		stdin, err := node.StdinPipe()
+		if err != nil {
+			return err
+		}
+		if err := node.Start(); err != nil {
+			return fmt.Errorf("node pages.cjs: %w", err)
+		}
+		defer func() {
+			stdin.Close()
+			done := make(chan struct{})
+			go func() { _ = node.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				_ = node.Process.Kill()
+			}
+		}()
+	}
+	if err := f.waitFor("every client connected with ticks flowing", 60*time.Second, func() bool {
+		return f.st.allLive(f.clientsN) && (f.pagesN == 0 || f.pg.isReady())
+	}); err != nil {
+		return err
+	}
+	if err := f.pg.fatal(); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	f.st.mark() // from here on, any reset is a lost replay
+	f.pg.mark()
+	logf("%d clients and %d pages connected; hosts of the pages: %v", f.clientsN, f.pagesN, f.pg.hosts())
+
+	for round := range f.rounds {
+		logf("rolling restart %d/%d", round+1, f.rounds)
+		for i := range 3 {
+			t0 := time.Now()
+			f.hosts[i].signal(syscall.SIGTERM)
+			if err := f.hosts[i].wait(30 * time.Second); err != nil {
+				return err
+			}
+			if err := f.startHost(i); err != nil {
+				return err
+			}
+			logf("  h%d drained, stopped and started in %v", i+1, time.Since(t0).Round(time.Millisecond))
+			time.Sleep(f.settle)
+		}
+	}
+	time.Sleep(2 * time.Second)
+	rep := f.st.report()
+	logf("rolling restart: %s", rep)
+	pr := f.pg.report()
+	logf("pages: %s", pr)
+	if err := rep.clean(); err != nil {
+		return fmt.Errorf("rolling restart: %w", err)
+	}
+	if rep.disconnects > 0 {
+		return fmt.Errorf("rolling restart: %d clients saw a disconnect (max %v visible)", rep.disconnects, rep.maxDown)
+	}
+	if pr.left > 0 {
+		return fmt.Errorf("rolling restart: a page's indicator left connected: %v", pr.states)
+	}
+
+	// SIGKILL one Host: its clients must come back onto the survivors within deadline + top
+	// cap, resuming by their cursor.
+	f.st.mark()
+	victim := 1
+	logf("SIGKILL h%d", victim+1)
+	f.hosts[victim].signal(syscall.SIGKILL)
+	_ = f.hosts[victim].wait(10 * time.Second)
+	const recoverWithin = 15*time.Second + 10*time.Second
+	if err := f.waitFor("every client reconnected after the SIGKILL", recoverWithin+5*time.Second, func() bool {
+		return f.st.allConnected(f.clientsN)
+	}); err != nil {
+		return err
+	}
+	time.Sleep(3 * time.Second)
+	rep = f.st.report()
+	logf("SIGKILL: %s", rep)
+	if err := rep.clean(); err != nil {
+		return fmt.Errorf("after the SIGKILL: %w", err)
+	}
+	if rep.maxDown > recoverWithin {
+		return fmt.Errorf("after the SIGKILL: a client took %v to recover, over %v", rep.maxDown, recoverWithin)
+	}
+	if err := f.startHost(victim); err != nil {
+		return err
+	}
+
+	// Kill a NATS node: ticks keep landing (publishing), and clients sent over by another
+	// SIGKILLed Host resume by cursor (replay) through the two nodes left.
+	f.st.mark()
+	before := f.st.minSeq()
+	logf("SIGKILL NATS node n1")
+	f.nats[0].signal(syscall.SIGKILL)
+	_ = f.nats[0].wait(10 * time.Second)
+	time.Sleep(5 * time.Second)
+	logf("SIGKILL h3 (replay through the two NATS nodes left)")
+	f.hosts[2].signal(syscall.SIGKILL)
+	_ = f.hosts[2].wait(10 * time.Second)
+	if err := f.waitFor("every client reconnected with n1 down", recoverWithin+5*time.Second, func() bool {
+		return f.st.allConnected(f.clientsN)
+	}); err != nil {
+		return err
+	}
+	time.Sleep(5 * time.Second)
+	rep = f.st.report()
+	after := f.st.minSeq()
+	logf("NATS node down: %s; slowest client's seq %d → %d", rep, before, after)
+	if err := rep.clean(); err != nil {
+		return fmt.Errorf("with a NATS node down: %w", err)
+	}
+	if after < before+8 {
+		return fmt.Errorf("with a NATS node down: ticks stalled (slowest client at seq %d, was %d)", after, before)
+	}
+	return nil
+}
+
+func (f *fleet) waitFor(what string, d time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %v waiting for %s (%s)", d, what, f.st.report())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
+}
+
+func (f *fleet) startNginx() error {
+	tmpl, err := os.ReadFile("e2e/fleet/nginx.conf.tmpl")
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(f.dir, "nginx")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	_, port, _ := net.SplitHostPort(freeAddr())
+	f.proxyPort = port
+	conf := strings.NewReplacer("{{DIR}}", dir, "{{PORT}}", port,
+		"{{H1}}", f.hostAddr[0], "{{H2}}", f.hostAddr[1], "{{H3}}", f.hostAddr[2]).Replace(string(tmpl))
+	path := filepath.Join(dir, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		return err
+	}
+	if _, err := f.start("nginx", nil, "nginx", "-p", dir, "-c", path, "-e", filepath.Join(dir, "error.log")); err != nil {
+		return err
+	}
+	return waitHTTP("http://127.0.0.1:"+port+"/_lifeline/health", 10*time.Second)
+}
+
+// clientState reads bin/client's JSON lines: connections and deliveries per client.
+type clientState struct {
+	mu      sync.Mutex
+	buf     []byte
+	up      map[int]bool
+	downAt  map[int]time.Time
+	last    map[int]uint64
+	seen    map[int]bool
+	marked  bool
+	lost    int // gaps and resets after mark
+	dup     int
+	resets  int
+	viol    int
+	discs   int
+	downs   []time.Duration
+	example string
+}
+
+func newClientState() *clientState {
+	return &clientState{up: map[int]bool{}, downAt: map[int]time.Time{}, last: map[int]uint64{}, seen: map[int]bool{}}
+}
+
+type line struct {
+	T      float64 `json:"t"`
+	ID     int     `json:"id"`
+	Event  string  `json:"event"`
+	Stream string  `json:"stream"`
+	Seq    uint64  `json:"seq"`
+	Reset  bool    `json:"reset"`
+}
+
+func (s *clientState) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf = append(s.buf, p...)
+	for {
+		i := strings.IndexByte(string(s.buf), '\n')
+		if i < 0 {
+			break
+		}
+		var l line
+		if json.Unmarshal(s.buf[:i], &l) == nil {
+			s.apply(l)
+		}
+		s.buf = s.buf[i+1:]
+	}
+	return len(p), nil
+}
+
+func (s *clientState) apply(l line) {
+	at := time.UnixMicro(int64(l.T * 1000))
+	switch l.Event {
+	case "connected":
+		if d, ok := s.downAt[l.ID]; ok && s.marked {
+			s.downs = append(s.downs, at.Sub(d))
+		}
+		delete(s.downAt, l.ID)
+		s.up[l.ID] = true
+	case "disconnected":
+		s.up[l.ID] = false
+		s.downAt[l.ID] = at
+		if s.marked {
+			s.discs++
+		}
+	case "violation":
+		s.viol++
+	case "delivery":
+		prev, had := s.last[l.ID]
+		switch {
+		case l.Reset:
+			if s.marked {
+				s.resets++
+				if s.example == "" {
+					s.example = fmt.Sprintf("client %d reset at seq %d after %d", l.ID, l.Seq, prev)
+				}
+			}
+		case !had:
+		case l.Seq <= prev:
+			s.dup++
+		case l.Seq > prev+1:
+			s.lost += int(l.Seq - prev - 1)
+			if s.example == "" {
+				s.example = fmt.Sprintf("client %d got seq %d after %d", l.ID, l.Seq, prev)
+			}
+		}
+		s.last[l.ID] = l.Seq
+		s.seen[l.ID] = true
+	}
+}
+
+func (s *clientState) mark() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.marked = true
+	s.lost, s.dup, s.resets, s.viol, s.discs, s.downs, s.example = 0, 0, 0, 0, 0, nil, ""
+}
+
+func (s *clientState) allLive(n int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.seen) < n {
+		return false
+	}
+	for id := range n {
+		if !s.up[id] || s.last[id] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *clientState) allConnected(n int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range n {
+		if !s.up[id] {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *clientState) minSeq() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := uint64(1 << 62)
+	for _, v := range s.last {
+		m = min(m, v)
+	}
+	return m
+}
+
+type clientReport struct {
+	lost, dup, resets, viol, disconnects int
+	maxDown, p99Down                     time.Duration
+	example                              string
+}
+
+func (r clientReport) String() string {
+	return fmt.Sprintf("%d lost, %d duplicated, %d resets, %d violations, %d disconnects (visible: max %v, p99 %v)",
+		r.lost, r.dup, r.resets, r.viol, r.disconnects, r.maxDown.Round(time.Millisecond), r.p99Down.Round(time.Millisecond))
+}
+
+func (r clientReport) clean() error {
+	if r.lost+r.dup+r.resets+r.viol > 0 {
+		return fmt.Errorf("%s (%s)", r, r.example)
+	}
+	return nil
+}
+
+func (s *clientState) report() clientReport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := clientReport{lost: s.lost, dup: s.dup, resets: s.resets, viol: s.viol, disconnects: s.discs, example: s.example}
+	downs := append([]time.Duration(nil), s.downs...)
+	now := time.Now()
+	for _, d := range s.downAt {
+		if s.marked {
+			downs = append(downs, now.Sub(d)) // still down
+		}
+	}
+	sort.Slice(downs, func(i, j int) bool { return downs[i] < downs[j] })
+	if len(downs) > 0 {
+		r.maxDown = downs[len(downs)-1]
+		r.p99Down = downs[len(downs)*99/100]
+	}
+	return r
+}
+
+// pageState reads pages.cjs's lines.
+type pageState struct {
+	mu      sync.Mutex
+	buf     []byte
+	ready   bool
+	marked  bool
+	states  []string
+	left    int
+	host    map[int]string
+	fatalTx string
+}
+
+func newPageState() *pageState { return &pageState{host: map[int]string{}} }
+
+func (p *pageState) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.buf = append(p.buf, b...)
+	for {
+		i := strings.IndexByte(string(p.buf), '\n')
+		if i < 0 {
+			break
+		}
+		var l struct {
+			Page  int
+			State string
+			Host  string
+			Ready bool
+			Fatal string
+			Error string
+		}
+		if json.Unmarshal(p.buf[:i], &l) == nil {
+			switch {
+			case l.Ready:
+				p.ready = true
+			case l.Fatal != "":
+				p.fatalTx = l.Fatal
+			case l.State != "":
+				p.host[l.Page] = l.Host
+				if p.marked {
+					p.states = append(p.states, fmt.Sprintf("page %d: %s on %s", l.Page, l.State, l.Host))
+					if l.State != "connected" {
+						p.left++
+					}
+				}
+			}
+		}
+		p.buf = p.buf[i+1:]
+	}
+	return len(b), nil
+}
+
+func (p *pageState) isReady() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ready || p.fatalTx != ""
+}
+
+func (p *pageState) fatal() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fatalTx != "" {
+		return errors.New("pages: " + p.fatalTx)
+	}
+	return nil
+}
+
+func (p *pageState) mark() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.marked, p.states, p.left = true, nil, 0
+}
+
+func (p *pageState) hosts() map[int]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[int]string{}
+	for k, v := range p.host {
+		out[k] = v
+	}
+	return out
+}
+
+type pageReport struct {
+	left   int
+	states []string
+}
+
+func (r pageReport) String() string {
+	return fmt.Sprintf("%d states other than connected; changes: %v", r.left, r.states)
+}
+
+func (p *pageState) report() pageReport {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return pageReport{left: p.left, states: append([]string(nil), p.states...)}
+}
