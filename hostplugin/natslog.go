@@ -44,9 +44,9 @@ var (
 	ErrLogUnavailable = errors.New("hostplugin: the stream log is unavailable")
 )
 
-// UnbornEpoch is the epoch of a stream that does not exist in JetStream yet. Its first event
-// comes in the epoch the stream gets when it is created, so its followers are reset then.
-const UnbornEpoch = "unborn"
+// UnbornPrefix begins the epoch of a stream that does not exist in JetStream yet. Its first
+// event comes in the epoch the stream gets when it is created, so its followers are reset then.
+const UnbornPrefix = "unborn-"
 
 // epochKey is the stream metadata key holding the epoch. It is written once, by whichever
 // Host creates the stream, and read by every Host: the epoch is the stream's, not a Host's.
@@ -68,13 +68,16 @@ const nameKey = "lifeline_stream"
 // retried forever and the log recovers on its own.
 //
 // A stream nobody has appended to does not exist in JetStream: Since answers it with a
-// reset to [UnbornEpoch] and sequence 0, and Follow waits for it to appear.
+// reset to sequence 0 in an epoch of this log's own ([UnbornPrefix] and a random id: "nothing"
+// on one Host is not comparable with "nothing" on another, so a page that moves is reset by
+// each Host it lands on), and Follow waits for it to appear.
 //
 // The zero JetStreamLog is not usable; call [ConnectJetStream]. It is safe for concurrent use.
 type JetStreamLog struct {
 	nc       *nats.Conn
 	js       jetstream.JetStream
 	opts     JetStreamOptions
+	unborn   string // the epoch of streams not in JetStream yet, this log's own
 	logger   *slog.Logger
 	ctx      context.Context // ended by Close: stops every Follow
 	cancel   context.CancelFunc
@@ -130,7 +133,7 @@ func ConnectJetStream(url string, opts *JetStreamOptions) (*JetStreamLog, error)
 	if o.Name == "" {
 		o.Name = "lifeline"
 	}
-	l := &JetStreamLog{opts: o, logger: o.Logger, streams: map[string]*jsStream{}}
+	l := &JetStreamLog{opts: o, logger: o.Logger, streams: map[string]*jsStream{}, unborn: UnbornPrefix + newID(6)}
 	l.health = LogHealth{Backend: "jetstream"}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	nc, err := nats.Connect(url,
@@ -392,7 +395,7 @@ func (l *JetStreamLog) Since(ctx context.Context, stream string, cur Cursor) ([]
 	degraded := func(err error) ([]Event, Cursor, bool, error) {
 		st, _ := l.known(stream)
 		if st.epoch == "" {
-			st.epoch = UnbornEpoch // never seen: all the page can hold is nothing
+			st.epoch = l.unborn // never seen: all the page can hold is nothing
 		}
 		l.logger.Warn("hostplugin: cannot read the stream log; resetting the page to the last known head",
 			"stream", truncate(stream), "epoch", st.epoch, "seq", st.head, "err", err)
@@ -414,7 +417,7 @@ func (l *JetStreamLog) Since(ctx context.Context, stream string, cur Cursor) ([]
 		time.Sleep(200 * time.Millisecond)
 	}
 	if info == nil {
-		return nil, Cursor{Epoch: UnbornEpoch}, false, nil
+		return nil, Cursor{Epoch: l.unborn}, false, nil
 	}
 	epoch, first, last := epochOf(info), info.State.FirstSeq, info.State.LastSeq
 	head := Cursor{Epoch: epoch, Seq: last}

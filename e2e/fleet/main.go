@@ -349,6 +349,10 @@ func (f *fleet) run() error {
 	if pr.left > 0 {
 		return fmt.Errorf("rolling restart: a page's indicator left connected: %v", pr.states)
 	}
+	// Every Host restarted, so every page moved at least once, and its "on host" line with it.
+	if stuck := f.pg.stuck(f.pagesN); len(stuck) > 0 {
+		return fmt.Errorf("rolling restart: pages %v still show the Host they started on: %v", stuck, pr.states)
+	}
 
 	// SIGKILL one Host: its clients must come back onto the survivors within deadline + top
 	// cap, resuming by their cursor.
@@ -617,10 +621,13 @@ type pageState struct {
 	states  []string
 	left    int
 	host    map[int]string
+	visited map[int]map[string]bool // after mark: the Hosts each page was shown on
 	fatalTx string
 }
 
-func newPageState() *pageState { return &pageState{host: map[int]string{}} }
+func newPageState() *pageState {
+	return &pageState{host: map[int]string{}, visited: map[int]map[string]bool{}}
+}
 
 func (p *pageState) Write(b []byte) (int, error) {
 	p.mu.Lock()
@@ -648,6 +655,10 @@ func (p *pageState) Write(b []byte) (int, error) {
 			case l.State != "":
 				p.host[l.Page] = l.Host
 				if p.marked {
+					if p.visited[l.Page] == nil {
+						p.visited[l.Page] = map[string]bool{}
+					}
+					p.visited[l.Page][l.Host] = true
 					p.states = append(p.states, fmt.Sprintf("page %d: %s on %s", l.Page, l.State, l.Host))
 					if l.State != "connected" {
 						p.left++
@@ -679,6 +690,23 @@ func (p *pageState) mark() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.marked, p.states, p.left = true, nil, 0
+	p.visited = map[int]map[string]bool{}
+	for page, h := range p.host {
+		p.visited[page] = map[string]bool{h: true}
+	}
+}
+
+// stuck returns the pages that were shown on fewer than two Hosts since mark.
+func (p *pageState) stuck(n int) []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []int
+	for page := range n {
+		if len(p.visited[page]) < 2 {
+			out = append(out, page)
+		}
+	}
+	return out
 }
 
 func (p *pageState) hosts() map[int]string {
