@@ -361,7 +361,7 @@ func (e *env) s5Restart(r *report) error {
 		r.row(t, st.kind, "plain: stop, start again on the same port", fmtS(downFor[i].Seconds()),
 			fmtS(pct(down, 50)), fmtS(pct(down, 99)), fmtS(maxOf(down)), fmt.Sprintf("%d/%d", noticed, n), recovered(n, miss))
 	}
-	r.note(t, "Lifeline's plain restart is cmd/host's SIGTERM: it closes its listener, sends every page a goaway back to the same place, waits up to drainTimeoutMs (10 s) for the sessions to leave, then exits; the pages stay connected on the draining session meanwhile, but their dials back to the closed listener fail and climb the ladder, so once the old sessions close they wait a high rung (4–8 s) for the new Host")
+	r.note(t, "Lifeline's plain restart is cmd/host's SIGTERM: it closes its listener, sends every page a goaway back to the same place, waits up to drainTimeoutMs (10 s) for the sessions to leave, then exits; the pages stay connected on the draining session meanwhile, but their dials back to the closed listener fail and climb the ladder, so once the old sessions close they wait a high rung (up to 10 s) for the new Host")
 	r.note(t, "server down is from the stop signal to the new process accepting; not connected is each client's time between its `disconnected` and its next `connected` from the stop on")
 	return nil
 }
