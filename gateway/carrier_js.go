@@ -4,6 +4,8 @@ package gateway
 
 import (
 	"context"
+	"errors"
+	"net"
 	"net/http"
 	"time"
 
@@ -60,8 +62,25 @@ func (k *carrier) setReadLimit(n int64) { k.c.SetReadLimit(n) }
 
 func (k *carrier) subprotocol() string { return k.c.Subprotocol() }
 
+// closedRereads is how often read asks again after the library reported the socket closed.
+const closedRereads = 32
+
+// read returns the next frame. coder/websocket's browser read picks at random between "a
+// message is buffered" and "the socket closed" once both are ready, so a frame the Host sent
+// right before closing (a retry-after, a goaway, the last events) could be dropped. Closed is
+// final and a buffered message keeps its signal, so asking again finds such a frame with
+// probability 1 − 2⁻³²; when nothing is buffered every reread returns at once.
 func (k *carrier) read() (websocket.MessageType, []byte, error) {
-	return k.c.Read(context.Background())
+	typ, b, err := k.c.Read(context.Background())
+	if err == nil || !errors.Is(err, net.ErrClosed) {
+		return typ, b, err
+	}
+	for range closedRereads {
+		if t2, b2, err2 := k.c.Read(context.Background()); err2 == nil {
+			return t2, b2, nil
+		}
+	}
+	return typ, b, err
 }
 
 func (k *carrier) write(b []byte) error {
