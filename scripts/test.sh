@@ -24,5 +24,11 @@ step "build: bin/host, bin/client, web/lifeline.wasm"
 step "end to end: Playwright in Chromium against bin/host"
 (cd e2e && npx playwright test)
 
+step "chaos soak (60 s smoke): 50 clients + 1 page under randomized faults"
+SOAK_BUILD=0 SOAK_FLEET=0 SOAK_DURATION=60s SOAK_CLIENTS=50 SOAK_PAGES=1 ./scripts/soak.sh
+
+step "fleet (short): 3 Hosts on NATS JetStream behind nginx, 200 clients + 2 pages, rolling restart and kills"
+go run ./e2e/fleet
+
 echo
 echo "== make test passed in $((SECONDS - start)) s"
