@@ -112,13 +112,18 @@ type faultState struct {
 func (h *Host) Fault() Fault { return h.fault.Load().f }
 
 // SetFault puts the events endpoint in fault mode f. Entering flap schedules the drop of every
-// ready session After from now; entering drain sends goaway to every ready session; entering
+// ready session After from now, and leaving it cancels the drops still pending; entering drain sends goaway to every ready session; entering
 // outage drops every session; leaving stall-open releases the held upgrades. Sockets opened
 // during stall-ready stay without a ready frame: a stalled handshake is the page's to cancel.
 func (h *Host) SetFault(f Fault) {
 	old := h.fault.Swap(&faultState{f: f, changed: make(chan struct{})})
 	close(old.changed)
 	h.logger.Info("hostplugin: fault mode", "mode", f.String())
+	if old.f.Mode == FaultFlap && f.Mode != FaultFlap {
+		for _, s := range h.snapshot() {
+			s.keepAlive()
+		}
+	}
 	switch f.Mode {
 	case FaultFlap:
 		for _, s := range h.snapshot() {

@@ -115,6 +115,20 @@ func TestFaultFlapDropsSessionsAfterReady(t *testing.T) {
 	}
 }
 
+func TestLeavingFlapCancelsPendingDrops(t *testing.T) {
+	f := newFixture(t, `{}`, true)
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+	f.h.SetFault(hostplugin.Fault{Mode: hostplugin.FaultFlap, After: 200 * time.Millisecond})
+	f.h.SetFault(hostplugin.Fault{})
+	// Past the drop that was scheduled, the session must still be open: nothing to read, no close.
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	if _, b, err := c.conn.Read(ctx); ctx.Err() == nil {
+		t.Fatalf("after flap ended the session read %s / %v, want it quietly open", b, err)
+	}
+}
+
 func TestFaultDrainSendsEveryPageToTheURI(t *testing.T) {
 	f := newFixture(t, `{}`, true)
 	early := f.dial(t)

@@ -307,6 +307,16 @@ func (s *session) dropAfter(d time.Duration) {
 	s.flap = time.AfterFunc(d, func() { _ = s.conn.CloseNow() })
 }
 
+// keepAlive cancels a pending flap drop: once the Host is up again, up means up.
+func (s *session) keepAlive() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.flap != nil {
+		s.flap.Stop()
+		s.flap = nil
+	}
+}
+
 func (s *session) isReady() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
