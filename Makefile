@@ -1,10 +1,10 @@
 # Targets stay thin: the work is in scripts/, where it can be read and run on its own.
-.PHONY: run test bench lint wasm clean soak
+.PHONY: run test bench lint clean soak fleet
 
 run: ## build everything and serve the demo page on http://127.0.0.1:8080
 	./scripts/run.sh
 
-test: ## every test: vet + staticcheck (native and js/wasm), go test -race, wasm tests, e2e
+test: ## every test: lint, go test -race, wasm tests (Node, Chromium), Playwright, chaos smoke, short fleet
 	./scripts/test.sh
 
 lint: ## vet + staticcheck, native and js/wasm
@@ -20,4 +20,4 @@ fleet: ## a one-machine fleet: 3-node NATS JetStream cluster, three Hosts, nginx
 	./scripts/fleet.sh
 
 clean:
-	rm -rf web/lifeline.wasm* web/wasm_exec.js e2e/node_modules e2e/test-results e2e/playwright-report
+	rm -rf bin web/lifeline.wasm* web/wasm_exec.js e2e/node_modules e2e/test-results e2e/playwright-report
