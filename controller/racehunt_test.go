@@ -224,4 +224,3 @@ func TestRaceHunt(t *testing.T) {
 		}
 	})
 }
-
