@@ -5,6 +5,7 @@ package hostplugin
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -63,10 +64,22 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := h.state.Load()
 	origin := r.Header.Get("Origin")
 	originOK := originAllowed(origin, r.Host, st.cfg.allowedOrigins)
+	admitted := false
+	var retry time.Duration
+	if originOK && fault.Mode != FaultOverload {
+		// Before the upgrade, so that a page held for its slot is still connecting.
+		retry, admitted = h.adm.admit(r.Context(), time.Now(), st.cfg.maxSessions)
+		if !admitted && retry == 0 {
+			return // the page left while held
+		}
+	}
 
 	conn, err := websocket.Accept(slimWriter{w}, r, acceptOptions)
 	if err != nil {
 		// Accept has answered the request (400, 426, ...).
+		if admitted {
+			h.adm.release()
+		}
 		h.logger.Debug("hostplugin: websocket handshake failed", "remote", r.RemoteAddr, "err", err)
 		return
 	}
@@ -82,7 +95,7 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuseOverloaded(conn, fault.After)
 		return
 	}
-	if retry, ok := h.adm.admit(time.Now(), st.cfg.maxSessions); !ok {
+	if !admitted {
 		h.logOverload.Do(func() {
 			h.logger.Warn("hostplugin: refused a socket (1013): over the session cap or the accept rate",
 				"sessions", h.Sessions(), "maxSessions", st.cfg.maxSessions, "acceptRate", st.cfg.acceptRate,
@@ -181,31 +194,59 @@ const (
 	rateRetryFloor = 10 * time.Millisecond
 )
 
+// holdMax is the longest the Host holds an upgrade for its accept-rate slot rather than
+// refusing it. Shorter than the page's slow warning (3 s by default), so a held page does not
+// even look slow; and a held page costs the Host nothing but a parked request.
+const holdMax = 2 * time.Second
+
 // admit takes a session slot, or returns how long the page should wait before trying again.
-func (a *admission) admit(now time.Time, maxSessions int) (time.Duration, bool) {
+//
+// Over the accept rate, a page whose slot is at most holdMax away is held until then instead
+// of refused: a refusal would cost it a full step of its retry ladder (a 1013 never shortens
+// the ladder), so a herd would come back seconds later than the Host could take it. The rate
+// still holds in every window, because the held page is admitted at its slot. It returns
+// false without a retry-after when ctx ends while holding (the page left).
+func (a *admission) admit(ctx context.Context, now time.Time, maxSessions int) (time.Duration, bool) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if a.count >= maxSessions {
-		return max(a.nextSlot(now), capRetryFloor), false
+		defer a.mu.Unlock()
+		return max(a.nextSlot(now, 0), capRetryFloor), false
 	}
-	if !a.lim.AllowN(now, 1) {
-		return max(a.nextSlot(now), rateRetryFloor), false
+	r := a.lim.ReserveN(now, 1)
+	wait := r.DelayFrom(now)
+	if wait > holdMax || !r.OK() {
+		r.CancelAt(now)
+		defer a.mu.Unlock()
+		return max(a.nextSlot(now, wait), rateRetryFloor), false
 	}
-	a.count++
-	return 0, true
+	a.count++ // the slot is taken now, so the session cap holds while the page waits
+	a.mu.Unlock()
+	if wait == 0 {
+		return 0, true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return 0, true
+	case <-ctx.Done():
+		r.Cancel()
+		a.release()
+		return 0, false
+	}
 }
 
 // nextSlot spreads refused pages over the time the limiter needs to admit them: each gets the
-// next free slot at the accept rate after the ones already told to come back, so a herd
-// returns at the rate the Host takes instead of all at once. Beyond what a page honours
+// next free slot at the accept rate after the ones already told to come back (and no earlier
+// than free, when the limiter's next token is free from now, which counts held pages), so a
+// herd returns at the rate the Host takes instead of all at once. Beyond what a page honours
 // (wire.MaxRetryAfter) the slots are full; those pages get a random delay in its upper half.
-func (a *admission) nextSlot(now time.Time) time.Duration {
+func (a *admission) nextSlot(now time.Time, free time.Duration) time.Duration {
 	interval := time.Duration(float64(time.Second) / float64(a.lim.Limit()))
-	from := now
-	if a.tail.After(now) {
-		from = a.tail
+	slot := now.Add(free)
+	if next := a.tail.Add(interval); next.After(slot) {
+		slot = next
 	}
-	slot := from.Add(interval)
 	if d := slot.Sub(now); d <= wire.MaxRetryAfter {
 		a.tail = slot
 		return d

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -441,26 +442,69 @@ func TestSessionCapClosesWith1013AndARetryAfter(t *testing.T) {
 	f.dial(t).expect(wire.TypeReady)
 }
 
-func TestAcceptRateSpreadsARefusedHerd(t *testing.T) {
+func TestAcceptRateHoldsPagesNearTheirSlotAndSpreadsTheRest(t *testing.T) {
+	// 2 per second, burst 1: one page at once, four held for their slots (0.5 s apart, up to
+	// the 2 s hold), the rest refused with retry-afters a slot apart.
 	f := newFixture(t, `{"acceptRate":2,"acceptBurst":1}`, true)
-	f.dial(t).expect(wire.TypeReady)
-	var last time.Duration
-	for i := range 5 {
-		code, reason := f.dial(t).closed()
-		d, ok := wire.ParseRetryAfter(reason)
-		if code != wire.CloseOverloaded || !ok {
-			t.Fatalf("refused page %d: close %d %q, want 1013 with a retry-after", i, code, reason)
-		}
-		// Each later page is given a later slot, half a second (1/rate) apart.
-		if i > 0 && (d-last < 300*time.Millisecond || d-last > 700*time.Millisecond) {
-			t.Errorf("page %d told to wait %v after %v: slots are not 1/rate apart", i, d, last)
-		}
-		last = d
+	type outcome struct {
+		readyAfter time.Duration // admitted: when its ready frame came
+		retry      time.Duration // refused: the retry-after
 	}
-	if last > wire.MaxRetryAfter {
-		t.Errorf("retry-after %v beyond what a page honours", last)
+	const pages = 8
+	start := time.Now()
+	results := make(chan outcome, pages)
+	for range pages {
+		go func() {
+			c := f.dial(t)
+			f := c.next()
+			if f.T == wire.TypeReady {
+				results <- outcome{readyAfter: time.Since(start)}
+				return
+			}
+			code, reason := c.closed()
+			d, ok := wire.ParseRetryAfter(reason)
+			if f.T != wire.TypeError || code != wire.CloseOverloaded || !ok {
+				t.Errorf("refused page: frame %+v then close %d %q, want an error frame and 1013 with a retry-after", f, code, reason)
+			}
+			results <- outcome{retry: d}
+		}()
+	}
+	var admitted, refused []time.Duration
+	for range pages {
+		select {
+		case o := <-results:
+			if o.retry == 0 {
+				admitted = append(admitted, o.readyAfter)
+			} else {
+				refused = append(refused, o.retry)
+			}
+		case <-time.After(bound):
+			t.Fatalf("only %d of %d pages answered within %v", len(admitted)+len(refused), pages, bound)
+		}
+	}
+	slices.Sort(admitted)
+	slices.Sort(refused)
+	if len(admitted) != 5 || len(refused) != 3 {
+		t.Fatalf("admitted at %v, refused with %v; want 5 admitted (1 at once, 4 held) and 3 refused", admitted, refused)
+	}
+	for i, at := range admitted {
+		// Never faster than the rate: the i-th page no earlier than its slot.
+		if slot := time.Duration(i) * 500 * time.Millisecond; at < slot-50*time.Millisecond {
+			t.Errorf("page %d admitted after %v, before its slot %v", i, at, slot)
+		}
+	}
+	for i := 1; i < len(refused); i++ {
+		if gap := refused[i] - refused[i-1]; gap < 300*time.Millisecond || gap > 700*time.Millisecond {
+			t.Errorf("retry-afters %v: slots are not 1/rate apart", refused)
+		}
+	}
+	if refused[0] <= holdMaxForTest {
+		t.Errorf("a page refused with retry-after %v: it should have been held", refused[0])
 	}
 }
+
+// holdMaxForTest mirrors hostplugin's holdMax (2 s): pages within it of their slot are held.
+const holdMaxForTest = 2 * time.Second
 
 func TestSlowReadersAreShedWithoutBlockingPublish(t *testing.T) {
 	f := newFixture(t, `{"ringSize":1}`, true)

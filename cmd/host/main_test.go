@@ -96,8 +96,19 @@ func startHost(t *testing.T, args ...string) *host {
 		_ = h.cmd.Process.Kill()
 		<-h.done
 	})
+	// Wait for the whole line: a substring may arrive before the rest of its line does.
 	h.waitLog("host: serving")
-	h.url = servingLine.FindStringSubmatch(h.out.String())[1]
+	deadline := time.Now().Add(bound)
+	for {
+		if m := servingLine.FindStringSubmatch(h.out.String()); m != nil {
+			h.url = m[1]
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no serving URL in the host's output:\n%s", h.out)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	return h
 }
 
