@@ -283,7 +283,7 @@ func (e *env) s4Herd(r *report) error {
 					"a limiter that counts per window, not a token bucket with a burst")
 				r.judgeFull(full, "4", "accept-rate 5/100 ms: 99% no more than 1 s later than without", t99-t99Free <= 1 && miss == 0,
 					fmt.Sprintf("%s vs %s", fmtS(t99), fmtS(t99Free)),
-					"a page refused with 1013 waits max(retry-after, its next ladder delay), and the refusal counts as one more failure of the outage, so a page refused on its first try after recovery waits the top rung (5–10 s) although the Host said to come back in tens of milliseconds (its retry-after slots are 20 ms apart); 99% then needs two or three such rounds. It would take the page honouring an admission refusal as what it is — come back at the retry-after, without a ladder step — or the Host holding the upgrade until the client's slot instead of refusing it")
+					"a page refused with 1013 waits max(retry-after, its next ladder delay) and the refusal counts as one more failure of the outage, so it comes back a top rung (5–10 s) later although its slot was near. The Host holds an upgrade up to 2 s for its slot instead of refusing it (hostplugin, holdMax), so a page still refused is one whose slot was further away than that. It would take the page honouring an admission refusal as what it is — come back at the retry-after, without a ladder step — or a longer hold")
 			}
 		}
 		g.close()
