@@ -70,8 +70,11 @@ type Record struct {
 	Accepted time.Time `json:"accepted"`
 	Mode     Mode      `json:"mode"`           // the mode in force at accept
 	Ended    time.Time `json:"ended,omitzero"` // zero while the connection is open
-	End      string    `json:"end,omitempty"`  // one of the End* constants
-	Client   string    `json:"client"`         // the client's address (its source port)
+	// FirstReply is when the first byte from the upstream reached the proxy (forwarded
+	// connections only): for an HTTP upgrade, when the server accepted it.
+	FirstReply time.Time `json:"firstReply,omitzero"`
+	End        string    `json:"end,omitempty"` // one of the End* constants
+	Client     string    `json:"client"`        // the client's address (its source port)
 }
 
 // Open reports whether the connection was still open at t.
@@ -278,7 +281,7 @@ func (p *Proxy) forward(l *link) {
 		done <- EndClient
 	}()
 	go func() {
-		_, _ = io.Copy(l.client, up)
+		p.copyReplies(l, up)
 		done <- EndUpstream
 	}()
 	first := <-done
@@ -286,6 +289,30 @@ func (p *Proxy) forward(l *link) {
 	_ = l.client.Close()
 	_ = up.Close()
 	<-done
+}
+
+// copyReplies copies the upstream's bytes to the client, noting when the first one came.
+func (p *Proxy) copyReplies(l *link, up net.Conn) {
+	buf := make([]byte, 32<<10)
+	first := true
+	for {
+		n, err := up.Read(buf)
+		if n > 0 {
+			if first {
+				first = false
+				now := time.Now()
+				p.mu.Lock()
+				p.records[l.id-1].FirstReply = now
+				p.mu.Unlock()
+			}
+			if _, werr := l.client.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // reset ends l with an RST to the client and closes its upstream side.

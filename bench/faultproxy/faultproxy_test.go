@@ -98,6 +98,9 @@ func TestUpForwardsAndLogsEachAccept(t *testing.T) {
 	if len(recs) != 1 || recs[0].Mode != faultproxy.Up || !recs[0].Ended.IsZero() {
 		t.Fatalf("records = %+v; want one open connection accepted in up", recs)
 	}
+	if r := recs[0]; r.FirstReply.IsZero() || r.FirstReply.Before(r.Accepted) {
+		t.Fatalf("record = %+v; want the time of the upstream's first reply, after the accept", r)
+	}
 	if !strings.Contains(log.String(), `"mode":"up"`) {
 		t.Fatalf("log = %q; want a JSON line with the mode", log.String())
 	}
