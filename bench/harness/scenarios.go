@@ -297,7 +297,7 @@ func (e *env) s4Herd(r *report) error {
 	}
 	r.note(t, "sessions admitted are seen at the proxy in front of the Host: the moment the Host answered an upgrade (its first byte back) of a connection that then lasted over 500 ms (a 1013 refusal ends within milliseconds); the Host holds an upgrade for its accept-rate slot and answers it at admission")
 	r.note(t, "peak TCP accepts counts what the proxy accepted in the worst 100 ms after it came back: in any sliding window [t, t+100 ms), and in the worst of the 100 ms bins counted from the moment it came back; peak connects counts sessions established (Lifeline: ready frames, i.e. what the Host admitted) in the worst 100 ms")
-	r.note(t, "the Host's limit is its JSON config: acceptRate per second and acceptBurst; 5 per 100 ms is acceptRate 50, and a token bucket admits burst + rate × window in a window, so only burst 1 keeps every 100 ms window at 5")
+	r.note(t, "the Host's limit is its JSON config: acceptRate per second and acceptBurst; 5 per 100 ms is acceptRate 50, and a token bucket admits burst + rate × window in a window, so only burst 1 can keep every 100 ms window at 5, and then only if each admission comes exactly on its slot")
 	return nil
 }
 
