@@ -184,6 +184,7 @@ type admission struct {
 	lim   *rate.Limiter
 	count int       // sessions admitted and not yet ended
 	tail  time.Time // when the last page told to come back is due
+	held  time.Time // when the last held page was admitted
 }
 
 // Floors of the retry-after for refused pages.
@@ -226,13 +227,28 @@ func (a *admission) admit(ctx context.Context, now time.Time, maxSessions int) (
 	}
 	t := time.NewTimer(wait)
 	defer t.Stop()
-	select {
-	case <-t.C:
+	for {
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			r.Cancel()
+			a.release()
+			return 0, false
+		}
+		// A timer that fired late must not squeeze the next held page closer than the rate
+		// allows: held pages are spaced from the previous actual admission, not only from
+		// the bucket's schedule, so no window ever sees more than the limit.
+		a.mu.Lock()
+		now := time.Now()
+		interval := time.Duration(float64(time.Second) / float64(a.lim.Limit()))
+		if gap := a.held.Add(interval).Sub(now); gap > 0 {
+			a.mu.Unlock()
+			t.Reset(gap)
+			continue
+		}
+		a.held = now
+		a.mu.Unlock()
 		return 0, true
-	case <-ctx.Done():
-		r.Cancel()
-		a.release()
-		return 0, false
 	}
 }
 

@@ -493,6 +493,12 @@ func TestAcceptRateHoldsPagesNearTheirSlotAndSpreadsTheRest(t *testing.T) {
 			t.Errorf("page %d admitted after %v, before its slot %v", i, at, slot)
 		}
 	}
+	for i := 2; i < len(admitted); i++ {
+		// Held pages are spaced from each other's actual admission, never squeezed together.
+		if gap := admitted[i] - admitted[i-1]; gap < 450*time.Millisecond {
+			t.Errorf("held pages admitted %v apart (%v): closer than 1/rate", gap, admitted)
+		}
+	}
 	for i := 1; i < len(refused); i++ {
 		if gap := refused[i] - refused[i-1]; gap < 300*time.Millisecond || gap > 700*time.Millisecond {
 			t.Errorf("retry-afters %v: slots are not 1/rate apart", refused)
