@@ -184,7 +184,7 @@ type admission struct {
 	lim   *rate.Limiter
 	count int       // sessions admitted and not yet ended
 	tail  time.Time // when the last page told to come back is due
-	held  time.Time // when the last held page was admitted
+	last  time.Time // when the last page was admitted
 }
 
 // Floors of the retry-after for refused pages.
@@ -215,16 +215,26 @@ func (a *admission) admit(ctx context.Context, now time.Time, maxSessions int) (
 	}
 	r := a.lim.ReserveN(now, 1)
 	wait := r.DelayFrom(now)
+	// With burst 1 the limit promises at most one page per interval in every window, so a
+	// page is also spaced from the previous actual admission: a held page whose timer fired
+	// late must not squeeze the next one closer than the rate allows.
+	interval := time.Duration(float64(time.Second) / float64(a.lim.Limit()))
+	spaced := a.lim.Burst() <= 1
+	if spaced {
+		wait = max(wait, a.last.Add(interval).Sub(now))
+	}
 	if wait > holdMax || !r.OK() {
 		r.CancelAt(now)
 		defer a.mu.Unlock()
 		return max(a.nextSlot(now, wait), rateRetryFloor), false
 	}
 	a.count++ // the slot is taken now, so the session cap holds while the page waits
-	a.mu.Unlock()
-	if wait == 0 {
+	if wait <= 0 {
+		a.last = now
+		a.mu.Unlock()
 		return 0, true
 	}
+	a.mu.Unlock()
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	for {
@@ -235,18 +245,14 @@ func (a *admission) admit(ctx context.Context, now time.Time, maxSessions int) (
 			a.release()
 			return 0, false
 		}
-		// A timer that fired late must not squeeze the next held page closer than the rate
-		// allows: held pages are spaced from the previous actual admission, not only from
-		// the bucket's schedule, so no window ever sees more than the limit.
 		a.mu.Lock()
 		now := time.Now()
-		interval := time.Duration(float64(time.Second) / float64(a.lim.Limit()))
-		if gap := a.held.Add(interval).Sub(now); gap > 0 {
+		if gap := a.last.Add(interval).Sub(now); spaced && gap > 0 {
 			a.mu.Unlock()
 			t.Reset(gap)
 			continue
 		}
-		a.held = now
+		a.last = now
 		a.mu.Unlock()
 		return 0, true
 	}
