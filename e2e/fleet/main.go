@@ -4,7 +4,9 @@
 // sharing their stream logs in it, nginx in front, 200 bin/client clients and 2 Chromium
 // pages through nginx. It runs a rolling restart of every Host (SIGTERM: drain, stop, start,
 // next), checks that no event of any client is lost or duplicated and that the pages'
-// indicators never leave connected; then kills one Host with SIGKILL and checks that every
+// indicators never leave connected; then sends h1's pages to h2 with a GOAWAY whose uri pins
+// them through nginx (/h2/) and back (0 disconnects both ways); then kills one Host with
+// SIGKILL and checks that every
 // client it held recovers onto the survivors within deadline + top cap, resuming by cursor;
 // then kills a NATS node and checks that publishing and replay go on.
 //
@@ -354,8 +356,57 @@ func (f *fleet) run() error {
 		return fmt.Errorf("rolling restart: pages %v still show the Host they started on: %v", stuck, pr.states)
 	}
 
+	// A GOAWAY whose uri names one Host through nginx (/h2/) pins its pages there: h1 sends
+	// every session to h2, make-before-break, and nobody notices.
+	f.st.mark()
+	pin := "ws://127.0.0.1:" + f.proxyPort + "/h2/_lifeline/events"
+	before2 := f.sessions(1)
+	moving := f.sessions(0)
+	logf("GOAWAY pinned to h2 (%s) from h1 (%d sessions)", pin, moving)
+	if err := f.fault(0, "drain="+pin); err != nil {
+		return err
+	}
+	if err := f.waitFor("h1's sessions to move to h2", 20*time.Second, func() bool {
+		return f.sessions(0) == 0 && f.sessions(1) >= before2+moving
+	}); err != nil {
+		return err
+	}
+	if err := f.fault(0, "up"); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	rep = f.st.report()
+	logf("pinned GOAWAY: %d sessions moved h1 → h2; %s", moving, rep)
+	if err := rep.clean(); err != nil {
+		return fmt.Errorf("pinned GOAWAY: %w", err)
+	}
+	if rep.disconnects > 0 {
+		return fmt.Errorf("pinned GOAWAY: %d clients saw a disconnect (max %v visible)", rep.disconnects, rep.maxDown)
+	}
+	// And back to nginx's own endpoint, so the kills below meet the fleet spread as before.
+	// That hop returns to an endpoint that already redirected these pages: a loop, so the
+	// ladder slows it down, still make-before-break.
+	if err := f.fault(1, "drain=ws://127.0.0.1:"+f.proxyPort+"/_lifeline/events"); err != nil {
+		return err
+	}
+	if err := f.waitFor("the pinned sessions to spread out again", 30*time.Second, func() bool {
+		return f.sessions(1) < before2+moving/2
+	}); err != nil {
+		return err
+	}
+	if err := f.fault(1, "up"); err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	rep = f.st.report()
+	logf("unpinned: h2 back to %d sessions; %s", f.sessions(1), rep)
+	if err := rep.clean(); err != nil {
+		return fmt.Errorf("unpinning: %w", err)
+	}
+
 	// SIGKILL one Host: its clients must come back onto the survivors within deadline + top
-	// cap, resuming by their cursor.
+	// cap, resuming by their cursor. h2 now also carries the pinned pages: a drop without
+	// GOAWAY sends them back to nginx's own endpoint.
 	f.st.mark()
 	victim := 1
 	logf("SIGKILL h%d", victim+1)
@@ -405,6 +456,35 @@ func (f *fleet) run() error {
 	}
 	if after < before+8 {
 		return fmt.Errorf("with a NATS node down: ticks stalled (slowest client at seq %d, was %d)", after, before)
+	}
+	return nil
+}
+
+// sessions reads Host i's session count from its health endpoint (-1 when unreadable).
+func (f *fleet) sessions(i int) int {
+	resp, err := http.Get("http://" + f.hostAddr[i] + "/_lifeline/health")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	var h struct {
+		Sessions int `json:"sessions"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		return -1
+	}
+	return h.Sessions
+}
+
+// fault sets Host i's fault panel mode.
+func (f *fleet) fault(i int, mode string) error {
+	resp, err := http.Post("http://"+f.hostAddr[i]+"/_lifeline/faults", "text/plain", strings.NewReader(mode))
+	if err != nil {
+		return fmt.Errorf("fault %s on h%d: %w", mode, i+1, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("fault %s on h%d: status %d", mode, i+1, resp.StatusCode)
 	}
 	return nil
 }
