@@ -519,7 +519,7 @@ func (l *loop) ended(g *gen, err error) {
 	case l.cur:
 		l.cur = nil
 		if err == nil {
-			err = ErrStale // a Source must say why; never leave lastErr empty on a failure
+			err = ErrEnded // a Source should say why; never leave lastErr empty on a failure
 		}
 		if g.ready {
 			l.stableT.Stop()

@@ -305,10 +305,8 @@ func TestFlapDampingClimbsTheLadderUntilAGenerationIsStable(t *testing.T) {
 		if s := h.ctl.Status(); s.Failures != 0 {
 			t.Fatalf("at stableAfter failures = %d, want 0", s.Failures)
 		}
-		a.end <- errRefused
-		synctest.Wait()
-		if s := h.wantState(t, controller.Reconnecting); time.Until(s.NextAttempt) != ms(500) {
-			t.Fatalf("after a stable generation dropped: wait %v, want the first cap 500ms", time.Until(s.NextAttempt))
+		if w := h.failAndWait(t, a); w != ms(500) {
+			t.Fatalf("after a stable generation dropped: wait %v, want the first cap 500ms", w)
 		}
 		h.ctl.Stop()
 	})
@@ -361,10 +359,8 @@ func TestReconnectNowDuringAHandshakeCancelsWaitsForSettleAndAttempts(t *testing
 		if m := h.src.maxAlive.Load(); m != 1 {
 			t.Fatalf("%d generations alive at once", m)
 		}
-		c.end <- errRefused
-		synctest.Wait()
-		if s := h.wantState(t, controller.Reconnecting); time.Until(s.NextAttempt) != ms(500) {
-			t.Fatalf("wait after the first failure following ReconnectNow = %v, want 500ms", time.Until(s.NextAttempt))
+		if w := h.failAndWait(t, c); w != ms(500) {
+			t.Fatalf("wait after the first failure following ReconnectNow = %v, want 500ms", w)
 		}
 		h.ctl.Stop()
 	})
@@ -514,10 +510,8 @@ func TestStopWhileConnectedThenStartBeginsAFreshSequence(t *testing.T) {
 		if s := h.wantState(t, controller.Connecting); s.Failures != 0 || c.gen.Number() != 3 {
 			t.Fatalf("after Start: %s attempt %d, want a fresh sequence (0 failures) with attempt 3", describe(s), c.gen.Number())
 		}
-		c.end <- errRefused
-		synctest.Wait()
-		if s := h.wantState(t, controller.Reconnecting); time.Until(s.NextAttempt) != ms(500) {
-			t.Fatalf("first wait after Start = %v, want 500ms", time.Until(s.NextAttempt))
+		if w := h.failAndWait(t, c); w != ms(500) {
+			t.Fatalf("first wait after Start = %v, want 500ms", w)
 		}
 		h.ctl.Stop()
 	})

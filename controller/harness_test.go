@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
@@ -178,6 +179,15 @@ func (h *harness) none(t *testing.T) {
 		t.Fatalf("attempt %d started at %v, want none", a.gen.Number(), a.started)
 	default:
 	}
+}
+
+// failAndWait fails attempt a, lets the controller react, and returns how long it then waits
+// before the next attempt (it must be Reconnecting).
+func (h *harness) failAndWait(t *testing.T, a *attempt) time.Duration {
+	t.Helper()
+	a.end <- errRefused
+	synctest.Wait()
+	return time.Until(h.wantState(t, controller.Reconnecting).NextAttempt)
 }
 
 func (h *harness) wantState(t *testing.T, want controller.State) controller.Status {

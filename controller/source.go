@@ -34,6 +34,9 @@ var (
 	// ErrStale is returned by Generation.Ready and GoAway when the generation is no longer
 	// the current one (cancelled, replaced, or the controller stopped).
 	ErrStale = errors.New("controller: generation is no longer current")
+	// ErrEnded stands for the failure of a generation whose Run returned nil: the source
+	// gave no reason, but the generation is over all the same.
+	ErrEnded = errors.New("controller: generation ended without a reason")
 	// ErrDeadline is the cause of a handshake cancelled at the deadline.
 	ErrDeadline = errors.New("controller: handshake deadline exceeded")
 	// ErrStopped is the cause of a generation cancelled by Stop.
