@@ -97,19 +97,24 @@ func (c *Controller) Start() {
 	c.life <- struct{}{}
 	defer func() { <-c.life }()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.cur != nil {
+		c.mu.Unlock()
 		return
 	}
 	l := &loop{
 		c:       c,
-		cmds:    make(chan command),
+		cmds:    make(chan order),
 		events:  make(chan event),
 		done:    make(chan struct{}),
+		started: make(chan struct{}),
 		offline: c.offline,
+		attempt: c.gens, // attempt numbers run on across Stop/Start
 	}
 	c.cur = l
+	c.mu.Unlock()
 	go l.run()
+	// Once Start returns, Status reflects it (the loop publishes under c.mu, so wait unlocked).
+	<-l.started
 }
 
 // Stop cancels every generation, waits until each has settled, and stops every timer. A ready
@@ -219,6 +224,13 @@ const (
 	cmdOnline
 )
 
+// order is a command on its way to the loop; done is closed once the loop has acted on it and
+// published the resulting status, so a caller that reads Status afterwards sees the effect.
+type order struct {
+	cmd  command
+	done chan struct{}
+}
+
 type eventKind int
 
 const (
@@ -237,18 +249,20 @@ type event struct {
 
 // gen is the loop's record of one started generation.
 type gen struct {
-	h       *Generation
-	cancel  context.CancelCauseFunc
-	ready   bool
-	readyAt time.Time
+	h         *Generation
+	cancel    context.CancelCauseFunc
+	ready     bool
+	startedAt time.Time
+	readyAt   time.Time
 }
 
 // loop is one run of the controller, from Start to Stop. Only its goroutine touches its fields.
 type loop struct {
-	c      *Controller
-	cmds   chan command
-	events chan event
-	done   chan struct{}
+	c       *Controller
+	cmds    chan order
+	events  chan event
+	done    chan struct{}
+	started chan struct{} // closed after the first status is published
 
 	live []*gen // started and not yet settled, current or cancelled
 	cur  *gen   // the generation that defines the state: a handshake or the connected one
@@ -267,13 +281,28 @@ type loop struct {
 	offline  bool
 	stopping bool
 
-	slowT, deadlineT, retryT, stableT *time.Timer
-	last                              Status
+	// A redirect target is a hint, not a new home: after redirectTries failed attempts in a
+	// row there, or once it has failed for maxDelay, the page goes back to its endpoint.
+	targetFails int
+	targetSince time.Time // when the first of those failed attempts started
+	redirected  bool      // l.old was handed over by a GOAWAY with a uri (not a restart)
+
+	slowT, deadlineT, retryT, stableT, chainT *time.Timer
+	last                                      Status
 }
 
+// redirectTries is how many failed attempts a redirect target gets before the page goes home.
+const redirectTries = 2
+
 func (l *loop) send(cmd command) {
+	o := order{cmd: cmd, done: make(chan struct{})}
 	select {
-	case l.cmds <- cmd:
+	case l.cmds <- o:
+	case <-l.done:
+		return
+	}
+	select {
+	case <-o.done:
 	case <-l.done:
 	}
 }
@@ -285,17 +314,29 @@ func (l *loop) run() {
 	l.deadlineT = stoppedTimer()
 	l.retryT = stoppedTimer()
 	l.stableT = stoppedTimer()
+	l.chainT = stoppedTimer()
 	l.target = c.endpoint
 	if !l.offline {
 		l.attemptNow()
 	}
 	l.step()
+	close(l.started)
 	for !(l.stopping && len(l.live) == 0) {
 		select {
-		case cmd := <-l.cmds:
-			l.command(cmd)
+		case o := <-l.cmds:
+			l.command(o.cmd)
+			l.step()
+			close(o.done)
+			continue
 		case ev := <-l.events:
-			l.event(ev)
+			err := l.event(ev)
+			// Publish before answering: a Source that reads Status after Ready or GoAway
+			// returned sees their effect.
+			l.step()
+			if ev.reply != nil {
+				ev.reply <- err
+			}
+			continue
 		case <-l.slowT.C:
 			if l.cur != nil && !l.cur.ready && !l.slow {
 				l.slow = true
@@ -313,9 +354,18 @@ func (l *loop) run() {
 			l.due = true
 			l.next = time.Now()
 		case <-l.stableT.C:
-			if l.cur != nil && l.cur.ready {
+			// While a redirect chain is open the ladder keeps its position: a Host pair
+			// bouncing the page must not get a fresh ladder on every hop (chainT decides).
+			if l.cur != nil && l.cur.ready && len(l.chain) == 0 {
 				l.failures = 0
+			}
+		case <-l.chainT.C:
+			// A session that lived maxDelay ends the redirect chain, whatever stableAfter is.
+			if g := l.cur; g != nil && g.ready {
 				l.chain = l.chain[:0]
+				if time.Since(g.readyAt) >= c.cfg.stableAfter {
+					l.failures = 0
+				}
 			}
 		}
 		l.step()
@@ -353,7 +403,7 @@ func (l *loop) start() {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	l.attempt = c.nextGeneration()
 	h := &Generation{n: l.attempt, target: l.target, ctx: ctx, events: l.events, done: l.done}
-	g := &gen{h: h, cancel: cancel}
+	g := &gen{h: h, cancel: cancel, startedAt: time.Now()}
 	l.live = append(l.live, g)
 	l.cur = g
 	l.slow = false
@@ -394,7 +444,7 @@ func (l *loop) command(cmd command) {
 	case cmdReconnect:
 		l.cancelAll(ErrReplaced)
 		l.failures = 0
-		l.target = l.c.endpoint
+		l.goHome()
 		l.chain = l.chain[:0]
 		l.attemptNow()
 	case cmdOffline:
@@ -411,7 +461,7 @@ func (l *loop) command(cmd command) {
 		}
 		l.offline = false
 		l.failures = 0
-		l.target = l.c.endpoint
+		l.goHome()
 		l.attemptNow()
 	}
 }
@@ -423,16 +473,24 @@ func (l *loop) attemptNow() {
 	l.next = time.Now()
 }
 
-func (l *loop) event(ev event) {
+// goHome makes the page's own endpoint the target again.
+func (l *loop) goHome() {
+	l.target = l.c.endpoint
+	l.targetFails = 0
+}
+
+// event acts on what a generation reported; the loop sends the result to ev.reply.
+func (l *loop) event(ev event) error {
 	g := l.find(ev.gen)
 	switch ev.kind {
 	case evReady:
-		ev.reply <- l.ready(g)
+		return l.ready(g)
 	case evGoAway:
-		ev.reply <- l.goAway(g, ev.uri)
+		return l.goAway(g, ev.uri)
 	case evEnded:
 		l.ended(g, ev.err)
 	}
+	return nil
 }
 
 func (l *loop) ready(g *gen) error {
@@ -445,11 +503,14 @@ func (l *loop) ready(g *gen) error {
 	l.deadlineT.Stop()
 	l.slow = false
 	l.lastErr = nil
+	l.targetFails = 0
 	if o := l.old; o != nil {
 		// A generation handed over before it was stable is a flap like any other: it must
 		// not let a Host that says ready and redirects at once pull the page round a loop at
-		// full speed.
-		if time.Since(o.readyAt) < c.cfg.stableAfter {
+		// full speed. A redirect from a session younger than maxDelay is unstable whatever
+		// stableAfter says (0 included): it is what keeps a redirect chain open.
+		age := time.Since(o.readyAt)
+		if age < c.cfg.stableAfter || (l.redirected && age < c.cfg.maxDelay) {
 			l.failures++
 		}
 		o.cancel(ErrReplaced)
@@ -460,10 +521,16 @@ func (l *loop) ready(g *gen) error {
 			"attempt", g.h.n, "outage", time.Since(l.outage), "failures", l.failures)
 		l.outage = time.Time{}
 	}
-	if c.cfg.stableAfter == 0 {
+	switch {
+	case len(l.chain) > 0:
+		// Inside a redirect chain the ladder resets only once the chain ends.
+		l.chainT.Reset(c.cfg.maxDelay)
+		if c.cfg.stableAfter > 0 {
+			l.stableT.Reset(c.cfg.stableAfter)
+		}
+	case c.cfg.stableAfter == 0:
 		l.failures = 0
-		l.chain = l.chain[:0]
-	} else {
+	default:
 		l.stableT.Reset(c.cfg.stableAfter)
 	}
 	return nil
@@ -473,6 +540,7 @@ func (l *loop) goAway(g *gen, uri string) error {
 	if g == nil || g != l.cur || !g.ready || g.h.ctx.Err() != nil || l.stopping || l.offline {
 		return ErrStale
 	}
+	l.redirected = uri != ""
 	if uri == "" {
 		// Come back to the same place: a restart, never a loop.
 		uri = g.h.target
@@ -488,18 +556,25 @@ func (l *loop) goAway(g *gen, uri string) error {
 			d := Delay(l.c.cfg, l.failures, l.c.rnd)
 			l.c.log.Warn("lifeline: redirect loop, slowing the hop down",
 				"attempt", g.h.n, "to", uri, "delay", d)
-			l.old, l.cur = g, nil
-			l.stableT.Stop()
-			l.target = uri
+			l.handOver(g, uri)
 			l.schedule(d)
 			return nil
 		}
 	}
-	l.old, l.cur = g, nil
-	l.stableT.Stop()
-	l.target = uri
+	l.handOver(g, uri)
 	l.attemptNow()
 	return nil
+}
+
+// handOver makes g the draining generation and uri the target of the next attempt.
+func (l *loop) handOver(g *gen, uri string) {
+	l.old, l.cur = g, nil
+	l.stableT.Stop()
+	l.chainT.Stop()
+	if uri != l.target {
+		l.targetFails = 0
+	}
+	l.target = uri
 }
 
 func (l *loop) ended(g *gen, err error) {
@@ -529,7 +604,8 @@ func (l *loop) ended(g *gen, err error) {
 			// A session that ends without GOAWAY breaks the redirect chain and sends the
 			// page back to its own endpoint.
 			l.chain = l.chain[:0]
-			l.target = l.c.endpoint
+			l.chainT.Stop()
+			l.goHome()
 		}
 		l.fail(g, err, nil)
 	}
@@ -557,11 +633,30 @@ func (l *loop) fail(g *gen, err, cause error) {
 	if l.offline || l.stopping {
 		return
 	}
+	if !g.ready && g.h.target != c.endpoint && l.target == g.h.target {
+		l.redirectFailed(g)
+	}
 	d := Delay(c.cfg, l.failures, c.rnd)
 	if ra := (*RetryAfterError)(nil); errors.As(err, &ra) {
 		d = max(d, min(ra.After, maxRetryAfter))
 	}
 	l.schedule(d)
+}
+
+// redirectFailed counts a failed attempt at a redirect target. A misaimed drain must never
+// strand a page: after redirectTries failures in a row, or once the target has been failing
+// for maxDelay (one that stalls until the deadline), the next attempt goes back to the page's
+// own endpoint, on the same ladder.
+func (l *loop) redirectFailed(g *gen) {
+	if l.targetFails == 0 {
+		l.targetSince = g.startedAt
+	}
+	l.targetFails++
+	if l.targetFails >= redirectTries || time.Since(l.targetSince) >= l.c.cfg.maxDelay {
+		l.c.log.Warn("lifeline: redirect target keeps failing; going back to the page's own endpoint",
+			"attempt", g.h.n, "target", g.h.target, "failures", l.targetFails, "endpoint", l.c.endpoint)
+		l.goHome()
+	}
 }
 
 // maxRetryAfter bounds how long a Host may hold a page back with a 1013 retry-after.
@@ -581,6 +676,7 @@ func (l *loop) cancelAll(cause error) {
 	l.slowT.Stop()
 	l.deadlineT.Stop()
 	l.stableT.Stop()
+	l.chainT.Stop()
 	l.slow = false
 }
 
@@ -589,6 +685,7 @@ func (l *loop) stopTimers() {
 	l.deadlineT.Stop()
 	l.retryT.Stop()
 	l.stableT.Stop()
+	l.chainT.Stop()
 }
 
 // status derives the observable status from the loop's facts; nothing stores the state.

@@ -849,3 +849,74 @@ func TestRedirectChainClearsAfterAStableSession(t *testing.T) {
 		h.ctl.Stop()
 	})
 }
+
+func TestAttemptNumbersRunOnForTheControllersLife(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, controller.Recovery{}, fullCap)
+		h.ctl.Start()
+		for range 4 {
+			synctest.Wait()
+			h.failAndWait(t, h.next(t))
+			time.Sleep(time.Until(h.ctl.Status().NextAttempt))
+		}
+		synctest.Wait()
+		a5 := h.next(t) // attempt 5 is in flight
+		h.ctl.SetOnline(false)
+		if s := h.wantState(t, controller.Offline); s.Attempt != 5 {
+			t.Fatalf("offline: %s, want attempt 5", describe(s))
+		}
+		h.ctl.Stop()
+		h.ctl.Start() // still offline: no attempt yet, but the number is the last one made
+		if s := h.wantState(t, controller.Offline); s.Attempt != 5 {
+			t.Fatalf("after Stop, Start while offline: %s, want attempt 5, not 0", describe(s))
+		}
+		h.ctl.SetOnline(true)
+		synctest.Wait()
+		if a := h.next(t); a.gen.Number() != 6 || h.ctl.Status().Attempt != 6 {
+			t.Fatalf("online: attempt %d (status %s), want 6", a.gen.Number(), describe(h.ctl.Status()))
+		}
+		_ = a5
+		h.ctl.Stop()
+	})
+}
+
+func TestStatusReflectsEveryCallOnceItReturns(t *testing.T) {
+	// Ready, GoAway and every command publish before they return, so a caller that reads
+	// Status right away (no synctest.Wait, no sleep) sees what it did. A reply that preceded
+	// the publish made such reads flaky (about 1 run in 1,000). Settles take a second here,
+	// so that nothing else can move the state on before the test reads it.
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, controller.Recovery{}, fullCap)
+		h.src.settleDelay.Store(int64(time.Second))
+		h.ctl.Start()
+		h.wantState(t, controller.Connecting)
+		for i := range 200 {
+			synctest.Wait()
+			var a *attempt
+			for len(h.src.attempts) > 0 { // the latest: earlier ones were replaced
+				a = h.next(t)
+			}
+			if err := a.gen.Ready(&carrier{}); err != nil {
+				t.Fatalf("round %d: Ready = %v", i, err)
+			}
+			h.wantState(t, controller.Connected)
+			if i%2 == 0 {
+				if err := a.gen.GoAway("B"); err != nil {
+					t.Fatalf("round %d: GoAway = %v", i, err)
+				}
+				h.wantState(t, controller.Connected) // make-before-break
+			}
+			h.ctl.SetOnline(false)
+			h.wantState(t, controller.Offline)
+			time.Sleep(time.Second) // every generation settles
+			synctest.Wait()
+			h.ctl.SetOnline(true)
+			h.wantState(t, controller.Connecting)
+			h.ctl.ReconnectNow()
+			h.wantState(t, controller.Reconnecting) // due at once, waiting for the settle
+			time.Sleep(time.Second)
+		}
+		h.ctl.Stop()
+		h.wantState(t, controller.Stopped)
+	})
+}
