@@ -1,9 +1,8 @@
 package controller
 
 import (
-	"encoding/json"
-	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -113,26 +112,64 @@ func (c Config) Recovery() Recovery {
 }
 
 // MarshalJSON encodes c in its wire form (milliseconds), so a resolved config can be injected
-// into a page as it is.
-func (c Config) MarshalJSON() ([]byte, error) { return json.Marshal(c.Recovery()) }
+// into a page as it is. (Written out rather than with encoding/json, which the browser build
+// must not link.)
+func (c Config) MarshalJSON() ([]byte, error) {
+	ms := func(b []byte, name string, d time.Duration) []byte {
+		b = append(b, '"')
+		b = append(b, name...)
+		b = append(b, '"', ':')
+		return strconv.AppendInt(b, int64(d/time.Millisecond), 10)
+	}
+	b := []byte{'{'}
+	b = ms(b, "slowAfterMs", c.slowAfter)
+	b = ms(append(b, ','), "deadlineMs", c.deadline)
+	b = ms(append(b, ','), "initialDelayMs", c.initialDelay)
+	b = ms(append(b, ','), "maxDelayMs", c.maxDelay)
+	b = strconv.AppendFloat(append(b, `,"factor":`...), c.factor, 'g', -1, 64)
+	b = strconv.AppendFloat(append(b, `,"jitter":`...), c.jitter, 'g', -1, 64)
+	b = ms(append(b, ','), "stableAfterMs", c.stableAfter)
+	return append(b, '}'), nil
+}
 
-// FieldError is one broken rule: the field's path, what it must be, and the value seen.
+// FieldError is one broken rule of a config, the page's or the Host's: the field's path, what
+// it must be, and the value seen, as written.
 type FieldError struct {
-	Path  string  // "recovery.deadlineMs"
-	Rule  string  // "must be an integer in 1..2147483647"
-	Value float64 // the value seen
+	Path  string // "recovery.deadlineMs", "allowedOrigins[2]"; "" for the document itself
+	Rule  string // "must be an integer in 1..2147483647"
+	Value string // "0", `"x"`; as the document had it, "" when there is none to show
 }
 
 func (e FieldError) Error() string {
-	return e.Path + ": " + e.Rule + ", got " + FormatNumber(e.Value)
+	var b strings.Builder
+	if e.Path != "" {
+		b.WriteString(e.Path)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Rule)
+	if e.Value != "" {
+		b.WriteString(", got ")
+		b.WriteString(e.Value)
+	}
+	return b.String()
 }
 
-// FormatNumber prints a config number the way a user wrote it: 0, 1.5, NaN, +Inf, 3e+09.
-func FormatNumber(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+// formatNumber prints a number for an error message as a person writes it: 0, 1.5,
+// 2147483648, 1e+300, NaN, +Inf. (Values decoded from a document print as written instead;
+// see [ConfigError.AsWritten].)
+func FormatNumber(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e21 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
+}
 
-// ConfigError lists every rule a [Recovery] broke, in field order.
+// ConfigError lists every rule a config broke, in the order of the fields.
 type ConfigError struct {
-	Fields []FieldError
+	// Package names the resolver that found the errors; the message begins with it.
+	// Default "controller".
+	Package string
+	Fields  []FieldError
 }
 
 func (e *ConfigError) Error() string {
@@ -140,7 +177,22 @@ func (e *ConfigError) Error() string {
 	for i, f := range e.Fields {
 		msgs[i] = f.Error()
 	}
-	return "controller: " + strings.Join(msgs, "; ")
+	pkg := e.Package
+	if pkg == "" {
+		pkg = "controller"
+	}
+	return pkg + ": " + strings.Join(msgs, "; ")
+}
+
+// AsWritten replaces the value of every field error whose path written has with the text
+// there: the numbers of a decoded document then print as the user wrote them ("got 1e300",
+// not "got 1e+300"). written maps paths to texts, as the decoder reports them.
+func (e *ConfigError) AsWritten(written map[string]string) {
+	for i, f := range e.Fields {
+		if w, ok := written[f.Path]; ok {
+			e.Fields[i].Value = w
+		}
+	}
 }
 
 // Unwrap exposes each [FieldError] to errors.Is and errors.As.
@@ -167,7 +219,7 @@ func Resolve(r Recovery) (Config, error) {
 		v := *p
 		// NaN fails every comparison, so it must be rejected before the range check passes it.
 		if math.IsNaN(v) || math.IsInf(v, 0) || v != math.Trunc(v) || v < 1 || v > MaxTimerMs {
-			errs = append(errs, FieldError{recoveryPath + name, "must be an integer in 1..2147483647", v})
+			errs = append(errs, FieldError{recoveryPath + name, "must be an integer in 1..2147483647", FormatNumber(v)})
 			return
 		}
 		*dst = time.Duration(v) * time.Millisecond
@@ -178,14 +230,14 @@ func Resolve(r Recovery) (Config, error) {
 	timer("maxDelayMs", r.MaxDelayMs, &c.maxDelay)
 	if p := r.Factor; p != nil {
 		if v := *p; math.IsNaN(v) || math.IsInf(v, 0) || v < 1 {
-			errs = append(errs, FieldError{recoveryPath + "factor", "must be a finite number >= 1", v})
+			errs = append(errs, FieldError{recoveryPath + "factor", "must be a finite number >= 1", FormatNumber(v)})
 		} else {
 			c.factor = v
 		}
 	}
 	if p := r.Jitter; p != nil {
 		if v := *p; math.IsNaN(v) || v < 0 || v > 1 {
-			errs = append(errs, FieldError{recoveryPath + "jitter", "must be a number in [0,1]", v})
+			errs = append(errs, FieldError{recoveryPath + "jitter", "must be a number in [0,1]", FormatNumber(v)})
 		} else {
 			c.jitter = v
 		}
@@ -193,7 +245,7 @@ func Resolve(r Recovery) (Config, error) {
 	if p := r.StableAfterMs; p != nil {
 		// 0 is legal here: it restores the immediate reset on ready.
 		if v := *p; math.IsNaN(v) || math.IsInf(v, 0) || v != math.Trunc(v) || v < 0 || v > MaxTimerMs {
-			errs = append(errs, FieldError{recoveryPath + "stableAfterMs", "must be an integer in 0..2147483647", v})
+			errs = append(errs, FieldError{recoveryPath + "stableAfterMs", "must be an integer in 0..2147483647", FormatNumber(v)})
 		} else {
 			c.stableAfter = time.Duration(v) * time.Millisecond
 		}
@@ -202,8 +254,8 @@ func Resolve(r Recovery) (Config, error) {
 	// reported once.
 	if !hasField(errs, "initialDelayMs") && !hasField(errs, "maxDelayMs") && c.initialDelay > c.maxDelay {
 		errs = append(errs, FieldError{recoveryPath + "initialDelayMs",
-			fmt.Sprintf("must be <= maxDelayMs (%d)", c.maxDelay/time.Millisecond),
-			float64(c.initialDelay / time.Millisecond)})
+			"must be <= maxDelayMs (" + strconv.FormatInt(int64(c.maxDelay/time.Millisecond), 10) + ")",
+			FormatNumber(float64(c.initialDelay / time.Millisecond))})
 	}
 	if len(errs) > 0 {
 		return Config{}, &ConfigError{Fields: errs}
@@ -212,10 +264,5 @@ func Resolve(r Recovery) (Config, error) {
 }
 
 func hasField(errs []FieldError, name string) bool {
-	for _, e := range errs {
-		if e.Path == recoveryPath+name {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(errs, func(e FieldError) bool { return e.Path == recoveryPath+name })
 }

@@ -50,7 +50,7 @@ func TestResolveRules(t *testing.T) {
 		{"deadline 0 is below the range", controller.Recovery{DeadlineMs: new(0.0)}, "recovery.deadlineMs: " + timerRule + ", got 0"},
 		{"deadline -1 is below the range", controller.Recovery{DeadlineMs: new(-1.0)}, "recovery.deadlineMs: " + timerRule + ", got -1"},
 		{"deadline 2147483647 is the highest legal timer", controller.Recovery{DeadlineMs: new(2147483647.0), SlowAfterMs: new(2147483647.0)}, ""},
-		{"deadline 2147483648 is above the range", controller.Recovery{DeadlineMs: new(2147483648.0)}, "recovery.deadlineMs: " + timerRule + ", got 2.147483648e+09"},
+		{"deadline 2147483648 is above the range", controller.Recovery{DeadlineMs: new(2147483648.0)}, "recovery.deadlineMs: " + timerRule + ", got 2147483648"},
 		{"a fractional deadline is refused", controller.Recovery{DeadlineMs: new(1.5)}, "recovery.deadlineMs: " + timerRule + ", got 1.5"},
 		{"a NaN deadline is refused", controller.Recovery{DeadlineMs: new(nan)}, "recovery.deadlineMs: " + timerRule + ", got NaN"},
 		{"an infinite deadline is refused", controller.Recovery{DeadlineMs: new(inf)}, "recovery.deadlineMs: " + timerRule + ", got +Inf"},
@@ -61,7 +61,7 @@ func TestResolveRules(t *testing.T) {
 		{"initialDelay 0 is refused", controller.Recovery{InitialDelayMs: new(0.0)}, "recovery.initialDelayMs: " + timerRule + ", got 0"},
 		{"initialDelay -Inf is refused", controller.Recovery{InitialDelayMs: new(math.Inf(-1))}, "recovery.initialDelayMs: " + timerRule + ", got -Inf"},
 		{"maxDelay 0 is refused", controller.Recovery{MaxDelayMs: new(0.0)}, "recovery.maxDelayMs: " + timerRule + ", got 0"},
-		{"maxDelay 2147483648 is refused", controller.Recovery{MaxDelayMs: new(2147483648.0)}, "recovery.maxDelayMs: " + timerRule + ", got 2.147483648e+09"},
+		{"maxDelay 2147483648 is refused", controller.Recovery{MaxDelayMs: new(2147483648.0)}, "recovery.maxDelayMs: " + timerRule + ", got 2147483648"},
 		{"initialDelay equal to maxDelay is legal", controller.Recovery{InitialDelayMs: new(700.0), MaxDelayMs: new(700.0)}, ""},
 		{"initialDelay above maxDelay is refused", controller.Recovery{InitialDelayMs: new(701.0), MaxDelayMs: new(700.0)}, "recovery.initialDelayMs: must be <= maxDelayMs (700), got 701"},
 		{"initialDelay above the default maxDelay is refused", controller.Recovery{InitialDelayMs: new(10001.0)}, "recovery.initialDelayMs: must be <= maxDelayMs (10000), got 10001"},
@@ -81,7 +81,7 @@ func TestResolveRules(t *testing.T) {
 		{"stableAfter 0 is legal", controller.Recovery{StableAfterMs: new(0.0)}, ""},
 		{"stableAfter 2147483647 is legal", controller.Recovery{StableAfterMs: new(2147483647.0)}, ""},
 		{"stableAfter -1 is refused", controller.Recovery{StableAfterMs: new(-1.0)}, "recovery.stableAfterMs: must be an integer in 0..2147483647, got -1"},
-		{"stableAfter 2147483648 is refused", controller.Recovery{StableAfterMs: new(2147483648.0)}, "recovery.stableAfterMs: must be an integer in 0..2147483647, got 2.147483648e+09"},
+		{"stableAfter 2147483648 is refused", controller.Recovery{StableAfterMs: new(2147483648.0)}, "recovery.stableAfterMs: must be an integer in 0..2147483647, got 2147483648"},
 		{"stableAfter NaN is refused", controller.Recovery{StableAfterMs: new(nan)}, "recovery.stableAfterMs: must be an integer in 0..2147483647, got NaN"},
 		{"stableAfter 0.5 is refused", controller.Recovery{StableAfterMs: new(0.5)}, "recovery.stableAfterMs: must be an integer in 0..2147483647, got 0.5"},
 	}
@@ -116,7 +116,7 @@ func TestResolveReportsEveryField(t *testing.T) {
 		t.Errorf("fields = %s, want %s", got, want)
 	}
 	var fe controller.FieldError
-	if !errors.As(err, &fe) || fe.Path != "recovery.deadlineMs" || fe.Value != 0 {
+	if !errors.As(err, &fe) || fe.Path != "recovery.deadlineMs" || fe.Value != "0" {
 		t.Errorf("errors.As(FieldError) = %+v, want recovery.deadlineMs with value 0", fe)
 	}
 }
@@ -191,6 +191,7 @@ func FuzzResolve(f *testing.F) {
 }
 
 func TestParseRecovery(t *testing.T) {
+	known := "(known: slowAfterMs, deadlineMs, initialDelayMs, maxDelayMs, factor, jitter, stableAfterMs)"
 	tests := []struct {
 		name    string
 		in      string
@@ -199,11 +200,15 @@ func TestParseRecovery(t *testing.T) {
 		{"an empty object takes every default", `{}`, ""},
 		{"null takes every default", `null`, ""},
 		{"numbers are read", `{"deadlineMs":5000,"jitter":0.25}`, ""},
-		{"a string where a number belongs names the field", `{"deadlineMs":"5000"}`, `controller: recovery.deadlineMs: must be a number, got string`},
-		{"an unknown field is refused", `{"deadline":5000}`, `controller: recovery: json: unknown field "deadline"`},
-		{"an array is not an object", `[1,2]`, `controller: recovery: must be an object, got array`},
-		{"broken JSON is refused", `{"deadlineMs":`, `controller: recovery: unexpected EOF`},
-		{"trailing data is refused", `{} {}`, `controller: recovery: trailing data after the object`},
+		{"a string where a number belongs names the field", `{"deadlineMs":"5000"}`, `controller: recovery.deadlineMs: must be a number, got "5000"`},
+		{"an unknown field is refused with the known ones", `{"deadline":5000}`, `controller: recovery.deadline: is not a known field ` + known},
+		{"keys are case-sensitive", `{"deadlinems":5}`, `controller: recovery.deadlinems: is not a known field ` + known},
+		{"a Go field name is not a key", `{"DeadlineMs":5}`, `controller: recovery.DeadlineMs: is not a known field ` + known},
+		{"a key may appear once", `{"deadlineMs":5000,"deadlineMs":5}`, `controller: recovery.deadlineMs: appears more than once`},
+		{"an array is not an object", `[1,2]`, `controller: recovery: must be a JSON object, got [1,2]`},
+		{"broken JSON is refused", `{"deadlineMs":`, `controller: recovery.deadlineMs: invalid JSON at line 1, column 15: the document ends too soon`},
+		{"trailing data is refused", `{} {}`, `controller: recovery: must hold one JSON value and nothing after it (line 1, column 4), got {}`},
+		{"a trailing brace is refused", `{}}`, `controller: recovery: must hold one JSON value and nothing after it (line 1, column 3), got }`},
 	}
 	for _, tt := range tests {
 		_, err := controller.ParseRecovery([]byte(tt.in))
@@ -221,5 +226,29 @@ func TestParseRecovery(t *testing.T) {
 	}
 	if _, err := controller.Resolve(r); err == nil || err.Error() != "controller: recovery.deadlineMs: must be an integer in 1..2147483647, got 0" {
 		t.Errorf("Resolve(parsed deadline 0) = %v", err)
+	}
+}
+
+func TestErrorsPrintValuesAsWritten(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`{"deadlineMs":2147483648}`, "got 2147483648"},
+		{`{"deadlineMs":1e300}`, "got 1e300"},
+		{`{"deadlineMs":15000.5}`, "got 15000.5"},
+		{`{"jitter":1.50}`, "got 1.50"},
+		{`{"factor":-0}`, "got -0"},
+		{`{"initialDelayMs":2E4}`, "got 2E4"},
+	}
+	for _, tt := range tests {
+		_, err := controller.ResolveRecoveryJSON([]byte(tt.in))
+		if err == nil || !strings.HasSuffix(err.Error(), tt.want) {
+			t.Errorf("ResolveRecoveryJSON(%s) = %v, want an error ending %q", tt.in, err, tt.want)
+		}
+	}
+	// Go values have no text: they print as a person writes numbers, never with an exponent
+	// below 1e21.
+	_, err := controller.Resolve(controller.Recovery{DeadlineMs: new(2147483648.0), MaxDelayMs: new(1e300)})
+	if want := "controller: recovery.deadlineMs: must be an integer in 1..2147483647, got 2147483648; " +
+		"recovery.maxDelayMs: must be an integer in 1..2147483647, got 1e+300"; err == nil || err.Error() != want {
+		t.Errorf("Resolve = %v, want %s", err, want)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -15,8 +14,9 @@ type Options struct {
 	// Endpoint is the default target handed to every generation (Generation.Target). The
 	// controller treats it as an opaque name; the gateway dials it. Default "".
 	Endpoint string
-	// Logger receives the controller's logs. Default slog.Default().
-	Logger *slog.Logger
+	// Logger receives the controller's logs. Default: slog.Default() natively; none in the
+	// browser build, which links no log/slog (see [Logger]).
+	Logger Logger
 	// OnChange receives every state change, in order, from one goroutine at a time. It may
 	// call the controller's methods. Default: none.
 	OnChange func(Status)
@@ -35,7 +35,7 @@ type Controller struct {
 	src      Source
 	cfg      Config
 	endpoint string
-	log      *slog.Logger
+	log      Logger
 	rnd      func() float64
 	onChange func(Status)
 
@@ -65,7 +65,7 @@ func New(src Source, cfg Config, opts *Options) (*Controller, error) {
 		o = *opts
 	}
 	if o.Logger == nil {
-		o.Logger = slog.Default()
+		o.Logger = DefaultLogger()
 	}
 	if o.Rand == nil {
 		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())).Float64

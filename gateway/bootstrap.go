@@ -1,9 +1,6 @@
 package gateway
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -19,44 +16,56 @@ type PageConfig struct {
 	URL      string
 }
 
-// Overrides are the options embedding code may pass directly. They override the bootstrap
-// field by field, and go through the same resolver.
+// Overrides are the options embedding code may pass directly (globalThis.lifelineOptions in
+// the page). They override the bootstrap field by field and go through the same decoder and
+// resolver; problems in them are reported under "lifelineOptions.".
 type Overrides struct {
-	Recovery json.RawMessage `json:"recovery,omitempty"`
-	Endpoint string          `json:"endpoint,omitempty"`
+	Recovery wire.RawJSON `json:"recovery,omitempty"`
+	Endpoint string       `json:"endpoint,omitempty"`
 }
 
+// optionsPath prefixes the paths of problems found in the overrides.
+const optionsPath = "lifelineOptions"
+
 // ResolvePage reads the Host's bootstrap JSON (untrusted) and the embedding code's overrides
-// (may be empty), and resolves them against the page's own URL. Every error names the field
-// and the value, e.g. `controller: recovery.deadlineMs: must be an integer in
+// (may be empty), and resolves them against the page's own URL. Both documents go through the
+// decoder the Host's config file goes through (controller.DecodeDocument: exact keys, none
+// twice, nothing after the document) and the one resolver; every error names the field and
+// the value as written, e.g. `controller: recovery.deadlineMs: must be an integer in
 // 1..2147483647, got 0`.
 func ResolvePage(bootstrap, overrides []byte, pageURL string) (PageConfig, error) {
 	var b wire.Bootstrap
-	if err := strictJSON(bootstrap, &b); err != nil {
-		return PageConfig{}, fmt.Errorf("gateway: bootstrap: %w", err)
+	if _, err := controller.DecodeDocument("gateway: bootstrap", bootstrap, &b, ""); err != nil {
+		return PageConfig{}, err
+	}
+	var rec controller.Recovery
+	written, err := decodeRecovery(b.Recovery, &rec, "recovery")
+	if err != nil {
+		return PageConfig{}, err
 	}
 	var o Overrides
-	if len(bytes.TrimSpace(overrides)) > 0 {
-		if err := strictJSON(overrides, &o); err != nil {
-			return PageConfig{}, fmt.Errorf("gateway: options: %w", err)
+	if strings.TrimSpace(string(overrides)) != "" {
+		if _, err := controller.DecodeDocument("gateway: options", overrides, &o, optionsPath); err != nil {
+			return PageConfig{}, err
 		}
 	}
-	rec, err := controller.ParseRecovery(b.Recovery)
+	// The override is decoded onto the bootstrap's recovery: a field it names replaces the
+	// bootstrap's, whatever the field.
+	over, err := decodeRecovery(o.Recovery, &rec, optionsPath+".recovery")
 	if err != nil {
 		return PageConfig{}, err
 	}
-	over, err := controller.ParseRecovery(o.Recovery)
-	if err != nil {
-		return PageConfig{}, err
-	}
-	merge(&rec.SlowAfterMs, over.SlowAfterMs)
-	merge(&rec.DeadlineMs, over.DeadlineMs)
-	merge(&rec.InitialDelayMs, over.InitialDelayMs)
-	merge(&rec.MaxDelayMs, over.MaxDelayMs)
-	merge(&rec.Factor, over.Factor)
-	merge(&rec.Jitter, over.Jitter)
-	merge(&rec.StableAfterMs, over.StableAfterMs)
 	cfg, err := controller.Resolve(rec)
+	if ce, ok := err.(*controller.ConfigError); ok {
+		// Name each broken value where it was written: the override, else the bootstrap.
+		for i, f := range ce.Fields {
+			if w, ok := over[optionsPath+"."+f.Path]; ok {
+				ce.Fields[i].Path, ce.Fields[i].Value = optionsPath+"."+f.Path, w
+			} else if w, ok := written[f.Path]; ok {
+				ce.Fields[i].Value = w
+			}
+		}
+	}
 	if err != nil {
 		return PageConfig{}, err
 	}
@@ -71,26 +80,11 @@ func ResolvePage(bootstrap, overrides []byte, pageURL string) (PageConfig, error
 	return PageConfig{Recovery: cfg, URL: u}, nil
 }
 
-func merge(dst **float64, over *float64) {
-	if over != nil {
-		*dst = over
+func decodeRecovery(raw wire.RawJSON, rec *controller.Recovery, path string) (map[string]string, error) {
+	if len(raw) == 0 {
+		return nil, nil
 	}
-}
-
-func strictJSON(b []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return fmt.Errorf("%s: must be a %s, got %s", te.Field, te.Type, te.Value)
-		}
-		return err
-	}
-	if d.More() {
-		return errors.New("trailing data after the object")
-	}
-	return nil
+	return controller.DecodeDocument("controller", raw, rec, path)
 }
 
 // EventsURL resolves an endpoint (a path, or an absolute URL) against the page's URL and
@@ -108,18 +102,9 @@ func EventsURL(pageURL, endpoint string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("gateway: endpoint: must be a path or a URL, got %q", endpoint)
 	}
-	u := base.ResolveReference(ref)
-	switch strings.ToLower(u.Scheme) {
-	case "http", "ws":
-		u.Scheme = "ws"
-	case "https", "wss":
-		u.Scheme = "wss"
-	default:
-		return "", fmt.Errorf("gateway: endpoint: scheme must be ws, wss, http or https, got %q in %q", u.Scheme, endpoint)
+	u, err := normalise(base.ResolveReference(ref))
+	if err != nil {
+		return "", fmt.Errorf("%w (endpoint %q, page %q)", err, endpoint, pageURL)
 	}
-	if u.Host == "" {
-		return "", fmt.Errorf("gateway: endpoint: no host in %q (page %q)", endpoint, pageURL)
-	}
-	u.Fragment = ""
 	return u.String(), nil
 }

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,8 +56,8 @@ const (
 // Options tune a [Gateway]. A nil *Options means all defaults; zero fields take their default.
 type Options struct {
 	// Logger receives the gateway's logs (protocol errors, handler panics, overflows).
-	// Default slog.Default().
-	Logger *slog.Logger
+	// Default: as controller.Options.Logger (slog.Default() natively, none in the browser).
+	Logger controller.Logger
 	// ReadLimit is the largest frame accepted, in bytes; a larger one ends the session with
 	// close code 1009. Default DefaultReadLimit (1 MiB).
 	ReadLimit int64
@@ -87,7 +87,7 @@ type Options struct {
 // are safe from any goroutine.
 type Gateway struct {
 	url       string
-	log       *slog.Logger
+	log       controller.Logger
 	readLimit int64
 	queueLen  int
 	grace     time.Duration
@@ -118,7 +118,7 @@ func New(rawURL string, opts *Options) (*Gateway, error) {
 		o = *opts
 	}
 	if o.Logger == nil {
-		o.Logger = slog.Default()
+		o.Logger = controller.DefaultLogger()
 	}
 	if o.ReadLimit <= 0 {
 		o.ReadLimit = DefaultReadLimit
@@ -149,23 +149,32 @@ func New(rawURL string, opts *Options) (*Gateway, error) {
 // compares endpoints as strings, and GOAWAY targets are normalised the same way.
 func (g *Gateway) URL() string { return g.url }
 
-// parseURL checks an events URL and normalises its scheme to ws or wss.
+// parseURL checks an events URL and normalises it (see normalise).
 func parseURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %v", ErrBadURL, raw, err)
 	}
-	switch u.Scheme {
-	case "ws", "wss":
-	case "http":
+	if u, err = normalise(u); err != nil {
+		return nil, fmt.Errorf("%w in %q", err, raw)
+	}
+	return u, nil
+}
+
+// normalise is the one rule for events URLs: the scheme becomes ws or wss (http and https
+// mean them), a host is required, and the fragment goes. The controller compares endpoints as
+// strings, so every URL it sees (the page's endpoint, GOAWAY targets) passes through here.
+func normalise(u *url.URL) (*url.URL, error) {
+	switch strings.ToLower(u.Scheme) {
+	case "ws", "http":
 		u.Scheme = "ws"
-	case "https":
+	case "wss", "https":
 		u.Scheme = "wss"
 	default:
-		return nil, fmt.Errorf("%w: scheme must be ws, wss, http or https, got %q in %q", ErrBadURL, u.Scheme, raw)
+		return nil, fmt.Errorf("%w: scheme must be ws, wss, http or https, got %q", ErrBadURL, u.Scheme)
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("%w: no host in %q", ErrBadURL, raw)
+		return nil, fmt.Errorf("%w: no host", ErrBadURL)
 	}
 	u.Fragment = ""
 	return u, nil

@@ -1,9 +1,10 @@
 package gateway
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime/debug"
+
+	"github.com/lifeline-go/lifeline/gateway/wire"
 )
 
 // Delivery is what a subscription's handler receives: one event of the stream, or a reset.
@@ -16,14 +17,14 @@ type Delivery struct {
 	Stream string
 	// Seq is the event's sequence number, or for a reset the one the baseline stands at.
 	Seq uint64
-	// Data is the event's payload; nil for a reset.
-	Data json.RawMessage
+	// Data is the event's payload, one JSON value as the Host sent it; nil for a reset.
+	Data wire.RawJSON
 	// Reset marks a baseline rather than an event.
 	Reset bool
 	// Epoch names the log Seq belongs to.
 	Epoch string
 	// Baseline is the stream's state at Seq, for a reset; nil for an event.
-	Baseline json.RawMessage
+	Baseline wire.RawJSON
 }
 
 // A Subscription is one stream followed by a handler, made by [Gateway.Subscribe]. It lives

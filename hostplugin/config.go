@@ -3,13 +3,11 @@
 package hostplugin
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
@@ -140,51 +138,16 @@ func (c Config) DrainTimeout() time.Duration { return c.drainTimeout }
 func (c Config) Valid() bool { return c.recovery.Valid() && c.endpoint != "" }
 
 // FieldError is one broken rule of a config: the field's JSON path, what it must be, and the
-// value seen, already formatted (numbers as written, strings quoted).
-type FieldError struct {
-	Path  string // "recovery.deadlineMs", "allowedOrigins[2]"; "" for the document itself
-	Rule  string // "must be an integer in 1..2147483647"
-	Value string // "0"
-}
+// value seen, as written. It is the controller's type: the Host and the page report config
+// errors alike.
+type FieldError = controller.FieldError
 
-func (e FieldError) Error() string {
-	var b strings.Builder
-	if e.Path != "" {
-		b.WriteString(e.Path)
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Rule)
-	if e.Value != "" {
-		b.WriteString(", got ")
-		b.WriteString(e.Value)
-	}
-	return b.String()
-}
-
-// ConfigError lists every rule a config broke, in the order the fields appear.
-type ConfigError struct {
-	Fields []FieldError
-}
-
-func (e *ConfigError) Error() string {
-	msgs := make([]string, len(e.Fields))
-	for i, f := range e.Fields {
-		msgs[i] = f.Error()
-	}
-	return "config: " + strings.Join(msgs, "; ")
-}
-
-// Unwrap exposes each [FieldError] to errors.Is and errors.As.
-func (e *ConfigError) Unwrap() []error {
-	errs := make([]error, len(e.Fields))
-	for i, f := range e.Fields {
-		errs[i] = f
-	}
-	return errs
-}
+// ConfigError lists every rule a config broke, in the order the fields appear; its message
+// begins "hostplugin:".
+type ConfigError = controller.ConfigError
 
 // ErrNoConfigFile is wrapped by [LoadConfig] when the file cannot be read.
-var ErrNoConfigFile = errors.New("config: cannot read the config file")
+var ErrNoConfigFile = errors.New("hostplugin: cannot read the config file")
 
 // LoadConfig reads and resolves the config file at path. It returns every broken rule at once,
 // as a *[ConfigError] (shape errors such as unknown fields first, then the rules the other
@@ -197,31 +160,35 @@ func LoadConfig(path string) (Config, error) {
 	return ParseConfig(data)
 }
 
-// ParseConfig decodes and resolves a config document. Unknown fields, including fields spelled
-// with another case (encoding/json would accept "DeadlineMs"), are rejected with their path.
+// ParseConfig decodes and resolves a config document. It goes through the decoder the page's
+// bootstrap goes through (controller.DecodeDocument: keys exactly as written here, none twice,
+// no unknown ones, nothing after the document), then every rule; it returns every broken rule
+// at once, with the values as the document wrote them.
 func ParseConfig(data []byte) (Config, error) {
-	clean, errs := checkShape(data, configFileType)
-	if clean == nil {
-		return Config{}, &ConfigError{Fields: errs}
-	}
 	var f ConfigFile
-	// clean holds only members of the right kind: a failure here is a bug, reported rather
-	// than hidden.
-	if err := json.Unmarshal(clean, &f); err != nil {
-		return Config{}, fmt.Errorf("config: %w", err)
+	written, derr := controller.DecodeDocument(configPackage, data, &f, "")
+	var errs []FieldError
+	if ce, ok := derr.(*ConfigError); ok {
+		errs = ce.Fields
+		if len(errs) == 1 && errs[0].Path == "" {
+			return Config{}, derr // not a document at all: nothing more can be checked
+		}
 	}
 	cfg, err := f.Resolve()
-	var rerr *ConfigError
-	if errors.As(err, &rerr) {
-		errs = append(errs, rerr.Fields...)
+	if ce, ok := err.(*ConfigError); ok {
+		ce.AsWritten(written) // the decoder's own problems show their values already
+		errs = append(errs, ce.Fields...)
 	} else if err != nil {
 		return Config{}, err
 	}
 	if len(errs) > 0 {
-		return Config{}, &ConfigError{Fields: errs}
+		return Config{}, &ConfigError{Package: configPackage, Fields: errs}
 	}
 	return cfg, nil
 }
+
+// configPackage begins the message of every config error of the Host.
+const configPackage = "hostplugin"
 
 // Resolve checks every rule and returns the resolved config, or a *[ConfigError] naming each
 // broken field with the value seen. The recovery section goes through controller.Resolve, the
@@ -234,9 +201,7 @@ func (f ConfigFile) Resolve() (Config, error) {
 	var cerr *controller.ConfigError
 	switch {
 	case errors.As(err, &cerr):
-		for _, fe := range cerr.Fields {
-			errs = append(errs, FieldError{Path: fe.Path, Rule: fe.Rule, Value: controller.FormatNumber(fe.Value)})
-		}
+		errs = append(errs, cerr.Fields...)
 	case err != nil:
 		errs = append(errs, FieldError{Path: "recovery", Rule: err.Error()})
 	default:
@@ -244,7 +209,7 @@ func (f ConfigFile) Resolve() (Config, error) {
 	}
 	errs = append(errs, validateStruct(f)...)
 	if len(errs) > 0 {
-		return Config{}, &ConfigError{Fields: errs}
+		return Config{}, &ConfigError{Package: configPackage, Fields: errs}
 	}
 
 	if f.Endpoint != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
+	"github.com/lifeline-go/lifeline/gateway"
 	"github.com/lifeline-go/lifeline/hostplugin"
 )
 
@@ -27,88 +28,97 @@ func TestParseConfigRefusesEveryBrokenRuleWithItsPathAndValue(t *testing.T) {
 	}{
 		{"a zero deadline is refused by the shared resolver",
 			`{"recovery":{"deadlineMs":0}}`,
-			`config: recovery.deadlineMs: must be an integer in 1..2147483647, got 0`},
+			`hostplugin: recovery.deadlineMs: must be an integer in 1..2147483647, got 0`},
 		{"a ladder whose first cap exceeds its top is refused",
 			`{"recovery":{"initialDelayMs":20000}}`,
-			`config: recovery.initialDelayMs: must be <= maxDelayMs (10000), got 20000`},
+			`hostplugin: recovery.initialDelayMs: must be <= maxDelayMs (10000), got 20000`},
 		{"a jitter above one is refused",
 			`{"recovery":{"jitter":2}}`,
-			`config: recovery.jitter: must be a number in [0,1], got 2`},
+			`hostplugin: recovery.jitter: must be a number in [0,1], got 2`},
 		{"a fractional heartbeat is refused",
 			`{"heartbeatMs":1.5}`,
-			`config: heartbeatMs: must be an integer in 100..600000, got 1.5`},
+			`hostplugin: heartbeatMs: must be an integer in 100..600000, got 1.5`},
 		{"a heartbeat below what a page accepts is refused",
 			`{"heartbeatMs":99}`,
-			`config: heartbeatMs: must be an integer in 100..600000, got 99`},
+			`hostplugin: heartbeatMs: must be an integer in 100..600000, got 99`},
 		{"a number beyond float64 is refused with the text written",
 			`{"heartbeatMs":1e400}`,
-			`config: heartbeatMs: must be a number within the float64 range, got 1e400`},
+			`hostplugin: heartbeatMs: must be a number within the float64 range, got 1e400`},
 		{"a quoted number is refused",
 			`{"heartbeatMs":"15000"}`,
-			`config: heartbeatMs: must be a number, got "15000"`},
+			`hostplugin: heartbeatMs: must be a number, got "15000"`},
 		{"an unknown field is refused with the known ones",
 			`{"heartbeat":15000}`,
-			`config: heartbeat: is not a known field (known: ` + knownTop + `)`},
+			`hostplugin: heartbeat: is not a known field (known: ` + knownTop + `)`},
 		{"a field spelled with another case is unknown",
 			`{"HeartbeatMs":15000}`,
-			`config: HeartbeatMs: is not a known field (known: ` + knownTop + `)`},
+			`hostplugin: HeartbeatMs: is not a known field (known: ` + knownTop + `)`},
 		{"an unknown recovery field is refused with its path",
 			`{"recovery":{"deadline":1000}}`,
-			`config: recovery.deadline: is not a known field (known: ` + knownRecovery + `)`},
+			`hostplugin: recovery.deadline: is not a known field (known: ` + knownRecovery + `)`},
 		{"a field written twice is refused",
 			`{"heartbeatMs":1000,"heartbeatMs":2000}`,
-			`config: heartbeatMs: appears more than once`},
+			`hostplugin: heartbeatMs: appears more than once`},
 		{"an endpoint without a leading slash is refused",
 			`{"endpoint":"events"}`,
-			`config: endpoint: must be a URL path starting with "/", without spaces, control characters, "?" or "#", got "events"`},
+			`hostplugin: endpoint: must be a URL path starting with "/", without spaces, control characters, "?" or "#", got "events"`},
 		{"an endpoint with a query is refused",
 			`{"endpoint":"/events?x=1"}`,
-			`config: endpoint: must be a URL path starting with "/", without spaces, control characters, "?" or "#", got "/events?x=1"`},
+			`hostplugin: endpoint: must be a URL path starting with "/", without spaces, control characters, "?" or "#", got "/events?x=1"`},
 		{"an origin with another scheme is refused with its index",
 			`{"allowedOrigins":["https://app.example.com","ftp://files.example.com"]}`,
-			`config: allowedOrigins[1]: must be an origin like "https://app.example.com" or a host pattern like "*.example.com", got "ftp://files.example.com"`},
+			`hostplugin: allowedOrigins[1]: must be an origin like "https://app.example.com" or a host pattern like "*.example.com", got "ftp://files.example.com"`},
 		{"a malformed host pattern is refused",
 			`{"allowedOrigins":["[a.example.com"]}`,
-			`config: allowedOrigins[0]: must be an origin like "https://app.example.com" or a host pattern like "*.example.com", got "[a.example.com"`},
+			`hostplugin: allowedOrigins[0]: must be an origin like "https://app.example.com" or a host pattern like "*.example.com", got "[a.example.com"`},
 		{"an origin listed twice is refused",
 			`{"allowedOrigins":["a.example.com","a.example.com"]}`,
-			`config: allowedOrigins: must not list an entry twice, got "a.example.com" twice`},
+			`hostplugin: allowedOrigins: must not list an entry twice, got "a.example.com" twice`},
 		{"an origin list that is not an array is refused",
 			`{"allowedOrigins":"a.example.com"}`,
-			`config: allowedOrigins: must be a JSON array, got "a.example.com"`},
+			`hostplugin: allowedOrigins: must be a JSON array, got "a.example.com"`},
 		{"a zero ring is refused",
 			`{"ringSize":0}`,
-			`config: ringSize: must be an integer in 1..1000000, got 0`},
+			`hostplugin: ringSize: must be an integer in 1..1000000, got 0`},
 		{"a read limit below a sub frame is refused",
 			`{"maxFrameBytes":100}`,
-			`config: maxFrameBytes: must be an integer in 512..1048576, got 100`},
+			`hostplugin: maxFrameBytes: must be an integer in 512..1048576, got 100`},
 		{"a negative session cap is refused",
 			`{"maxSessions":-1}`,
-			`config: maxSessions: must be an integer in 1..10000000, got -1`},
+			`hostplugin: maxSessions: must be an integer in 1..10000000, got -1`},
 		{"a zero accept rate is refused",
 			`{"acceptRate":0}`,
-			`config: acceptRate: must be an integer in 1..1000000, got 0`},
+			`hostplugin: acceptRate: must be an integer in 1..1000000, got 0`},
 		{"every broken rule is listed, in field order",
 			`{"recovery":{"slowAfterMs":-5,"deadlineMs":0},"heartbeatMs":50,"drainTimeoutMs":0}`,
-			`config: recovery.slowAfterMs: must be an integer in 1..2147483647, got -5; ` +
+			`hostplugin: recovery.slowAfterMs: must be an integer in 1..2147483647, got -5; ` +
 				`recovery.deadlineMs: must be an integer in 1..2147483647, got 0; ` +
 				`heartbeatMs: must be an integer in 100..600000, got 50; ` +
 				`drainTimeoutMs: must be an integer in 1..3600000, got 0`},
 		{"a recovery that is not an object is refused",
 			`{"recovery":5}`,
-			`config: recovery: must be a JSON object, got 5`},
+			`hostplugin: recovery: must be a JSON object, got 5`},
 		{"a document that is not an object is refused",
 			`[]`,
-			`config: must be a JSON object, got []`},
+			`hostplugin: must be a JSON object, got []`},
 		{"an empty document is refused",
 			"  \n",
-			`config: must be a JSON object, the document is empty`},
+			`hostplugin: must be a JSON object, the document is empty`},
 		{"a syntax error names its line and column",
 			"{\n  \"heartbeatMs\": }\n",
-			`config: invalid JSON at line 2, column 18: invalid character '}' looking for beginning of value`},
+			`hostplugin: heartbeatMs: invalid JSON at line 2, column 18: invalid character '}' at start of value`},
 		{"trailing data after the object is refused",
 			`{} {}`,
-			`config: invalid JSON at line 1, column 4: invalid character '{' after top-level value`},
+			`hostplugin: must hold one JSON value and nothing after it (line 1, column 4), got {}`},
+		{"a trailing brace is refused",
+			`{"heartbeatMs":1000}}`,
+			`hostplugin: must hold one JSON value and nothing after it (line 1, column 21), got }`},
+		{"a key in upper case is unknown, not folded",
+			`{"RECOVERY":{"deadlineMs":5}}`,
+			`hostplugin: RECOVERY: is not a known field (known: ` + knownTop + `)`},
+		{"a value beyond the browser timer range prints as written",
+			`{"recovery":{"deadlineMs":2147483648}}`,
+			`hostplugin: recovery.deadlineMs: must be an integer in 1..2147483647, got 2147483648`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -198,7 +208,7 @@ func TestConfigFileResolveGoesThroughTheSameRules(t *testing.T) {
 		HeartbeatMs: new(2e6),
 	}
 	_, err := f.Resolve()
-	want := "config: recovery.factor: must be a finite number >= 1, got 0.5; heartbeatMs: must be an integer in 100..600000, got 2e+06"
+	want := "hostplugin: recovery.factor: must be a finite number >= 1, got 0.5; heartbeatMs: must be an integer in 100..600000, got 2000000"
 	if err == nil || err.Error() != want {
 		t.Errorf("Resolve() error = %v, want %s", err, want)
 	}
@@ -243,7 +253,7 @@ func TestReloadAppliesAValidFileAndKeepsTheConfigOnAnInvalidOne(t *testing.T) {
 
 	write(`{"heartbeatMs":3000,"recovery":{"deadlineMs":0}}`)
 	err = h.Reload(path)
-	want := "config: recovery.deadlineMs: must be an integer in 1..2147483647, got 0"
+	want := "hostplugin: recovery.deadlineMs: must be an integer in 1..2147483647, got 0"
 	if err == nil || err.Error() != want {
 		t.Fatalf("Reload(invalid) = %v, want %s", err, want)
 	}
@@ -257,7 +267,7 @@ func TestReloadAppliesAValidFileAndKeepsTheConfigOnAnInvalidOne(t *testing.T) {
 
 func TestParseConfigReportsShapeAndRuleErrorsTogether(t *testing.T) {
 	_, err := hostplugin.ParseConfig([]byte(`{"heartbeat":1,"ringSize":"big","allowedOrigins":[1],"HeartbeatMs":5,"recovery":{"jitter":-1,"x":1},"maxSessions":0}`))
-	want := `config: heartbeat: is not a known field (known: recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, perIPRate, perIPBurst, maxFrameBytes, drainTimeoutMs); ` +
+	want := `hostplugin: heartbeat: is not a known field (known: recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, perIPRate, perIPBurst, maxFrameBytes, drainTimeoutMs); ` +
 		`ringSize: must be a number, got "big"; ` +
 		`allowedOrigins[0]: must be a string, got 1; ` +
 		`HeartbeatMs: is not a known field (known: recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, perIPRate, perIPBurst, maxFrameBytes, drainTimeoutMs); ` +
@@ -266,5 +276,34 @@ func TestParseConfigReportsShapeAndRuleErrorsTogether(t *testing.T) {
 		`maxSessions: must be an integer in 1..10000000, got 0`
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n got %v\nwant %s", err, want)
+	}
+}
+
+// TestHostAndPageAcceptTheSameRecovery: the Host's config file and the page's bootstrap go
+// through one decoder and one resolver, so a recovery section is accepted or refused by both,
+// with the same field path and the value as written.
+func TestHostAndPageAcceptTheSameRecovery(t *testing.T) {
+	for _, rec := range []string{
+		`{}`, `{"deadlineMs":5000}`, `{"deadlineMs":5}`, `{"deadlinems":5}`, `{"DeadlineMs":5}`,
+		`{"deadlineMs":15000,"deadlineMs":5}`, `{"jitter":2}`, `{"deadlineMs":2147483648}`,
+		`{"factor":"2"}`, `{"initialDelayMs":20000}`, `{"maxDelayMs":1e400}`, `{"stableAfterMs":0}`,
+		`[]`, `5`, `null`,
+	} {
+		doc := `{"recovery":` + rec + `}`
+		_, hostErr := hostplugin.ParseConfig([]byte(doc))
+		_, pageErr := gateway.ResolvePage([]byte(doc), nil, "http://h/")
+		if (hostErr == nil) != (pageErr == nil) {
+			t.Errorf("recovery %s: Host says %v, page says %v", rec, hostErr, pageErr)
+			continue
+		}
+		if hostErr == nil {
+			continue
+		}
+		// Same rule, same path, same value: only the package prefix differs.
+		h := strings.TrimPrefix(hostErr.Error(), "hostplugin: ")
+		p := strings.TrimPrefix(strings.TrimPrefix(pageErr.Error(), "controller: "), "gateway: bootstrap: ")
+		if h != p {
+			t.Errorf("recovery %s:\n Host %s\n page %s", rec, hostErr, pageErr)
+		}
 	}
 }

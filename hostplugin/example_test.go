@@ -25,7 +25,7 @@ import (
 func ExampleNew() {
 	cfg, err := hostplugin.LoadConfig("lifeline.json")
 	if err != nil {
-		log.Fatal(err) // names the field and the value: config: heartbeatMs: must be ...
+		log.Fatal(err) // names the field and the value: hostplugin: heartbeatMs: must be ...
 	}
 	h, err := hostplugin.New(cfg, nil)
 	if err != nil {
@@ -62,7 +62,7 @@ func ExampleConfigFile_Resolve() {
 	_, err := hostplugin.ConfigFile{HeartbeatMs: new(50.0)}.Resolve()
 	fmt.Println(err)
 	// Output:
-	// config: heartbeatMs: must be an integer in 100..600000, got 50
+	// hostplugin: heartbeatMs: must be an integer in 100..600000, got 50
 }
 
 func ExampleHost_Inject() {

@@ -5,11 +5,8 @@ package hostplugin_test
 import (
 	"bytes"
 	"net/http/httptest"
-	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/lifeline-go/lifeline/gateway/wire"
 )
 
 // FuzzInject checks, for any page and any way of writing it: the middleware never panics; the
@@ -78,38 +75,4 @@ func hasBootstrapElement(t *testing.T, page, bootstrap string) bool {
 	}
 	// The page may hold an element of the same id before ours.
 	return strings.Count(page, `id="lifeline-bootstrap">`+bootstrap+`</script>`) == 1 && found
-}
-
-// FuzzDecodeClient checks that decoding any page → Host frame never panics, and that what it
-// accepts is a frame the Host can act on and that survives encoding.
-func FuzzDecodeClient(f *testing.F) {
-	for _, seed := range []string{
-		`{"t":"sub","stream":"s"}`,
-		`{"t":"sub","stream":"s","epoch":"e","after":3}`,
-		`{"t":"unsub","stream":"s"}`,
-		`{"t":"sub","stream":"s","after":3}`,
-		`{"t":"launch"}`,
-		`{"t":"sub","stream":"s"} trailing`,
-		`{"t":"sub","stream":"s","after":-1}`,
-		`[]`, `null`, ``, `{"t":"sub","stream":"\u0000"}`,
-	} {
-		f.Add([]byte(seed))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		fr, err := wire.DecodeClient(b)
-		if err != nil {
-			return
-		}
-		if (fr.T != wire.TypeSub && fr.T != wire.TypeUnsub) || fr.Stream == "" || len(fr.Stream) > wire.MaxStreamName {
-			t.Fatalf("DecodeClient(%q) accepted %+v", b, fr)
-		}
-		enc, err := fr.Encode()
-		if err != nil {
-			t.Fatalf("Encode(%+v): %v", fr, err)
-		}
-		again, err := wire.DecodeClient(enc)
-		if err != nil || !reflect.DeepEqual(again, fr) {
-			t.Fatalf("round trip of %q: %+v, %v", b, again, err)
-		}
-	})
 }

@@ -112,7 +112,7 @@ func (hb *hub) deliver(ev Event) {
 }
 
 func eventFrame(stream string, ev Event) ([]byte, error) {
-	return wire.ServerFrame{T: wire.TypeEvent, Stream: stream, Seq: ev.Seq, Data: ev.Data}.Encode()
+	return wire.ServerFrame{T: wire.TypeEvent, Stream: stream, Seq: ev.Seq, Data: wire.RawJSON(ev.Data)}.Encode()
 }
 
 // resetFrame builds the reset to head, with the stream's baseline when it has one.
@@ -120,16 +120,12 @@ func (hb *hub) resetFrame(head Cursor) []byte {
 	f := wire.ServerFrame{T: wire.TypeReset, Stream: hb.stream, Epoch: head.Epoch, Seq: head.Seq}
 	if base, err := hb.h.baseline(hb.stream, head); err != nil {
 		hb.h.logger.Error("hostplugin: baseline failed; the reset carries none", "stream", hb.stream, "err", err)
+	} else if base != nil && !json.Valid(base) {
+		hb.h.logger.Error("hostplugin: baseline is not valid JSON; the reset carries none", "stream", hb.stream)
 	} else if base != nil {
-		f.Baseline = base
+		f.Baseline = wire.RawJSON(base)
 	}
-	b, err := f.Encode()
-	if err != nil {
-		hb.h.logger.Error("hostplugin: baseline is not valid JSON; the reset carries none", "stream", hb.stream, "err", err)
-		f.Baseline = nil
-		b = mustEncode(f)
-	}
-	return b
+	return mustEncode(f)
 }
 
 // baseline calls the stream's BaselineFunc, if any, turning a panic into an error: the

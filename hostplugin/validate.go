@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-playground/validator/v10"
+
+	"github.com/lifeline-go/lifeline/controller"
 )
 
 // validate is built once: validator caches struct metadata per instance, and registering tags
@@ -23,10 +25,11 @@ var validate = sync.OnceValue(func() *validator.Validate {
 	v := validator.New(validator.WithRequiredStructEnabled())
 	// Errors must name fields as the file spells them, not as Go does.
 	v.RegisterTagNameFunc(func(f reflect.StructField) string {
-		if name := jsonName(f); name != "-" {
-			return name
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			return ""
 		}
-		return ""
+		return name
 	})
 	must := func(err error) {
 		if err != nil {
@@ -83,10 +86,10 @@ func translate(fe validator.FieldError) FieldError {
 func formatValue(v any) string {
 	switch v := v.(type) {
 	case float64:
-		return strconv.FormatFloat(v, 'g', -1, 64)
+		return controller.FormatNumber(v)
 	case *float64:
 		if v != nil {
-			return strconv.FormatFloat(*v, 'g', -1, 64)
+			return controller.FormatNumber(*v)
 		}
 	case string:
 		return quote(v)

@@ -17,7 +17,6 @@ package main
 
 import (
 	"errors"
-	"log/slog"
 	"sync"
 	"syscall/js"
 
@@ -63,11 +62,11 @@ type page struct {
 
 // build makes the gateway and the controller from a resolved config.
 func (p *page) build(cfg gateway.PageConfig) error {
-	gw, err := gateway.New(cfg.URL, &gateway.Options{Logger: slog.Default(), AbortDial: installDialAbort()})
+	gw, err := gateway.New(cfg.URL, &gateway.Options{Logger: console{}, AbortDial: installDialAbort()})
 	if err != nil {
 		return err
 	}
-	ctl, err := controller.New(gw, cfg.Recovery, &controller.Options{Endpoint: gw.URL(), OnChange: p.onChange})
+	ctl, err := controller.New(gw, cfg.Recovery, &controller.Options{Endpoint: gw.URL(), OnChange: p.onChange, Logger: console{}})
 	if err != nil {
 		return err
 	}

@@ -83,11 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *n < 1 {
 		return fmt.Errorf("-n must be at least 1, got %d", *n)
 	}
-	rec, err := controller.ParseRecovery([]byte(*recovery))
-	if err != nil {
-		return err
-	}
-	cfg, err := controller.Resolve(rec)
+	cfg, err := controller.ResolveRecoveryJSON([]byte(*recovery))
 	if err != nil {
 		return err
 	}

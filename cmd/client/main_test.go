@@ -169,7 +169,7 @@ func TestClientFlags(t *testing.T) {
 		{"at least one client", []string{"-url", "ws://h/x", "-n", "0"}, "-n must be at least 1, got 0"},
 		{"a bad URL is refused", []string{"-url", "ftp://h/x"}, `got "ftp"`},
 		{"timing is resolved", []string{"-url", "ws://h/x", "-recovery", `{"deadlineMs":0}`}, "recovery.deadlineMs: must be an integer in 1..2147483647, got 0"},
-		{"unknown timing fields are refused", []string{"-url", "ws://h/x", "-recovery", `{"deadline":1}`}, `unknown field "deadline"`},
+		{"unknown timing fields are refused", []string{"-url", "ws://h/x", "-recovery", `{"deadline":1}`}, "recovery.deadline: is not a known field (known: slowAfterMs"},
 		{"stray arguments are refused", []string{"-url", "ws://h/x", "extra"}, `unexpected arguments ["extra"]`},
 	} {
 		err := run(context.Background(), tc.args, io.Discard, io.Discard)

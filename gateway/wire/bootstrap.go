@@ -8,7 +8,7 @@ const BootstrapID = "lifeline-bootstrap"
 // where the events endpoint is. The page treats it as untrusted and resolves it again.
 type Bootstrap struct {
 	// Recovery is the timing config (SPEC section 2), kept raw here so this package needs no
-	// other; the page decodes it with controller.ParseRecovery.
+	// other; the page decodes it with controller.DecodeDocument onto its Recovery.
 	Recovery RawJSON `json:"recovery,omitempty"`
 	// Endpoint is the events endpoint: a path on the page's own host, or an absolute ws(s)://
 	// or http(s):// URL.

@@ -1,19 +1,25 @@
 // Package wire is the Lifeline events protocol, version 1: frame types, their encoding and
 // decoding, and the close codes. The gateway (page side) and the Host plugin both import it, so
-// the two sides cannot drift apart. It depends on the standard library only.
+// the two sides cannot drift apart. It depends on no other package of the project; besides the
+// standard library it uses the jsontext tokenizer of github.com/go-json-experiment/json (the
+// prototype of the standard library's encoding/json/jsontext), because the browser build must
+// not link encoding/json (about 120 KB of brotli-compressed wasm).
 //
 // Frames are JSON text messages whose field "t" names the type. Host → page: ready, hb, event,
-// reset, goaway, error. Page → Host: sub, unsub.
+// reset, goaway, denied, error. Page → Host: sub, unsub, ping.
 package wire
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Subprotocol is the WebSocket subprotocol both sides must agree on.
@@ -29,17 +35,20 @@ const (
 	TypeEvent     = "event"
 	TypeReset     = "reset"
 	TypeGoAway    = "goaway"
+	TypeDenied    = "denied"
 	TypeError     = "error"
 	TypeSub       = "sub"
 	TypeUnsub     = "unsub"
+	TypePing      = "ping"
 )
 
 // Close codes of the protocol (RFC 6455 numbers).
 const (
-	CloseDrained    = 1001 // the Host is draining and this session is over
-	CloseOrigin     = 1008 // the page's origin is not allowed
-	CloseTooBig     = 1009 // a frame exceeded the read limit
-	CloseOverloaded = 1013 // try again later; the reason carries retry-after=<ms>
+	CloseDrained        = 1001 // the Host is draining and this session is over
+	CloseOrigin         = 1008 // the page's origin is not allowed
+	CloseTooBig         = 1009 // a frame exceeded the read limit
+	CloseServiceRestart = 1012 // the Host is stopping with no successor: come back soon
+	CloseOverloaded     = 1013 // try again later; the reason carries retry-after=<ms>
 )
 
 // Limits shared by both sides.
@@ -55,8 +64,23 @@ const (
 	MaxRetryAfter = 60 * time.Second
 )
 
-// RawJSON is a raw JSON value carried through unchanged (event data, baselines).
-type RawJSON = json.RawMessage
+// RawJSON is a raw JSON value carried through unchanged (event data, baselines). It marshals
+// as itself with encoding/json, like json.RawMessage, without this package importing it.
+type RawJSON []byte
+
+// MarshalJSON returns m, or null for a nil m.
+func (m RawJSON) MarshalJSON() ([]byte, error) {
+	if m == nil {
+		return []byte("null"), nil
+	}
+	return m, nil
+}
+
+// UnmarshalJSON keeps a copy of b.
+func (m *RawJSON) UnmarshalJSON(b []byte) error {
+	*m = append((*m)[:0], b...)
+	return nil
+}
 
 // ErrFrame is the sentinel every decoding error wraps.
 var ErrFrame = errors.New("wire: bad frame")
@@ -67,23 +91,26 @@ type ServerFrame struct {
 	// ready
 	Session     string `json:"session,omitempty"`
 	HeartbeatMs int64  `json:"heartbeatMs,omitempty"`
-	// event, reset
+	// event, reset, denied
 	Stream string `json:"stream,omitempty"`
 	Seq    uint64 `json:"seq,omitempty"`
 	// event
-	Data json.RawMessage `json:"data,omitempty"`
+	Data RawJSON `json:"data,omitempty"`
 	// reset
-	Epoch    string          `json:"epoch,omitempty"`
-	Baseline json.RawMessage `json:"baseline,omitempty"`
+	Epoch    string  `json:"epoch,omitempty"`
+	Baseline RawJSON `json:"baseline,omitempty"`
 	// goaway: "" means come back to the same place.
 	URI string `json:"uri,omitempty"`
 	// error
 	Message string `json:"message,omitempty"`
+	// denied: why the Host's app refused the subscription.
+	Reason string `json:"reason,omitempty"`
 }
 
 // ClientFrame is one page → Host frame.
 type ClientFrame struct {
-	T      string `json:"t"`
+	T string `json:"t"`
+	// sub, unsub; none for ping.
 	Stream string `json:"stream"`
 	// sub: both empty for a fresh subscription.
 	Epoch string `json:"epoch,omitempty"`
@@ -100,29 +127,245 @@ func Ready(session string, heartbeat time.Duration) ServerFrame {
 	return ServerFrame{T: TypeReady, Session: session, HeartbeatMs: heartbeat.Milliseconds()}
 }
 
-// Encode returns the frame's JSON text.
-func (f ServerFrame) Encode() ([]byte, error) { return json.Marshal(f) }
-
-// Encode returns the frame's JSON text.
-func (f ClientFrame) Encode() ([]byte, error) { return json.Marshal(f) }
-
-// decodeStrict decodes one JSON object and refuses trailing data.
-func decodeStrict(b []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(b))
-	if err := d.Decode(v); err != nil {
-		return fmt.Errorf("%w: %v", ErrFrame, err)
+// Encode returns the frame's JSON text: its fields in declaration order, the empty ones left
+// out. Invalid UTF-8 in a string becomes U+FFFD, as encoding/json would make it.
+func (f ServerFrame) Encode() ([]byte, error) {
+	b := make([]byte, 0, 48+len(f.Stream)+len(f.Data)+len(f.Baseline)+len(f.Message))
+	b = str(append(b, `{"t":`...), f.T)
+	b = optStr(b, "session", f.Session)
+	if f.HeartbeatMs != 0 {
+		b = strconv.AppendInt(append(b, `,"heartbeatMs":`...), f.HeartbeatMs, 10)
 	}
-	if d.More() {
+	b = optStr(b, "stream", f.Stream)
+	if f.Seq != 0 {
+		b = strconv.AppendUint(append(b, `,"seq":`...), f.Seq, 10)
+	}
+	if len(f.Data) > 0 {
+		b = append(append(b, `,"data":`...), f.Data...)
+	}
+	b = optStr(b, "epoch", f.Epoch)
+	if len(f.Baseline) > 0 {
+		b = append(append(b, `,"baseline":`...), f.Baseline...)
+	}
+	b = optStr(b, "uri", f.URI)
+	b = optStr(b, "message", f.Message)
+	b = optStr(b, "reason", f.Reason)
+	return append(b, '}'), nil
+}
+
+// Encode returns the frame's JSON text.
+func (f ClientFrame) Encode() ([]byte, error) {
+	b := make([]byte, 0, 32+len(f.Stream)+len(f.Epoch))
+	b = str(append(b, `{"t":`...), f.T)
+	if f.T != TypePing {
+		b = str(append(b, `,"stream":`...), f.Stream)
+	}
+	b = optStr(b, "epoch", f.Epoch)
+	if f.After != 0 {
+		b = strconv.AppendUint(append(b, `,"after":`...), f.After, 10)
+	}
+	return append(b, '}'), nil
+}
+
+func str(b []byte, s string) []byte {
+	b, _ = jsontext.AppendQuote(b, s) // invalid UTF-8 is replaced, and the output stays valid
+	return b
+}
+
+func optStr(b []byte, name, s string) []byte {
+	if s == "" {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return str(b, s)
+}
+
+// decoders are reused: a frame decodes without allocating a tokenizer.
+var decoders = sync.Pool{New: func() any { return new(frameDecoder) }}
+
+type frameDecoder struct {
+	r   bytes.Reader
+	dec jsontext.Decoder
+}
+
+// decodeObject reads b as one JSON object and calls member for each key, with the decoder
+// positioned at the value, which member must read. Duplicate keys and anything after the
+// object are errors.
+func decodeObject(b []byte, member func(key string, d *jsontext.Decoder) error) error {
+	fd := decoders.Get().(*frameDecoder)
+	defer decoders.Put(fd)
+	fd.r.Reset(b)
+	fd.dec.Reset(&fd.r)
+	d := &fd.dec
+	if k := d.PeekKind(); k != '{' {
+		if k == jsontext.KindInvalid {
+			_, err := d.ReadToken()
+			return frameErr(err)
+		}
+		return fmt.Errorf("%w: must be a JSON object, got %s", ErrFrame, kindName(k))
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return frameErr(err)
+	}
+	for d.PeekKind() != '}' {
+		tok, err := d.ReadToken()
+		if err != nil {
+			return frameErr(err)
+		}
+		if err := member(tok.String(), d); err != nil {
+			return err
+		}
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return frameErr(err)
+	}
+	if _, err := d.ReadValue(); err != io.EOF {
 		return fmt.Errorf("%w: trailing data after the frame", ErrFrame)
 	}
 	return nil
 }
 
+func frameErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return fmt.Errorf("%w: %v", ErrFrame, err)
+}
+
+// readString reads a string field; null is the empty string.
+func readString(d *jsontext.Decoder, key string, dst *string) error {
+	switch d.PeekKind() {
+	case 'n':
+		_, err := d.ReadToken()
+		return frameErr(err)
+	case '"':
+		tok, err := d.ReadToken()
+		if err != nil {
+			return frameErr(err)
+		}
+		*dst = tok.String()
+		return nil
+	}
+	return wrongKind(d, key, "a string")
+}
+
+// readUint reads an integer field: digits only, as a count is written.
+func readUint(d *jsontext.Decoder, key string, dst *uint64) error {
+	if d.PeekKind() == 'n' {
+		_, err := d.ReadToken()
+		return frameErr(err)
+	}
+	if d.PeekKind() != '0' {
+		return wrongKind(d, key, "a number")
+	}
+	raw, err := d.ReadValue()
+	if err != nil {
+		return frameErr(err)
+	}
+	v, err := strconv.ParseUint(string(raw), 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: %s must be an integer in 0..%d, got %s", ErrFrame, key, uint64(1<<64-1), Truncate(string(raw)))
+	}
+	*dst = v
+	return nil
+}
+
+func readInt(d *jsontext.Decoder, key string, dst *int64) error {
+	if d.PeekKind() == 'n' {
+		_, err := d.ReadToken()
+		return frameErr(err)
+	}
+	if d.PeekKind() != '0' {
+		return wrongKind(d, key, "a number")
+	}
+	raw, err := d.ReadValue()
+	if err != nil {
+		return frameErr(err)
+	}
+	v, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: %s must be an integer, got %s", ErrFrame, key, Truncate(string(raw)))
+	}
+	*dst = v
+	return nil
+}
+
+// readRaw keeps a value as sent; null is none.
+func readRaw(d *jsontext.Decoder, dst *RawJSON) error {
+	raw, err := d.ReadValue()
+	if err != nil {
+		return frameErr(err)
+	}
+	if string(raw) == "null" {
+		*dst = nil
+		return nil
+	}
+	*dst = RawJSON(bytes.Clone(raw))
+	return nil
+}
+
+func wrongKind(d *jsontext.Decoder, key, want string) error {
+	k := d.PeekKind()
+	_ = d.SkipValue()
+	return fmt.Errorf("%w: %s must be %s, got %s", ErrFrame, key, want, kindName(k))
+}
+
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case '0':
+		return "a number"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "nothing"
+}
+
 // DecodeServer decodes and validates a Host → page frame. Unknown fields are ignored (a newer
-// Host may add some); an unknown type or a missing required field is an error.
+// Host may add some); an unknown type, a missing required field, a key given twice or
+// anything after the frame is an error.
 func DecodeServer(b []byte) (ServerFrame, error) {
 	var f ServerFrame
-	if err := decodeStrict(b, &f); err != nil {
+	err := decodeObject(b, func(key string, d *jsontext.Decoder) error {
+		switch key {
+		case "t":
+			return readString(d, key, &f.T)
+		case "session":
+			return readString(d, key, &f.Session)
+		case "heartbeatMs":
+			return readInt(d, key, &f.HeartbeatMs)
+		case "stream":
+			return readString(d, key, &f.Stream)
+		case "seq":
+			return readUint(d, key, &f.Seq)
+		case "data":
+			return readRaw(d, &f.Data)
+		case "epoch":
+			return readString(d, key, &f.Epoch)
+		case "baseline":
+			return readRaw(d, &f.Baseline)
+		case "uri":
+			return readString(d, key, &f.URI)
+		case "message":
+			return readString(d, key, &f.Message)
+		case "reason":
+			return readString(d, key, &f.Reason)
+		}
+		return frameErr(d.SkipValue())
+	})
+	if err != nil {
 		return ServerFrame{}, err
 	}
 	if err := f.Validate(); err != nil {
@@ -144,7 +387,7 @@ func (f ServerFrame) Validate() error {
 		}
 	case TypeHeartbeat, TypeGoAway, TypeError:
 	case TypeEvent:
-		if err := checkStream(f.Stream); err != nil {
+		if err := CheckStream(f.Stream); err != nil {
 			return err
 		}
 		if f.Seq == 0 {
@@ -154,16 +397,20 @@ func (f ServerFrame) Validate() error {
 			return fmt.Errorf("%w: event %q/%d without data", ErrFrame, f.Stream, f.Seq)
 		}
 	case TypeReset:
-		if err := checkStream(f.Stream); err != nil {
+		if err := CheckStream(f.Stream); err != nil {
 			return err
 		}
 		if f.Epoch == "" {
 			return fmt.Errorf("%w: reset on stream %q without an epoch", ErrFrame, f.Stream)
 		}
+	case TypeDenied:
+		if err := CheckStream(f.Stream); err != nil {
+			return err
+		}
 	case "":
 		return fmt.Errorf("%w: missing type field \"t\"", ErrFrame)
 	default:
-		return fmt.Errorf("%w: unknown type %q", ErrFrame, truncate(f.T))
+		return fmt.Errorf("%w: unknown type %q", ErrFrame, Truncate(f.T))
 	}
 	return nil
 }
@@ -171,30 +418,48 @@ func (f ServerFrame) Validate() error {
 // DecodeClient decodes and validates a page → Host frame.
 func DecodeClient(b []byte) (ClientFrame, error) {
 	var f ClientFrame
-	if err := decodeStrict(b, &f); err != nil {
+	err := decodeObject(b, func(key string, d *jsontext.Decoder) error {
+		switch key {
+		case "t":
+			return readString(d, key, &f.T)
+		case "stream":
+			return readString(d, key, &f.Stream)
+		case "epoch":
+			return readString(d, key, &f.Epoch)
+		case "after":
+			return readUint(d, key, &f.After)
+		}
+		return frameErr(d.SkipValue())
+	})
+	if err != nil {
 		return ClientFrame{}, err
 	}
 	switch f.T {
 	case TypeSub:
-		if err := checkStream(f.Stream); err != nil {
+		if err := CheckStream(f.Stream); err != nil {
 			return ClientFrame{}, err
 		}
 		if f.Epoch == "" && f.After != 0 {
 			return ClientFrame{}, fmt.Errorf("%w: sub %q has after=%d without an epoch", ErrFrame, f.Stream, f.After)
 		}
 	case TypeUnsub:
-		if err := checkStream(f.Stream); err != nil {
+		if err := CheckStream(f.Stream); err != nil {
 			return ClientFrame{}, err
+		}
+	case TypePing:
+		if f.Stream != "" || f.Epoch != "" || f.After != 0 {
+			return ClientFrame{}, fmt.Errorf("%w: ping carries no stream, epoch or after", ErrFrame)
 		}
 	case "":
 		return ClientFrame{}, fmt.Errorf("%w: missing type field \"t\"", ErrFrame)
 	default:
-		return ClientFrame{}, fmt.Errorf("%w: unknown type %q", ErrFrame, truncate(f.T))
+		return ClientFrame{}, fmt.Errorf("%w: unknown type %q", ErrFrame, Truncate(f.T))
 	}
 	return f, nil
 }
 
-func checkStream(s string) error {
+// CheckStream is the one rule for stream names, on both sides: 1..MaxStreamName bytes.
+func CheckStream(s string) error {
 	if s == "" {
 		return fmt.Errorf("%w: missing stream name", ErrFrame)
 	}
@@ -204,13 +469,20 @@ func checkStream(s string) error {
 	return nil
 }
 
-// truncate keeps hostile input from flooding an error message.
-func truncate(s string) string {
-	if len(s) > 32 {
-		return s[:32] + "…"
+// Truncate keeps hostile input from flooding an error message or a log: at most 32 bytes
+// (never splitting a UTF-8 sequence), then "…".
+func Truncate(s string) string {
+	if len(s) <= 32 {
+		return s
 	}
-	return s
+	n := 32
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 const retryAfterPrefix = "retry-after="
 

@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"strings"
@@ -25,14 +26,14 @@ var serverCases = []struct {
 	{"a ready below the heartbeat floor is refused", `{"t":"ready","session":"s","heartbeatMs":99}`, wire.ServerFrame{}, "got 99"},
 	{"a ready above the heartbeat ceiling is refused", `{"t":"ready","session":"s","heartbeatMs":600001}`, wire.ServerFrame{}, "got 600001"},
 	{"a negative heartbeat is refused", `{"t":"ready","session":"s","heartbeatMs":-5}`, wire.ServerFrame{}, "got -5"},
-	{"a fractional heartbeat is refused", `{"t":"ready","session":"s","heartbeatMs":1.5}`, wire.ServerFrame{}, "cannot unmarshal number 1.5"},
+	{"a fractional heartbeat is refused", `{"t":"ready","session":"s","heartbeatMs":1.5}`, wire.ServerFrame{}, "heartbeatMs must be an integer, got 1.5"},
 	{"a heartbeat decodes", `{"t":"hb"}`, wire.ServerFrame{T: "hb"}, ""},
 	{"an event decodes", `{"t":"event","stream":"S","seq":7,"data":{"x":1}}`, wire.ServerFrame{T: "event", Stream: "S", Seq: 7}, ""},
 	{"an event without a stream is refused", `{"t":"event","seq":7,"data":1}`, wire.ServerFrame{}, "missing stream name"},
 	{"an event on a 257-byte stream is refused", `{"t":"event","stream":"` + strings.Repeat("s", 257) + `","seq":7,"data":1}`, wire.ServerFrame{}, "257 bytes exceeds 256"},
 	{"an event without a seq is refused", `{"t":"event","stream":"S","data":1}`, wire.ServerFrame{}, `event on stream "S" without a seq`},
 	{"an event without data is refused", `{"t":"event","stream":"S","seq":7}`, wire.ServerFrame{}, `event "S"/7 without data`},
-	{"a negative seq is refused", `{"t":"event","stream":"S","seq":-1,"data":1}`, wire.ServerFrame{}, "cannot unmarshal number -1"},
+	{"a negative seq is refused", `{"t":"event","stream":"S","seq":-1,"data":1}`, wire.ServerFrame{}, "seq must be an integer in 0..18446744073709551615, got -1"},
 	{"a reset decodes", `{"t":"reset","stream":"S","epoch":"E","seq":4,"baseline":[1,2]}`, wire.ServerFrame{T: "reset", Stream: "S", Epoch: "E", Seq: 4}, ""},
 	{"a reset at seq 0 decodes", `{"t":"reset","stream":"S","epoch":"E","baseline":null}`, wire.ServerFrame{T: "reset", Stream: "S", Epoch: "E"}, ""},
 	{"a reset without an epoch is refused", `{"t":"reset","stream":"S","seq":4}`, wire.ServerFrame{}, `reset on stream "S" without an epoch`},
@@ -40,14 +41,23 @@ var serverCases = []struct {
 	{"a goaway without a uri decodes", `{"t":"goaway"}`, wire.ServerFrame{T: "goaway"}, ""},
 	{"an error frame decodes", `{"t":"error","message":"retry-after=300"}`, wire.ServerFrame{T: "error", Message: "retry-after=300"}, ""},
 	{"unknown fields are ignored", `{"t":"hb","future":true}`, wire.ServerFrame{T: "hb"}, ""},
+	{"unknown fields of any kind are ignored", `{"t":"hb","future":{"a":[1,{"b":null}]},"x":"y"}`, wire.ServerFrame{T: "hb"}, ""},
+	{"a key given twice is refused", `{"t":"hb","t":"ready","session":"s","heartbeatMs":100}`, wire.ServerFrame{}, "duplicate"},
+	{"a denied frame decodes", `{"t":"denied","stream":"S","reason":"not yours"}`, wire.ServerFrame{T: "denied", Stream: "S", Reason: "not yours"}, ""},
+	{"a denied frame without a reason decodes", `{"t":"denied","stream":"S"}`, wire.ServerFrame{T: "denied", Stream: "S"}, ""},
+	{"a denied frame without a stream is refused", `{"t":"denied","reason":"no"}`, wire.ServerFrame{}, "missing stream name"},
+	{"escapes in strings are decoded", `{"t":"goaway","uri":"\u002fb\/c"}`, wire.ServerFrame{T: "goaway", URI: "/b/c"}, ""},
+	{"white space around the frame is fine", " \n{\"t\" : \"hb\"}\t ", wire.ServerFrame{T: "hb"}, ""},
+	{"nulls are absent fields", `{"t":"goaway","uri":null,"seq":null}`, wire.ServerFrame{T: "goaway"}, ""},
+	{"a seq in exponent form is refused", `{"t":"event","stream":"S","seq":1e3,"data":1}`, wire.ServerFrame{}, "seq must be an integer"},
 	{"a missing type is refused", `{"session":"s"}`, wire.ServerFrame{}, `missing type field "t"`},
 	{"an unknown type is refused", `{"t":"hello"}`, wire.ServerFrame{}, `unknown type "hello"`},
 	{"a long unknown type is truncated in the error", `{"t":"` + strings.Repeat("x", 100) + `"}`, wire.ServerFrame{}, strings.Repeat("x", 32) + "…"},
 	{"a client frame type is refused", `{"t":"sub","stream":"S"}`, wire.ServerFrame{}, `unknown type "sub"`},
-	{"a type of the wrong JSON type is refused", `{"t":1}`, wire.ServerFrame{}, "cannot unmarshal number"},
+	{"a type of the wrong JSON type is refused", `{"t":1}`, wire.ServerFrame{}, "t must be a string, got a number"},
 	{"trailing data is refused", `{"t":"hb"}{"t":"hb"}`, wire.ServerFrame{}, "trailing data"},
 	{"truncated JSON is refused", `{"t":"hb"`, wire.ServerFrame{}, "unexpected EOF"},
-	{"an array is refused", `[]`, wire.ServerFrame{}, "cannot unmarshal array"},
+	{"an array is refused", `[]`, wire.ServerFrame{}, "must be a JSON object, got an array"},
 	{"empty input is refused", ``, wire.ServerFrame{}, "EOF"},
 }
 
@@ -98,8 +108,12 @@ var clientCases = []struct {
 	{"a server frame type is refused", `{"t":"ready","stream":"S"}`, wire.ClientFrame{}, `unknown type "ready"`},
 	{"a missing type is refused", `{"stream":"S"}`, wire.ClientFrame{}, `missing type field "t"`},
 	{"trailing data is refused", `{"t":"unsub","stream":"S"} x`, wire.ClientFrame{}, "trailing data"},
-	{"a negative after is refused", `{"t":"sub","stream":"S","epoch":"E","after":-1}`, wire.ClientFrame{}, "cannot unmarshal number -1"},
+	{"a negative after is refused", `{"t":"sub","stream":"S","epoch":"E","after":-1}`, wire.ClientFrame{}, "after must be an integer in 0..18446744073709551615, got -1"},
 	{"unknown fields are ignored", `{"t":"unsub","stream":"S","x":1}`, wire.ClientFrame{T: "unsub", Stream: "S"}, ""},
+	{"a ping decodes", `{"t":"ping"}`, wire.ClientFrame{T: "ping"}, ""},
+	{"a ping with a stream is refused", `{"t":"ping","stream":"S"}`, wire.ClientFrame{}, "ping carries no stream"},
+	{"a key given twice is refused", `{"t":"sub","stream":"S","stream":"T"}`, wire.ClientFrame{}, "duplicate"},
+	{"an invalid UTF-8 stream is refused", "{\"t\":\"sub\",\"stream\":\"\xff\"}", wire.ClientFrame{}, "invalid UTF-8"},
 }
 
 func TestDecodeClient(t *testing.T) {
@@ -171,6 +185,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		{T: wire.TypeGoAway, URI: "/elsewhere"},
 		{T: wire.TypeGoAway},
 		{T: wire.TypeError, Message: "retry-after=10"},
+		{T: wire.TypeDenied, Stream: "S", Reason: "not yours \u2028 <b>"},
 	}
 	for _, f := range frames {
 		b, err := f.Encode()
@@ -190,6 +205,7 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		{T: wire.TypeSub, Stream: "S"},
 		{T: wire.TypeSub, Stream: "S", Epoch: "E", After: 3},
 		{T: wire.TypeUnsub, Stream: "S"},
+		{T: wire.TypePing},
 	} {
 		b, _ := f.Encode()
 		if got, err := wire.DecodeClient(b); err != nil || got != f {
@@ -217,6 +233,9 @@ func FuzzDecodeServer(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Encode(%+v): %v", fr, err)
 		}
+		if !json.Valid(enc) {
+			t.Fatalf("Encode(DecodeServer(%q)) = %s is not valid JSON", b, enc)
+		}
 		fr2, err := wire.DecodeServer(enc)
 		if err != nil {
 			t.Fatalf("DecodeServer(Encode(DecodeServer(%q)) = %s): %v", b, enc, err)
@@ -228,9 +247,16 @@ func FuzzDecodeServer(f *testing.F) {
 	})
 }
 
+// FuzzDecodeClient: what the Host reads from any page. Decoding never panics; what it accepts
+// is a frame the Host can act on, and survives encoding. (The Host plugin has no copy of this
+// target: it decodes with this very function.)
 func FuzzDecodeClient(f *testing.F) {
 	for _, tc := range clientCases {
 		f.Add([]byte(tc.in))
+	}
+	for _, s := range []string{`{"t":"launch"}`, `{"t":"sub","stream":"s"} trailing`, `[]`, `null`, ``,
+		`{"t":"sub","stream":"\u0000"}`, `{"t":"ping","after":0}`} {
+		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr, err := wire.DecodeClient(b)
@@ -240,23 +266,32 @@ func FuzzDecodeClient(f *testing.F) {
 			}
 			return
 		}
+		switch fr.T {
+		case wire.TypeSub, wire.TypeUnsub:
+			if fr.Stream == "" || len(fr.Stream) > wire.MaxStreamName {
+				t.Fatalf("DecodeClient(%q) accepted %+v", b, fr)
+			}
+		case wire.TypePing:
+			if fr != (wire.ClientFrame{T: wire.TypePing}) {
+				t.Fatalf("DecodeClient(%q) accepted a ping with fields: %+v", b, fr)
+			}
+		default:
+			t.Fatalf("DecodeClient(%q) accepted type %q", b, fr.T)
+		}
 		enc, err := fr.Encode()
 		if err != nil {
 			t.Fatalf("Encode(%+v): %v", fr, err)
+		}
+		if !json.Valid(enc) {
+			t.Fatalf("Encode(DecodeClient(%q)) = %s is not valid JSON", b, enc)
 		}
 		fr2, err := wire.DecodeClient(enc)
 		if err != nil {
 			t.Fatalf("DecodeClient(Encode(DecodeClient(%q)) = %s): %v", b, enc, err)
 		}
-		if fr2 != fr && !invalidUTF8(fr) {
+		// Decoding refuses invalid UTF-8, so a decoded frame always survives the round trip.
+		if fr2 != fr {
 			t.Fatalf("round trip of %q: %+v then %+v", b, fr, fr2)
 		}
 	})
 }
-
-// invalidUTF8 reports whether encoding f must change it: JSON replaces invalid UTF-8.
-func invalidUTF8(f wire.ClientFrame) bool {
-	return !utf8Valid(f.T) || !utf8Valid(f.Stream) || !utf8Valid(f.Epoch)
-}
-
-func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }

@@ -606,7 +606,7 @@ func (ss *ssession) serve(f wire.ClientFrame) {
 	}
 	if f.Epoch == l.epoch && f.After <= l.last && f.After+1 >= l.first {
 		for i := f.After + 1; i <= l.last; i++ {
-			b, _ := wire.ServerFrame{T: wire.TypeEvent, Stream: f.Stream, Seq: i, Data: l.events[i-l.first]}.Encode()
+			b, _ := wire.ServerFrame{T: wire.TypeEvent, Stream: f.Stream, Seq: i, Data: wire.RawJSON(l.events[i-l.first])}.Encode()
 			ss.enqueue(true, b)
 		}
 	} else {
