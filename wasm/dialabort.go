@@ -18,14 +18,19 @@ func installDialAbort() func(url string) {
 	sockets := g.Get("Set").New()
 	handler := g.Get("Object").New()
 	// Lives as long as the page, like the Proxy that calls it.
-	handler.Set("construct", js.FuncOf(func(_ js.Value, args []js.Value) any {
+	handler.Set("construct", js.FuncOf(func(_ js.Value, args []js.Value) (ws any) {
+		// A constructor that throws (a malformed URL, a page that replaced WebSocket) must not
+		// end the program: the trap then returns nothing, which the Proxy turns into a
+		// TypeError for the caller, and coder/websocket reports that as a failed dial.
+		defer contain("new WebSocket")
 		prune(sockets)
-		ws := g.Get("Reflect").Call("construct", args[0], args[1], args[2])
-		sockets.Call("add", ws)
-		return ws
+		v := g.Get("Reflect").Call("construct", args[0], args[1], args[2])
+		sockets.Call("add", v)
+		return v
 	}))
 	g.Set("WebSocket", g.Get("Proxy").New(g.Get("WebSocket"), handler))
 	return func(url string) {
+		defer contain("aborting a connecting WebSocket")
 		want := normalise(url)
 		list := g.Get("Array").Call("from", sockets)
 		for i := 0; i < list.Length(); i++ {

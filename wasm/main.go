@@ -17,6 +17,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"syscall/js"
 
@@ -92,7 +93,7 @@ func (p *page) misconfigured(err error) {
 	p.mu.Lock()
 	p.badConfig = err
 	p.mu.Unlock()
-	js.Global().Get("console").Call("error", "lifeline: connection settings are invalid: "+err.Error())
+	errorf("lifeline: connection settings are invalid: %v", err).with()
 	st := js.ValueOf(map[string]any{"state": "misconfigured", "error": err.Error(), "slow": false, "attempt": 0, "failures": 0, "nextAttempt": 0})
 	p.publish(st)
 }
@@ -126,8 +127,11 @@ func (p *page) publish(st js.Value) {
 	}
 	p.mu.Unlock()
 	for _, fn := range ls {
-		fn.Invoke(st)
+		call("an onState listener", fn, st)
 	}
+	// dispatchEvent reports a throwing listener to the window's error handler and returns; it
+	// is guarded all the same, since a page can replace window.dispatchEvent.
+	defer contain("dispatching lifeline:state")
 	ev := js.Global().Get("CustomEvent").New("lifeline:state", map[string]any{"detail": st})
 	js.Global().Call("dispatchEvent", ev)
 }
@@ -157,7 +161,8 @@ func (p *page) expose() {
 	}))
 	api.Set("onState", js.FuncOf(func(_ js.Value, args []js.Value) any {
 		if len(args) == 0 || args[0].Type() != js.TypeFunction {
-			return misuse("lifeline.onState: want a function")
+			misuse("lifeline.onState(fn): fn must be a function, got", arg(args, 0))
+			return noop
 		}
 		p.mu.Lock()
 		if p.listeners == nil {
@@ -169,9 +174,9 @@ func (p *page) expose() {
 		cur := p.status
 		p.mu.Unlock()
 		if !cur.IsUndefined() {
-			args[0].Invoke(cur)
+			call("an onState listener", args[0], cur)
 		}
-		return once(func() {
+		return remover(func() {
 			p.mu.Lock()
 			delete(p.listeners, id)
 			p.mu.Unlock()
@@ -196,33 +201,41 @@ func (p *page) expose() {
 		return nil
 	}))
 	api.Set("subscribe", js.FuncOf(func(_ js.Value, args []js.Value) any {
-		if len(args) < 2 || args[0].Type() != js.TypeString || args[1].Type() != js.TypeFunction {
-			return misuse("lifeline.subscribe: want (stream string, fn function)")
+		stream, fn := arg(args, 0), arg(args, 1)
+		if stream.Type() != js.TypeString {
+			misuse("lifeline.subscribe(stream, fn): stream must be a string, got", stream)
+			return noop
+		}
+		name := stream.String()
+		if err := wire.CheckStream(name); err != nil {
+			misuse(fmt.Sprintf("lifeline.subscribe(%q, fn): the protocol cannot carry this stream name (1..%d bytes of UTF-8, got %d):",
+				wire.Truncate(name), wire.MaxStreamName, len(name)), stream)
+			return noop
+		}
+		if fn.Type() != js.TypeFunction {
+			misuse(fmt.Sprintf("lifeline.subscribe(%q, fn): fn must be a function, got", wire.Truncate(name)), fn)
+			return noop
 		}
 		if p.gw == nil {
-			return once(func() {})
+			return noop // misconfigured: already reported, nothing will ever be delivered
 		}
-		fn := args[1]
-		sub := p.gw.Subscribe(args[0].String(), func(d gateway.Delivery) { fn.Invoke(deliveryValue(d)) })
-		return once(sub.Unsubscribe)
+		what := fmt.Sprintf("the lifeline.subscribe(%q) handler", wire.Truncate(name))
+		sub := p.gw.Subscribe(name, func(d gateway.Delivery) {
+			defer contain(what)
+			fn.Invoke(deliveryValue(d))
+		})
+		return remover(sub.Unsubscribe)
 	}))
 	js.Global().Set("lifeline", api)
 	js.Global().Call("dispatchEvent", js.Global().Get("CustomEvent").New("lifeline:ready"))
 }
 
-// once wraps f as a JS function that runs it at most once and then releases itself.
-func once(f func()) js.Func {
-	var fn js.Func
-	var done bool
-	fn = js.FuncOf(func(js.Value, []js.Value) any {
-		if !done {
-			done = true
-			f()
-			fn.Release()
-		}
-		return nil
-	})
-	return fn
+// arg returns args[i], or undefined.
+func arg(args []js.Value, i int) js.Value {
+	if i < len(args) {
+		return args[i]
+	}
+	return js.Undefined()
 }
 
 func deliveryValue(d gateway.Delivery) js.Value {
@@ -240,11 +253,4 @@ func deliveryValue(d gateway.Delivery) js.Value {
 		v.Set("data", parse.Invoke(string(d.Data)))
 	}
 	return v
-}
-
-// misuse reports a wrong call on the console. It does not panic: a Go panic in a callback
-// would end the whole wasm program, and with it the page's connection.
-func misuse(msg string) any {
-	js.Global().Get("console").Call("error", msg)
-	return js.Undefined()
 }

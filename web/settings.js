@@ -1,11 +1,12 @@
 // The Settings indicator: the DOM contract that tests and embedders rely on (SPEC section 6).
 //
 //   #connection-status[data-state]  connecting | slow | connected | reconnecting | offline |
-//                                   stopped | misconfigured
+//                                   stopped | misconfigured | failed
 //   #connection-label               the aria-live="polite" label, with the countdown while
 //                                   reconnecting
 //   #connection-detail              the last error, or the invalid field and value
-//   #reconnect-now                  enabled whenever the state is not connected
+//   #reconnect-now                  enabled whenever the state is not connected; once failed
+//                                   (the page's program ended) it reloads the page
 //
 // It listens to the `lifeline:state` CustomEvent the wasm dispatches on window, and to nothing
 // else, so it works the same before the wasm has loaded (connecting) and after.
@@ -21,6 +22,7 @@
       offline: 'Offline',
       stopped: 'Stopped',
       misconfigured: 'Connection settings are invalid',
+      failed: 'Connection stopped working: reload the page',
       reconnectNow: 'Reconnect now',
       inSeconds: (s) => `in ${s} s`,
       title: 'Connection',
@@ -33,6 +35,7 @@
       offline: '离线',
       stopped: '已停止',
       misconfigured: '连接设置无效',
+      failed: '连接已失效，请刷新页面',
       reconnectNow: '立即重连',
       inSeconds: (s) => `${s} 秒后`,
       title: '连接',
@@ -105,7 +108,8 @@
     const title = document.getElementById('connection-title');
     if (title) title.textContent = L.title;
     document.getElementById('reconnect-now').addEventListener('click', () => {
-      if (globalThis.lifeline) globalThis.lifeline.reconnectNow();
+      if (dataState(current) === 'failed') location.reload();
+      else if (globalThis.lifeline) globalThis.lifeline.reconnectNow();
     });
     render();
   }
