@@ -35,14 +35,18 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "hostplugin: the Host is closed", http.StatusServiceUnavailable)
 		return
 	}
-	if wait, ok := h.perIP.allow(r.RemoteAddr, time.Now()); !ok {
-		// Before the upgrade: a client opening sockets in a loop costs one HTTP answer each.
-		h.logPerIP.Do(func() {
-			h.logger.Warn("hostplugin: refused a socket (429): over the per-address rate", "remote", r.RemoteAddr, "retryAfter", wait)
-		})
-		w.Header().Set("Retry-After", strconv.Itoa(int(max(wait.Round(time.Second), time.Second)/time.Second)))
-		http.Error(w, "hostplugin: too many sockets from this address", http.StatusTooManyRequests)
-		return
+	st := h.state.Load()
+	if client, ok := clientAddr(r.RemoteAddr, r.Header.Values(xffHeader), st.cfg.trustedProxies); ok {
+		if wait, ok := h.perIP.allow(client, time.Now()); !ok {
+			// Before the upgrade: a client opening sockets in a loop costs one HTTP answer each.
+			h.logPerIP.Do(func() {
+				h.logger.Warn("hostplugin: refused a socket (429): over the per-address rate",
+					"client", client, "remote", r.RemoteAddr, "retryAfter", wait)
+			})
+			w.Header().Set("Retry-After", strconv.Itoa(int(max(wait.Round(time.Second), time.Second)/time.Second)))
+			http.Error(w, "hostplugin: too many sockets from this address", http.StatusTooManyRequests)
+			return
+		}
 	}
 	h.accepted.Add(1)
 	h.inflight.Add(1)
@@ -61,7 +65,6 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "hostplugin: the client must offer the WebSocket subprotocol "+wire.Subprotocol, http.StatusBadRequest)
 		return
 	}
-	st := h.state.Load()
 	origin := r.Header.Get("Origin")
 	originOK := originAllowed(origin, r.Host, st.cfg.allowedOrigins)
 	admitted := false

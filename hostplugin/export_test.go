@@ -4,6 +4,7 @@ package hostplugin
 
 import (
 	"context"
+	"net/netip"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -61,4 +62,31 @@ func (a *Admission) Taken() int {
 	a.a.mu.Lock()
 	defer a.a.mu.Unlock()
 	return a.a.count
+}
+
+// PerIP is a Host's per-address rate, without a Host.
+type PerIP struct{ p perIP }
+
+// NewPerIP returns a per-address rate of perSecond sockets a second, burst at once.
+func NewPerIP(perSecond, burst int) *PerIP {
+	p := &PerIP{}
+	p.p.configure(perSecond, burst)
+	return p
+}
+
+// Allow takes a token for addr at now, or returns how long it must wait.
+func (p *PerIP) Allow(addr string, now time.Time) (time.Duration, bool) {
+	return p.p.allow(netip.MustParseAddr(addr), now)
+}
+
+// Tracked is how many addresses have a bucket.
+func (p *PerIP) Tracked() int {
+	p.p.mu.Lock()
+	defer p.p.mu.Unlock()
+	return len(p.p.clients)
+}
+
+// ClientAddr is the address a request's per-address limit applies to; false when none.
+func ClientAddr(remoteAddr string, xff []string, trusted []netip.Prefix) (netip.Addr, bool) {
+	return clientAddr(remoteAddr, xff, trusted)
 }
