@@ -5,6 +5,7 @@ package hostplugin
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -37,11 +38,22 @@ type ConfigFile struct {
 	AcceptRate *float64 `json:"acceptRate,omitempty" validate:"omitnil,intrange=1..1000000"`
 	// AcceptBurst is how many new sessions may arrive at once above the rate. Default 100.
 	AcceptBurst *float64 `json:"acceptBurst,omitempty" validate:"omitnil,intrange=1..1000000"`
-	// PerIPRate is how many sockets per second one remote address may open (loopback is
-	// exempt: see SECURITY.md); over it the upgrade is refused with 429. Default 20.
+	// PerIPRate is how many sockets per second one client address may open (behind trusted
+	// proxies, the client's: see TrustedProxies); over it the upgrade is refused with 429.
+	// Default 20.
 	PerIPRate *float64 `json:"perIPRate,omitempty" validate:"omitnil,intrange=1..1000000"`
 	// PerIPBurst is how many sockets one address may open at once above its rate. Default 40.
 	PerIPBurst *float64 `json:"perIPBurst,omitempty" validate:"omitnil,intrange=1..1000000"`
+	// TrustedProxies lists the reverse proxies whose X-Forwarded-For is believed: IP addresses
+	// ("10.0.0.5", "::1") and CIDR prefixes ("10.0.0.0/8", "fd00::/8"), at most 256. A socket
+	// from one of them counts against the per-address rate of the right-most X-Forwarded-For
+	// address that is not itself a trusted proxy; one that names no such address (no header,
+	// only trusted hops) is not limited per address, so such a proxy must limit its clients
+	// itself. X-Forwarded-For from any other peer is ignored. Default ["127.0.0.0/8", "::1"]:
+	// a proxy on the same machine; [] trusts none and limits loopback like any address (see
+	// SECURITY.md). Absent or null is the default, [] is not: the field is never omitted when
+	// written.
+	TrustedProxies []string `json:"trustedProxies" validate:"max=256,unique,dive,trustedproxy"`
 	// MaxFrameBytes is the largest client frame accepted; larger ones close with 1009.
 	// Default 4096 (a sub frame is at most a few hundred bytes).
 	MaxFrameBytes *float64 `json:"maxFrameBytes,omitempty" validate:"omitnil,intrange=512..1048576"`
@@ -77,6 +89,7 @@ type Config struct {
 	acceptBurst    int
 	perIPRate      int
 	perIPBurst     int
+	trustedProxies []netip.Prefix
 	maxFrameBytes  int
 	drainTimeout   time.Duration
 }
@@ -84,17 +97,18 @@ type Config struct {
 // DefaultConfig returns the config of an empty file.
 func DefaultConfig() Config {
 	return Config{
-		recovery:      controller.DefaultConfig(),
-		endpoint:      DefaultEndpoint,
-		heartbeat:     DefaultHeartbeat,
-		ringSize:      DefaultRingSize,
-		maxSessions:   DefaultMaxSessions,
-		acceptRate:    DefaultAcceptRate,
-		acceptBurst:   DefaultAcceptBurst,
-		perIPRate:     DefaultPerIPRate,
-		perIPBurst:    DefaultPerIPBurst,
-		maxFrameBytes: DefaultMaxFrameBytes,
-		drainTimeout:  DefaultDrainTimeout,
+		recovery:       controller.DefaultConfig(),
+		endpoint:       DefaultEndpoint,
+		heartbeat:      DefaultHeartbeat,
+		ringSize:       DefaultRingSize,
+		maxSessions:    DefaultMaxSessions,
+		acceptRate:     DefaultAcceptRate,
+		acceptBurst:    DefaultAcceptBurst,
+		perIPRate:      DefaultPerIPRate,
+		perIPBurst:     DefaultPerIPBurst,
+		trustedProxies: mustTrustedProxies(defaultTrustedProxies),
+		maxFrameBytes:  DefaultMaxFrameBytes,
+		drainTimeout:   DefaultDrainTimeout,
 	}
 }
 
@@ -121,6 +135,10 @@ func (c Config) PerIPRate() int { return c.perIPRate }
 
 // PerIPBurst is how many sockets one remote address may open at once above its rate.
 func (c Config) PerIPBurst() int { return c.perIPBurst }
+
+// TrustedProxies returns a copy of the prefixes of the proxies whose X-Forwarded-For is
+// believed; an address alone is a prefix of its full length.
+func (c Config) TrustedProxies() []netip.Prefix { return slices.Clone(c.trustedProxies) }
 
 // AcceptRate is the number of sessions admitted per second.
 func (c Config) AcceptRate() int { return c.acceptRate }
@@ -235,6 +253,9 @@ func (f ConfigFile) Resolve() (Config, error) {
 	count(f.PerIPBurst, &c.perIPBurst)
 	count(f.MaxFrameBytes, &c.maxFrameBytes)
 	c.allowedOrigins = slices.Clone(f.AllowedOrigins)
+	if f.TrustedProxies != nil {
+		c.trustedProxies = mustTrustedProxies(f.TrustedProxies) // validated above
+	}
 	return c, nil
 }
 
@@ -242,6 +263,10 @@ func (f ConfigFile) Resolve() (Config, error) {
 func (c Config) File() ConfigFile {
 	num := func(v float64) *float64 { return &v }
 	ep := c.endpoint
+	proxies := make([]string, 0, len(c.trustedProxies)) // never nil: nil is the default
+	for _, p := range c.trustedProxies {
+		proxies = append(proxies, formatTrustedProxy(p))
+	}
 	return ConfigFile{
 		Recovery:       c.recovery.Recovery(),
 		Endpoint:       &ep,
@@ -253,6 +278,7 @@ func (c Config) File() ConfigFile {
 		AcceptBurst:    num(float64(c.acceptBurst)),
 		PerIPRate:      num(float64(c.perIPRate)),
 		PerIPBurst:     num(float64(c.perIPBurst)),
+		TrustedProxies: proxies,
 		MaxFrameBytes:  num(float64(c.maxFrameBytes)),
 		DrainTimeoutMs: num(float64(c.drainTimeout.Milliseconds())),
 	}

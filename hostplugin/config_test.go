@@ -5,6 +5,7 @@ package hostplugin_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -19,7 +20,7 @@ import (
 )
 
 func TestParseConfigRefusesEveryBrokenRuleWithItsPathAndValue(t *testing.T) {
-	const knownTop = "recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, perIPRate, perIPBurst, maxFrameBytes, drainTimeoutMs"
+	const knownTop = "recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, perIPRate, perIPBurst, trustedProxies, maxFrameBytes, drainTimeoutMs"
 	const knownRecovery = "slowAfterMs, deadlineMs, initialDelayMs, maxDelayMs, factor, jitter, stableAfterMs"
 	tests := []struct {
 		name string
@@ -77,6 +78,39 @@ func TestParseConfigRefusesEveryBrokenRuleWithItsPathAndValue(t *testing.T) {
 		{"an origin list that is not an array is refused",
 			`{"allowedOrigins":"a.example.com"}`,
 			`hostplugin: allowedOrigins: must be a JSON array, got "a.example.com"`},
+		{"a trusted proxy that is no address is refused with its index",
+			`{"trustedProxies":["10.0.0.5","proxy.internal"]}`,
+			`hostplugin: trustedProxies[1]: must be an IP address like "10.0.0.5" or a CIDR prefix like "10.0.0.0/8", got "proxy.internal"`},
+		{"a trusted prefix longer than its address is refused",
+			`{"trustedProxies":["10.0.0.0/33"]}`,
+			`hostplugin: trustedProxies[0]: must be an IP address like "10.0.0.5" or a CIDR prefix like "10.0.0.0/8", got "10.0.0.0/33"`},
+		{"a trusted prefix with address bits past its length is refused with the prefix meant",
+			`{"trustedProxies":["::1","10.0.0.1/8"]}`,
+			`hostplugin: trustedProxies[1]: must have no address bits set past the prefix length ("10.0.0.0/8"), got "10.0.0.1/8"`},
+		{"a trusted proxy with a zone is refused",
+			`{"trustedProxies":["fe80::1%eth0"]}`,
+			`hostplugin: trustedProxies[0]: must not carry a zone (the part from %): a peer's address is matched without one, got "fe80::1%eth0"`},
+		{"a trusted proxy written as IPv4-mapped IPv6 is refused with its IPv4 form",
+			`{"trustedProxies":["::ffff:10.0.0.5"]}`,
+			`hostplugin: trustedProxies[0]: must write an IPv4 address as IPv4 ("10.0.0.5"), got "::ffff:10.0.0.5"`},
+		{"a trusted prefix written inside IPv4-mapped IPv6 is refused",
+			`{"trustedProxies":["::ffff:10.0.0.0/104"]}`,
+			`hostplugin: trustedProxies[0]: must write an IPv4 prefix as IPv4, not as ::ffff:0:0/96 inside IPv6, got "::ffff:10.0.0.0/104"`},
+		{"a trusted proxy with spaces is refused",
+			`{"trustedProxies":[" 10.0.0.5"]}`,
+			`hostplugin: trustedProxies[0]: must be an IP address like "10.0.0.5" or a CIDR prefix like "10.0.0.0/8", got " 10.0.0.5"`},
+		{"more than 256 trusted proxies are refused",
+			`{"trustedProxies":[` + manyAddresses(257) + `]}`,
+			`hostplugin: trustedProxies: must list at most 256 entries, got 257 entries`},
+		{"a trusted proxy listed twice is refused",
+			`{"trustedProxies":["10.0.0.0/8","10.0.0.0/8"]}`,
+			`hostplugin: trustedProxies: must not list an entry twice, got "10.0.0.0/8" twice`},
+		{"a trusted proxy that is not a string is refused with its index",
+			`{"trustedProxies":["10.0.0.5",10]}`,
+			`hostplugin: trustedProxies[1]: must be a string, got 10`},
+		{"a trusted proxy list that is a string is refused",
+			`{"trustedProxies":"10.0.0.0/8"}`,
+			`hostplugin: trustedProxies: must be a JSON array, got "10.0.0.0/8"`},
 		{"a zero ring is refused",
 			`{"ringSize":0}`,
 			`hostplugin: ringSize: must be an integer in 1..1000000, got 0`},
@@ -151,7 +185,7 @@ func TestParseConfigAcceptsValidDocuments(t *testing.T) {
 				t.Errorf("got %+v, want DefaultConfig() %+v", c.File(), hostplugin.DefaultConfig().File())
 			}
 		}},
-		{"null fields take their defaults", `{"recovery":null,"heartbeatMs":null,"allowedOrigins":null}`, func(t *testing.T, c hostplugin.Config) {
+		{"null fields take their defaults", `{"recovery":null,"heartbeatMs":null,"allowedOrigins":null,"trustedProxies":null}`, func(t *testing.T, c hostplugin.Config) {
 			if !reflect.DeepEqual(c, hostplugin.DefaultConfig()) {
 				t.Errorf("got %+v, want the defaults", c.File())
 			}
@@ -165,30 +199,27 @@ func TestParseConfigAcceptsValidDocuments(t *testing.T) {
 			"maxSessions": 50,
 			"acceptRate": 7,
 			"acceptBurst": 3,
+			"trustedProxies": ["10.0.0.0/8", "192.0.2.7", "fd00::/8", "2001:db8::7"],
 			"maxFrameBytes": 1024,
 			"drainTimeoutMs": 2500
 		}`, func(t *testing.T, c hostplugin.Config) {
 			got := []any{c.Recovery().Deadline(), c.Recovery().StableAfter(), c.Endpoint(), c.Heartbeat(),
 				c.AllowedOrigins(), c.RingSize(), c.MaxSessions(), c.AcceptRate(), c.AcceptBurst(),
-				c.MaxFrameBytes(), c.DrainTimeout()}
+				fmt.Sprint(c.TrustedProxies()), c.MaxFrameBytes(), c.DrainTimeout()}
 			want := []any{20 * time.Second, time.Duration(0), "/ws", 5 * time.Second,
-				[]string{"https://app.example.com", "*.example.org"}, 16, 50, 7, 3, 1024, 2500 * time.Millisecond}
+				[]string{"https://app.example.com", "*.example.org"}, 16, 50, 7, 3,
+				"[10.0.0.0/8 192.0.2.7/32 fd00::/8 2001:db8::7/128]", 1024, 2500 * time.Millisecond}
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("got %v\nwant %v", got, want)
 			}
 		}},
-		{"a config survives its own written form", `{"recovery":{"jitter":0.25},"heartbeatMs":1000,"allowedOrigins":["a.example.com"]}`, func(t *testing.T, c hostplugin.Config) {
-			b, err := json.Marshal(c.File())
-			if err != nil {
-				t.Fatal(err)
+		{"a config survives its own written form", `{"recovery":{"jitter":0.25},"heartbeatMs":1000,"allowedOrigins":["a.example.com"],"trustedProxies":["10.0.0.0/8","::1"]}`, roundTrips},
+		{"the default config survives its own written form", `{}`, roundTrips},
+		{"a config trusting no proxy survives its own written form", `{"trustedProxies":[]}`, func(t *testing.T, c hostplugin.Config) {
+			if got := c.TrustedProxies(); len(got) != 0 {
+				t.Errorf("TrustedProxies() = %v, want none: [] is not the default", got)
 			}
-			again, err := hostplugin.ParseConfig(b)
-			if err != nil {
-				t.Fatalf("ParseConfig(%s): %v", b, err)
-			}
-			if !reflect.DeepEqual(again, c) {
-				t.Errorf("round trip through %s changed the config", b)
-			}
+			roundTrips(t, c)
 		}},
 	}
 	for _, tt := range tests {
@@ -199,6 +230,30 @@ func TestParseConfigAcceptsValidDocuments(t *testing.T) {
 			}
 			tt.check(t, c)
 		})
+	}
+}
+
+// manyAddresses is a JSON list body of n distinct IPv4 addresses.
+func manyAddresses(n int) string {
+	list := make([]string, n)
+	for i := range list {
+		list[i] = fmt.Sprintf(`"10.0.%d.%d"`, i/256, i%256)
+	}
+	return strings.Join(list, ",")
+}
+
+func roundTrips(t *testing.T, c hostplugin.Config) {
+	t.Helper()
+	b, err := json.Marshal(c.File())
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := hostplugin.ParseConfig(b)
+	if err != nil {
+		t.Fatalf("ParseConfig(%s): %v", b, err)
+	}
+	if !reflect.DeepEqual(again, c) {
+		t.Errorf("round trip through %s changed the config", b)
 	}
 }
 
@@ -267,10 +322,10 @@ func TestReloadAppliesAValidFileAndKeepsTheConfigOnAnInvalidOne(t *testing.T) {
 
 func TestParseConfigReportsShapeAndRuleErrorsTogether(t *testing.T) {
 	_, err := hostplugin.ParseConfig([]byte(`{"heartbeat":1,"ringSize":"big","allowedOrigins":[1],"HeartbeatMs":5,"recovery":{"jitter":-1,"x":1},"maxSessions":0}`))
-	want := `hostplugin: heartbeat: is not a known field (known: recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, perIPRate, perIPBurst, maxFrameBytes, drainTimeoutMs); ` +
+	want := `hostplugin: heartbeat: is not a known field (known: recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, perIPRate, perIPBurst, trustedProxies, maxFrameBytes, drainTimeoutMs); ` +
 		`ringSize: must be a number, got "big"; ` +
 		`allowedOrigins[0]: must be a string, got 1; ` +
-		`HeartbeatMs: is not a known field (known: recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, perIPRate, perIPBurst, maxFrameBytes, drainTimeoutMs); ` +
+		`HeartbeatMs: is not a known field (known: recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, perIPRate, perIPBurst, trustedProxies, maxFrameBytes, drainTimeoutMs); ` +
 		`recovery.x: is not a known field (known: slowAfterMs, deadlineMs, initialDelayMs, maxDelayMs, factor, jitter, stableAfterMs); ` +
 		`recovery.jitter: must be a number in [0,1], got -1; ` +
 		`maxSessions: must be an integer in 1..10000000, got 0`

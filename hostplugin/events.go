@@ -35,14 +35,18 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "hostplugin: the Host is closed", http.StatusServiceUnavailable)
 		return
 	}
-	if wait, ok := h.perIP.allow(r.RemoteAddr, time.Now()); !ok {
-		// Before the upgrade: a client opening sockets in a loop costs one HTTP answer each.
-		h.logPerIP.Do(func() {
-			h.logger.Warn("hostplugin: refused a socket (429): over the per-address rate", "remote", r.RemoteAddr, "retryAfter", wait)
-		})
-		w.Header().Set("Retry-After", strconv.Itoa(int(max(wait.Round(time.Second), time.Second)/time.Second)))
-		http.Error(w, "hostplugin: too many sockets from this address", http.StatusTooManyRequests)
-		return
+	st := h.state.Load()
+	if client, ok := clientAddr(r.RemoteAddr, r.Header.Values(xffHeader), st.cfg.trustedProxies); ok {
+		if wait, ok := h.perIP.allow(client, time.Now()); !ok {
+			// Before the upgrade: a client opening sockets in a loop costs one HTTP answer each.
+			h.logPerIP.Do(func() {
+				h.logger.Warn("hostplugin: refused a socket (429): over the per-address rate",
+					"client", client, "remote", r.RemoteAddr, "retryAfter", wait)
+			})
+			w.Header().Set("Retry-After", strconv.Itoa(int(max(wait.Round(time.Second), time.Second)/time.Second)))
+			http.Error(w, "hostplugin: too many sockets from this address", http.StatusTooManyRequests)
+			return
+		}
 	}
 	h.accepted.Add(1)
 	h.inflight.Add(1)
@@ -61,7 +65,6 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "hostplugin: the client must offer the WebSocket subprotocol "+wire.Subprotocol, http.StatusBadRequest)
 		return
 	}
-	st := h.state.Load()
 	origin := r.Header.Get("Origin")
 	originOK := originAllowed(origin, r.Host, st.cfg.allowedOrigins)
 	admitted := false
@@ -178,11 +181,12 @@ func (w slimWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	return c, bufio.NewReadWriter(br, bufio.NewWriterSize(c, slimWriterSize)), nil
 }
 
-// admission is the session cap and the accept-rate limit.
+// admission is the session cap and the accept-rate limit. What it decides is a function of its
+// state and the time it is given (decide, arrive, leave); only hold waits, on real timers.
 type admission struct {
 	mu    sync.Mutex
 	lim   *rate.Limiter
-	count int       // sessions admitted and not yet ended
+	count int       // sessions admitted or held for their slot, and not yet ended
 	tail  time.Time // when the last page told to come back is due
 	last  time.Time // when the last page was admitted
 }
@@ -200,62 +204,114 @@ const (
 // even look slow; and a held page costs the Host nothing but a parked request.
 const holdMax = 2 * time.Second
 
+// verdict is what admission decides for an arriving page.
+type verdict int
+
+const (
+	admitNow  verdict = iota // the page takes a session now
+	holdUntil                // the page's slot is near: it waits for it, then arrives
+	refuse                   // the page is told to come back later
+)
+
+// decision is admission's answer to one arriving page.
+type decision struct {
+	verdict verdict
+	until   time.Time         // holdUntil: the page's slot
+	retry   time.Duration     // refuse: the retry-after
+	spacing time.Duration     // holdUntil: the least time since the previous admission; 0 = none
+	res     *rate.Reservation // holdUntil: the slot's token, given back if the page leaves
+}
+
 // admit takes a session slot, or returns how long the page should wait before trying again.
+// It returns false without a retry-after when ctx ends while the page is held (the page left).
+func (a *admission) admit(ctx context.Context, now time.Time, maxSessions int) (time.Duration, bool) {
+	d := a.decide(now, maxSessions)
+	switch d.verdict {
+	case admitNow:
+		return 0, true
+	case holdUntil:
+		return 0, a.hold(ctx, d)
+	default:
+		return d.retry, false
+	}
+}
+
+// decide admits a page arriving at now, holds it for its slot, or refuses it.
 //
 // Over the accept rate, a page whose slot is at most holdMax away is held until then instead
 // of refused: a refusal would cost it a full step of its retry ladder (a 1013 never shortens
 // the ladder), so a herd would come back seconds later than the Host could take it. The rate
-// still holds in every window, because the held page is admitted at its slot. It returns
-// false without a retry-after when ctx ends while holding (the page left).
-func (a *admission) admit(ctx context.Context, now time.Time, maxSessions int) (time.Duration, bool) {
+// still holds in every window, because the held page is admitted at its slot.
+func (a *admission) decide(now time.Time, maxSessions int) decision {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.count >= maxSessions {
-		defer a.mu.Unlock()
-		return max(a.nextSlot(now, 0), capRetryFloor), false
+		return decision{verdict: refuse, retry: max(a.nextSlot(now, 0), capRetryFloor)}
 	}
 	r := a.lim.ReserveN(now, 1)
 	wait := r.DelayFrom(now)
 	// With burst 1 the limit promises at most one page per interval in every window, so a
 	// page is also spaced from the previous actual admission: a held page whose timer fired
 	// late must not squeeze the next one closer than the rate allows.
-	interval := time.Duration(float64(time.Second) / float64(a.lim.Limit()))
-	spaced := a.lim.Burst() <= 1
-	if spaced {
-		wait = max(wait, a.last.Add(interval).Sub(now))
+	var spacing time.Duration
+	if a.lim.Burst() <= 1 {
+		spacing = a.interval()
+		wait = max(wait, a.last.Add(spacing).Sub(now))
 	}
 	if wait > holdMax || !r.OK() {
 		r.CancelAt(now)
-		defer a.mu.Unlock()
-		return max(a.nextSlot(now, wait), rateRetryFloor), false
+		return decision{verdict: refuse, retry: max(a.nextSlot(now, wait), rateRetryFloor)}
 	}
 	a.count++ // the slot is taken now, so the session cap holds while the page waits
 	if wait <= 0 {
 		a.last = now
-		a.mu.Unlock()
-		return 0, true
+		return decision{verdict: admitNow}
 	}
-	a.mu.Unlock()
-	t := time.NewTimer(wait)
+	return decision{verdict: holdUntil, until: now.Add(wait), spacing: spacing, res: r}
+}
+
+// hold waits for a held page's slot and admits it there. It returns false when ctx ends first.
+func (a *admission) hold(ctx context.Context, d decision) bool {
+	t := time.NewTimer(time.Until(d.until))
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			r.Cancel()
-			a.release()
-			return 0, false
+			a.leave(d, time.Now())
+			return false
 		}
-		a.mu.Lock()
-		now := time.Now()
-		if gap := a.last.Add(interval).Sub(now); spaced && gap > 0 {
-			a.mu.Unlock()
-			t.Reset(gap)
-			continue
+		gap := a.arrive(d, time.Now())
+		if gap <= 0 {
+			return true
 		}
-		a.last = now
-		a.mu.Unlock()
-		return 0, true
+		t.Reset(gap)
 	}
+}
+
+// arrive admits a held page whose timer fired at now, or returns how much longer it must
+// wait: another page admitted late (its timer fired late) may have moved the spacing on.
+func (a *admission) arrive(d decision, now time.Time) time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if gap := a.last.Add(d.spacing).Sub(now); d.spacing > 0 && gap > 0 {
+		return gap
+	}
+	a.last = now
+	return 0
+}
+
+// leave gives back the slot and the token of a held page that left at now.
+func (a *admission) leave(d decision, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	d.res.CancelAt(now)
+	a.count--
+}
+
+// interval is the time between two admissions at the accept rate.
+func (a *admission) interval() time.Duration {
+	return time.Duration(float64(time.Second) / float64(a.lim.Limit()))
 }
 
 // nextSlot spreads refused pages over the time the limiter needs to admit them: each gets the
@@ -264,9 +320,8 @@ func (a *admission) admit(ctx context.Context, now time.Time, maxSessions int) (
 // herd returns at the rate the Host takes instead of all at once. Beyond what a page honours
 // (wire.MaxRetryAfter) the slots are full; those pages get a random delay in its upper half.
 func (a *admission) nextSlot(now time.Time, free time.Duration) time.Duration {
-	interval := time.Duration(float64(time.Second) / float64(a.lim.Limit()))
 	slot := now.Add(free)
-	if next := a.tail.Add(interval); next.After(slot) {
+	if next := a.tail.Add(a.interval()); next.After(slot) {
 		slot = next
 	}
 	if d := slot.Sub(now); d <= wire.MaxRetryAfter {
@@ -277,6 +332,7 @@ func (a *admission) nextSlot(now time.Time, free time.Duration) time.Duration {
 	return half + rand.N(half)
 }
 
+// release ends a session.
 func (a *admission) release() {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -3,7 +3,6 @@
 package hostplugin
 
 import (
-	"net"
 	"net/netip"
 	"sync"
 	"time"
@@ -11,12 +10,10 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// perIP limits how fast one remote address may open sockets, so that a client opening sockets
+// perIP limits how fast one client address may open sockets, so that a client opening sockets
 // in a loop cannot spend the Host's accept budget (acceptRate) that every other page shares.
-//
-// Loopback addresses are exempt: behind a reverse proxy on the same machine every page looks
-// like 127.0.0.1, and limiting that one address would limit everyone together. Such a proxy
-// must limit per client itself (see SECURITY.md).
+// The address is the client's as clientAddr finds it behind the trusted proxies; a request
+// that names no client beyond them is not limited here (see clientAddr and SECURITY.md).
 type perIP struct {
 	mu      sync.Mutex
 	limit   rate.Limit
@@ -44,12 +41,8 @@ func (p *perIP) configure(perSecond, burst int) {
 	}
 }
 
-// allow takes a token for remoteAddr ("ip:port"), or returns how long that address must wait.
-func (p *perIP) allow(remoteAddr string, now time.Time) (time.Duration, bool) {
-	addr, ok := remoteIP(remoteAddr)
-	if !ok || addr.IsLoopback() {
-		return 0, true
-	}
+// allow takes a token for addr at now, or returns how long that address must wait.
+func (p *perIP) allow(addr netip.Addr, now time.Time) (time.Duration, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.clients == nil {
@@ -75,16 +68,4 @@ func (p *perIP) allow(remoteAddr string, now time.Time) (time.Duration, bool) {
 		return d, false
 	}
 	return 0, true
-}
-
-func remoteIP(remoteAddr string) (netip.Addr, bool) {
-	host, _, err := net.SplitHostPort(remoteAddr)
-	if err != nil {
-		host = remoteAddr
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return netip.Addr{}, false
-	}
-	return a.Unmap(), true
 }

@@ -39,6 +39,10 @@ var validate = sync.OnceValue(func() *validator.Validate {
 	must(v.RegisterValidation("intrange", isIntInRange))
 	must(v.RegisterValidation("urlpath", func(fl validator.FieldLevel) bool { return isURLPath(fl.Field().String()) }))
 	must(v.RegisterValidation("origin", func(fl validator.FieldLevel) bool { return isOriginPattern(fl.Field().String()) }))
+	must(v.RegisterValidation("trustedproxy", func(fl validator.FieldLevel) bool {
+		_, rule := parseTrustedProxy(fl.Field().String())
+		return rule == ""
+	}))
 	return v
 })
 
@@ -71,6 +75,9 @@ func translate(fe validator.FieldError) FieldError {
 		e.Rule = `must be a URL path starting with "/", without spaces, control characters, "?" or "#"`
 	case "origin":
 		e.Rule = `must be an origin like "https://app.example.com" or a host pattern like "*.example.com"`
+	case "trustedproxy":
+		s, _ := fe.Value().(string)
+		_, e.Rule = parseTrustedProxy(s)
 	case "max":
 		e.Rule = "must list at most " + fe.Param() + " entries"
 		e.Value = strconv.Itoa(reflect.ValueOf(fe.Value()).Len()) + " entries"

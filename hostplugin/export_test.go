@@ -1,0 +1,92 @@
+//go:build !js
+
+package hostplugin
+
+import (
+	"context"
+	"net/netip"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// HoldMax is the longest an upgrade is held for its accept-rate slot.
+const HoldMax = holdMax
+
+// CapRetryFloor is the least retry-after of a page refused by the session cap.
+const CapRetryFloor = capRetryFloor
+
+// Admission is a Host's session cap and accept rate, without a Host.
+type Admission struct{ a admission }
+
+// NewAdmission returns an admission of perSecond sessions a second, burst at once.
+func NewAdmission(perSecond, burst int) *Admission {
+	return &Admission{a: admission{lim: rate.NewLimiter(rate.Limit(perSecond), burst)}}
+}
+
+// Decision is what Decide answered for one page.
+type Decision struct {
+	Verdict string        // "admit", "hold" or "refuse"
+	Until   time.Time     // hold: the page's slot
+	Retry   time.Duration // refuse: the retry-after
+	d       decision
+}
+
+// Decide decides for a page arriving at now.
+func (a *Admission) Decide(now time.Time, maxSessions int) Decision {
+	d := a.a.decide(now, maxSessions)
+	v := map[verdict]string{admitNow: "admit", holdUntil: "hold", refuse: "refuse"}[d.verdict]
+	return Decision{Verdict: v, Until: d.until, Retry: d.retry, d: d}
+}
+
+// Arrive is a held page's timer firing at now: 0 when it is admitted, else how much longer
+// it must wait.
+func (a *Admission) Arrive(d Decision, now time.Time) time.Duration { return a.a.arrive(d.d, now) }
+
+// Leave is a held page leaving at now.
+func (a *Admission) Leave(d Decision, now time.Time) { a.a.leave(d.d, now) }
+
+// Hold waits on real timers for a held page's slot, as the endpoint does.
+func (a *Admission) Hold(ctx context.Context, d Decision) bool { return a.a.hold(ctx, d.d) }
+
+// Admit decides for a page arriving at now and holds it if so decided, as the endpoint does.
+func (a *Admission) Admit(ctx context.Context, now time.Time, maxSessions int) (time.Duration, bool) {
+	return a.a.admit(ctx, now, maxSessions)
+}
+
+// End ends one admitted session.
+func (a *Admission) End() { a.a.release() }
+
+// Taken is how many sessions are admitted or held and not yet ended.
+func (a *Admission) Taken() int {
+	a.a.mu.Lock()
+	defer a.a.mu.Unlock()
+	return a.a.count
+}
+
+// PerIP is a Host's per-address rate, without a Host.
+type PerIP struct{ p perIP }
+
+// NewPerIP returns a per-address rate of perSecond sockets a second, burst at once.
+func NewPerIP(perSecond, burst int) *PerIP {
+	p := &PerIP{}
+	p.p.configure(perSecond, burst)
+	return p
+}
+
+// Allow takes a token for addr at now, or returns how long it must wait.
+func (p *PerIP) Allow(addr string, now time.Time) (time.Duration, bool) {
+	return p.p.allow(netip.MustParseAddr(addr), now)
+}
+
+// Tracked is how many addresses have a bucket.
+func (p *PerIP) Tracked() int {
+	p.p.mu.Lock()
+	defer p.p.mu.Unlock()
+	return len(p.p.clients)
+}
+
+// ClientAddr is the address a request's per-address limit applies to; false when none.
+func ClientAddr(remoteAddr string, xff []string, trusted []netip.Prefix) (netip.Addr, bool) {
+	return clientAddr(remoteAddr, xff, trusted)
+}
