@@ -202,10 +202,13 @@ func (h *Host) Reload(path string) error {
 	return nil
 }
 
-// Bootstrap returns the JSON that pages receive in their #lifeline-bootstrap element: the
-// resolved timing, the endpoint and the heartbeat; nothing secret. It is escaped for an HTML
-// script context: "<", ">", "&", U+2028 and U+2029 appear only as \u escapes.
+// Bootstrap returns the JSON that pages receive in their bootstrap element: the resolved
+// timing, the endpoint and the heartbeat; nothing secret. It is safe inside an HTML script
+// element: "<", ">", "&", U+2028 and U+2029 appear only as \u escapes.
 func (c Config) Bootstrap() []byte {
+	// json.Marshal escapes all five: <, > and & because it escapes HTML by default (only an
+	// Encoder with SetEscapeHTML(false) does not), U+2028 and U+2029 always. The guarantee
+	// rests on that, and TestBootstrapNeverHoldsRawScriptBreakers holds it to it.
 	b, err := json.Marshal(struct {
 		Recovery    controller.Config `json:"recovery"`
 		Endpoint    string            `json:"endpoint"`
@@ -215,25 +218,11 @@ func (c Config) Bootstrap() []byte {
 		// Every field is a plain number or a string: Marshal cannot fail.
 		panic(fmt.Sprintf("hostplugin: encoding the bootstrap: %v", err))
 	}
-	// json.Marshal already escapes <, >, & and U+2028/U+2029 (its HTML-safe default); doing it
-	// again here makes the guarantee independent of that default.
-	var out []byte
-	for i := 0; i < len(b); i++ {
-		switch ch := b[i]; {
-		case ch == '<' || ch == '>' || ch == '&':
-			out = fmt.Appendf(out, `\u%04x`, ch)
-		case ch == 0xe2 && i+2 < len(b) && b[i+1] == 0x80 && (b[i+2] == 0xa8 || b[i+2] == 0xa9):
-			out = fmt.Appendf(out, `\u202%c`, "89"[b[i+2]-0xa8])
-			i += 2
-		default:
-			out = append(out, ch)
-		}
-	}
-	return out
+	return b
 }
 
 const (
-	scriptOpen  = `<script type="application/json" id="lifeline-bootstrap">`
+	scriptOpen  = `<script type="application/json" id="` + wire.BootstrapID + `">`
 	scriptClose = `</script>`
 )
 

@@ -3,7 +3,9 @@
 package hostplugin
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,52 +15,122 @@ import (
 // whose head has not ended after this many bytes is served as it is, and the reason logged.
 const maxHold = 8 << 20
 
+// sniffLen is how much of a body without a Content-Type net/http (and http.DetectContentType)
+// reads to type it.
+const sniffLen = 512
+
 // etagMark separates an upstream ETag from the config hash in a derived ETag.
 const etagMark = "-lifeline."
 
 // Inject returns next with the bootstrap element inserted into the head of every HTML page it
-// serves: status 200, Content-Type text/html, not content-encoded. Content-Length is corrected;
-// an upstream ETag is replaced by one derived from it and the bootstrap, and conditional
-// requests carrying the derived ETag are translated back, so caching keeps working and a
-// config change is never hidden behind a 304. HEAD requests, other statuses (304, 206, ...),
-// other types and compressed responses pass through untouched and unbuffered; an HTML response
-// is held only until the end of its head is seen. After Close, every response passes through.
+// serves: status 200, Content-Type text/html, not content-encoded. The element is written in
+// the page's encoding, after its byte-order mark (a UTF-16 page gets it in UTF-16).
+// Content-Length is corrected, an upstream ETag is replaced by one derived from it and the
+// bootstrap (a page with a Last-Modified but no ETag gets a weak one made of its date and the
+// bootstrap), and Last-Modified moves up to the time the config was applied, so that a cache
+// sees every config change, and a cache that revalidates after the plugin is gone gets the
+// upstream page back.
+//
+// A conditional request is answered for the page the client holds, never for the upstream
+// page it was made from. ETags issued under the current config are translated back for
+// upstream (a dated one into the If-Modified-Since it stands for), which then answers for the
+// injected page. A 304 that upstream gives to any other validator (an ETag from before the
+// plugin or from another config, "*", a date older than the config) is checked by asking
+// upstream again without validators: if that answer is a page, the request is evaluated
+// against the injected page's validators, and a 304 carries them; if it is not, upstream's
+// 304 goes out as it was. A HEAD of a page is answered from a GET, so it gets the status and
+// headers the GET would get.
+//
+// Every other response (other statuses, methods, types, encodings) passes through untouched
+// and unbuffered, except that a body without a Content-Type is held for its first 512 bytes,
+// as net/http itself does to type it. An HTML page is held only until the end of its head is
+// seen. After Close, every response passes through.
+//
+// The price of exactness is a second call of next for a HEAD of a page and for a 304 that
+// the middleware cannot vouch for, which includes every revalidation of an image or a script
+// through it. The second call is a GET without a body; what it writes after its headers is
+// refused with http.ErrBodyNotAllowed, unless it is the page the client gets.
 func (h *Host) Inject(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// HEAD passes untouched: its Content-Length describes the upstream body.
-		if h.closed.Load() || r.Method == http.MethodHead {
+		if h.closed.Load() {
 			next.ServeHTTP(w, r)
 			return
 		}
-		st := h.state.Load()
-		r, translated := translateConditionals(r, st)
-		iw := &injectWriter{w: w, h: h, st: st, r: r, translated: translated}
-		next.ServeHTTP(iw, r)
+		iw := newInjectWriter(w, h, r)
+		next.ServeHTTP(iw, iw.r)
 		iw.finish()
+		if iw.state == held {
+			pw := iw.probe()
+			next.ServeHTTP(pw, pw.r)
+			pw.finish()
+		}
 	})
 }
 
 type writerState int
 
 const (
-	undecided writerState = iota // no final status yet
-	sniffing                     // 200 without Content-Type: the first Write decides
-	holding                      // HTML: bytes held until the insertion point shows
-	passing                      // not ours: everything goes straight through
-	done                         // injected (or given up): the rest goes straight through
+	undecided  writerState = iota // no final status yet
+	sniffing                      // 200 without Content-Type: the first bytes decide
+	holding                       // HTML: bytes held until the insertion point shows
+	passing                       // not ours: everything goes straight through
+	done                          // injected (or given up): the rest goes straight through
+	held                          // a response withheld until a probe shows whether it is a page's
+	discarding                    // a probe that answered with the held response: its body is refused
 )
 
 type injectWriter struct {
-	w          http.ResponseWriter
-	h          *Host
-	st         *hostState
-	r          *http.Request
-	translated bool // If-None-Match carried a derived ETag that was translated upstream
+	w  http.ResponseWriter
+	h  *Host
+	st *hostState
+	r  *http.Request // the request as upstream sees it
+	v  validators    // the client's, as sent
+
+	// head is set for a HEAD, whose page is answered from a probe.
+	head bool
+	// safe is set for GET and HEAD, the requests a 304 answers and a probe may repeat.
+	safe bool
+	// base is the header before upstream wrote to it, kept for a probe when one may follow.
+	base http.Header
+	// probing is set on the writer of a probe; what to send if it shows no page is in hold.
+	probing bool
+	hold    *heldResponse
 
 	state    writerState
 	status   int
-	buf      []byte // held bytes (holding)
+	buf      []byte // held bytes (holding, sniffing)
 	nextScan int    // held length at which to scan again; doubling keeps scans linear
+}
+
+// heldResponse is upstream's response, withheld until a probe shows whether it is a page's.
+type heldResponse struct {
+	status int
+	header http.Header
+}
+
+func newInjectWriter(w http.ResponseWriter, h *Host, r *http.Request) *injectWriter {
+	st := h.state.Load()
+	upstream, v := translateConditionals(r, st)
+	iw := &injectWriter{w: w, h: h, st: st, r: upstream, v: v,
+		head: r.Method == http.MethodHead,
+		safe: r.Method == http.MethodGet || r.Method == http.MethodHead}
+	if iw.safe && (iw.head || v.inm != "" || v.ims != "") {
+		iw.base = w.Header().Clone()
+	}
+	return iw
+}
+
+// probe returns the writer and request of a second call of upstream: the client's request as
+// a GET without validators or a range, so that its answer shows the whole representation.
+func (iw *injectWriter) probe() *injectWriter {
+	r := iw.r.Clone(iw.r.Context())
+	r.Method = http.MethodGet
+	for _, k := range []string{"If-None-Match", "If-Modified-Since", "Range", "If-Range"} {
+		r.Header.Del(k)
+	}
+	r.Body, r.ContentLength = http.NoBody, 0
+	restore(iw.w.Header(), iw.base)
+	return &injectWriter{w: iw.w, h: iw.h, st: iw.st, r: r, v: iw.v, safe: true, probing: true, hold: iw.hold}
 }
 
 func (iw *injectWriter) Header() http.Header { return iw.w.Header() }
@@ -74,24 +146,18 @@ func (iw *injectWriter) WriteHeader(code int) {
 		return
 	}
 	if code >= 100 && code <= 199 && code != http.StatusSwitchingProtocols {
-		iw.w.WriteHeader(code) // informational (103 Early Hints): the final status follows
+		if !iw.probing { // the first call sent its own
+			iw.w.WriteHeader(code) // informational (103 Early Hints): the final status follows
+		}
 		return
 	}
 	iw.status = code
 	hdr := iw.w.Header()
 	switch {
+	case iw.probing && code != http.StatusOK:
+		iw.release()
 	case code == http.StatusNotModified:
-		// The cache updates its stored validators from a 304: they must stay the ones of
-		// the injected page, or the next revalidation would match the upstream page.
-		if iw.translated {
-			if etag := hdr.Get("Etag"); etag != "" {
-				setOrDelete(hdr, "Etag", deriveETag(etag, iw.st.hash))
-			}
-		}
-		if isDocumentRequest(iw.r) {
-			bumpLastModified(hdr, iw.st.at)
-		}
-		iw.pass()
+		iw.notModified()
 	case code != http.StatusOK:
 		iw.pass()
 	case hdr.Get("Content-Encoding") != "" && !strings.EqualFold(hdr.Get("Content-Encoding"), "identity"):
@@ -101,19 +167,58 @@ func (iw *injectWriter) WriteHeader(code int) {
 					"path", iw.r.URL.Path, "contentEncoding", hdr.Get("Content-Encoding"))
 			})
 		}
-		iw.pass()
+		iw.other()
 	default:
 		if _, ok := hdr["Content-Type"]; !ok {
 			iw.state = sniffing // net/http would sniff the first bytes; so do we
 			return
 		}
-		iw.decide(hdr.Get("Content-Type"))
+		iw.decide(hdr.Get("Content-Type"), false)
 	}
 }
 
-func (iw *injectWriter) decide(contentType string) {
-	if isHTML(contentType) {
+// notModified handles upstream's 304. Upstream matched the validators it was given; the 304
+// is sent at once when that match holds for the injected page too, or when the response would
+// be the same whether it is a page's or not. Otherwise it is held for a probe.
+func (iw *injectWriter) notModified() {
+	hdr := iw.w.Header()
+	switch {
+	case !iw.safe:
+		iw.pass() // a 304 answers GET and HEAD only; no other method is repeated
+	case iw.v.inm != "" && iw.v.inmOurs && (iw.v.ims == "" || iw.v.imsOurs) && iw.v.datedFits(hdr):
+		// Only the injected page has these ETags: upstream matched its own.
+		asInjected(hdr, iw.st)
+		iw.pass()
+	case iw.v.inm == "" && (iw.v.ims == "" || iw.v.imsOurs && !datedBefore(hdr, iw.st.at) && !slices.ContainsFunc(pageFields, func(k string) bool { return hdr.Get(k) != "" })):
+		// No validator, or a date the injected page has not changed since, on a 304 that
+		// asInjected would leave as it is: a page's 304 and any other are the same.
+		iw.pass()
+	default:
+		iw.withhold()
+	}
+}
+
+// decide continues a 200 once its Content-Type is known; sniffed says the middleware typed it.
+func (iw *injectWriter) decide(contentType string, sniffed bool) {
+	switch {
+	case !isHTML(contentType):
+		iw.other()
+	case iw.head:
+		iw.withhold() // the GET shows what the page's headers are
+	case iw.probing && iw.hold.status == http.StatusNotModified && iw.validated():
+		iw.answer304()
+	default:
+		if sniffed {
+			iw.w.Header().Set("Content-Type", contentType)
+		}
 		iw.state = holding
+	}
+}
+
+// other continues a response that is not a page to inject.
+func (iw *injectWriter) other() {
+	if iw.probing {
+		iw.release()
 		return
 	}
 	iw.pass()
@@ -124,75 +229,164 @@ func (iw *injectWriter) pass() {
 	iw.w.WriteHeader(iw.status)
 }
 
+func (iw *injectWriter) withhold() {
+	iw.state = held
+	iw.hold = &heldResponse{status: iw.status, header: iw.w.Header().Clone()}
+}
+
+// release sends the held response as upstream gave it: the probe showed no page.
+func (iw *injectWriter) release() {
+	iw.state = discarding
+	restore(iw.w.Header(), iw.hold.header)
+	iw.w.WriteHeader(iw.hold.status)
+}
+
+// answer304 sends upstream's held 304 as the injected page's: with its validators, which a
+// cache stores in place of the ones it had.
+func (iw *injectWriter) answer304() {
+	iw.state = discarding
+	hdr := iw.w.Header()
+	restore(hdr, iw.hold.header)
+	asInjected(hdr, iw.st)
+	iw.w.WriteHeader(http.StatusNotModified)
+}
+
+// validated reports whether the client's validators match the injected page whose upstream
+// headers a probe has in hand, as RFC 9110 §13.2.2 evaluates them for a GET: If-None-Match
+// (weak comparison) if present, else If-Modified-Since.
+func (iw *injectWriter) validated() bool {
+	hdr := iw.w.Header()
+	if iw.v.inm != "" {
+		return matchETag(iw.v.inm, pageETag(hdr, iw.st.hash))
+	}
+	since, err := http.ParseTime(iw.v.ims)
+	if err != nil {
+		return false
+	}
+	lm, err := http.ParseTime(hdr.Get("Last-Modified"))
+	if err != nil {
+		return false
+	}
+	if lm.Before(iw.st.at) {
+		lm = iw.st.at // as bumpLastModified dates the page
+	}
+	return !lm.After(since)
+}
+
 func (iw *injectWriter) Write(p []byte) (int, error) {
 	if iw.state == undecided {
 		iw.WriteHeader(http.StatusOK)
 	}
-	if iw.state == sniffing {
-		ct := http.DetectContentType(p)
-		iw.w.Header().Set("Content-Type", ct)
-		iw.decide(ct)
+	switch iw.state {
+	case sniffing:
+		iw.buf = append(iw.buf, p...)
+		if len(iw.buf) >= sniffLen {
+			if err := iw.endSniff(); err != nil {
+				return 0, err
+			}
+		}
+		return len(p), nil
+	case holding:
+		if err := iw.keep(p); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	case held:
+		if iw.hold.status == http.StatusNotModified {
+			return 0, http.ErrBodyNotAllowed
+		}
+		return len(p), nil // the body of a HEAD, which net/http would drop too
+	case discarding:
+		return 0, http.ErrBodyNotAllowed
 	}
-	if iw.state != holding {
-		return iw.w.Write(p)
+	return iw.w.Write(p)
+}
+
+// endSniff types the held first bytes of a body as net/http would and carries on with them.
+func (iw *injectWriter) endSniff() error {
+	b := iw.buf
+	iw.buf = nil
+	iw.decide(http.DetectContentType(b), true)
+	if len(b) == 0 || iw.state == held || iw.state == discarding {
+		return nil
 	}
+	_, err := iw.Write(b)
+	return err
+}
+
+// keep holds p until the insertion point shows, then writes the page out.
+func (iw *injectWriter) keep(p []byte) error {
 	data := p
 	if len(iw.buf) > 0 {
 		iw.buf = append(iw.buf, p...)
 		data = iw.buf
 	}
 	if len(data) >= iw.nextScan {
-		if k := insertionPoint(data, false); k >= 0 {
-			if err := iw.commit(data, k, false); err != nil {
-				return 0, err
-			}
-			return len(p), nil
+		if k, element := iw.insertion(data, false); k >= 0 {
+			return iw.commit(data, k, element, false)
 		}
 		iw.nextScan = 2 * len(data)
 	}
 	if len(iw.buf) == 0 {
 		iw.buf = append(iw.buf, p...) // p belongs to the caller
 	}
-	if len(iw.buf) > maxHold {
-		iw.h.logPassThrough.Do(func() {
-			iw.h.logger.Warn("hostplugin: no end of head in the first bytes of an HTML page; serving it without the bootstrap",
-				"path", iw.r.URL.Path, "bytes", maxHold)
-		})
-		iw.state = done
-		iw.w.WriteHeader(iw.status)
-		b := iw.buf
-		iw.buf = nil
-		if _, err := iw.w.Write(b); err != nil {
-			return 0, err
-		}
+	if len(iw.buf) <= maxHold {
+		return nil
 	}
-	return len(p), nil
+	iw.h.logPassThrough.Do(func() {
+		iw.h.logger.Warn("hostplugin: no end of head in the first bytes of an HTML page; serving it without the bootstrap",
+			"path", iw.r.URL.Path, "bytes", maxHold)
+	})
+	if iw.probing && iw.hold.status == http.StatusNotModified {
+		// The page goes out as upstream has it, so upstream's 304 was right for it.
+		iw.buf = nil
+		iw.release()
+		return http.ErrBodyNotAllowed
+	}
+	iw.state = done
+	iw.w.WriteHeader(iw.status)
+	b := iw.buf
+	iw.buf = nil
+	_, err := iw.w.Write(b)
+	return err
 }
 
-// commit writes the headers and data with the bootstrap element at offset k. final means data
-// is the whole body.
-func (iw *injectWriter) commit(data []byte, k int, final bool) error {
+// insertion returns where the bootstrap element goes in data, and the element in the page's
+// encoding; -1 while more bytes are needed.
+func (iw *injectWriter) insertion(data []byte, final bool) (int, []byte) {
+	enc, bom, ok := sniffEncoding(data, iw.w.Header().Get("Content-Type"), final)
+	if !ok {
+		return -1, nil
+	}
+	var k int
+	if enc == asciiCompatible {
+		k = insertionPoint(data[bom:], final)
+	} else {
+		k = insertionPoint16(data[bom:], final, enc == utf16BE)
+	}
+	if k < 0 {
+		return -1, nil
+	}
+	return bom + k, encodeElement(iw.st.script, enc)
+}
+
+// commit writes the headers and data with element at offset k. final means data is the
+// whole body.
+func (iw *injectWriter) commit(data []byte, k int, element []byte, final bool) error {
 	iw.state = done
 	iw.buf = nil
-	script := iw.st.script
 	hdr := iw.w.Header()
+	n, err := strconv.ParseInt(hdr.Get("Content-Length"), 10, 64)
+	etag := pageETag(hdr, iw.st.hash)
+	asInjected(hdr, iw.st)
+	setOrDelete(hdr, "Etag", etag)
 	if final {
-		hdr.Set("Content-Length", strconv.Itoa(len(data)+len(script)))
-	} else if n, err := strconv.ParseInt(hdr.Get("Content-Length"), 10, 64); err == nil && n >= 0 {
-		hdr.Set("Content-Length", strconv.FormatInt(n+int64(len(script)), 10))
-	} else {
-		hdr.Del("Content-Length")
-	}
-	if etag := hdr.Get("Etag"); etag != "" {
-		setOrDelete(hdr, "Etag", deriveETag(etag, iw.st.hash))
-	}
-	bumpLastModified(hdr, iw.st.at)
-	// Byte ranges and digests of the upstream body do not describe this one.
-	for _, k := range []string{"Accept-Ranges", "Content-Md5", "Digest", "Content-Digest", "Repr-Digest"} {
-		hdr.Del(k)
+		hdr.Set("Content-Length", strconv.Itoa(len(data)+len(element)))
+	} else if err == nil && n >= 0 {
+		hdr.Set("Content-Length", strconv.FormatInt(n+int64(len(element)), 10))
 	}
 	iw.w.WriteHeader(iw.status)
-	for _, part := range [][]byte{data[:k], script, data[k:]} {
+	for _, part := range [][]byte{data[:k], element, data[k:]} {
 		if len(part) == 0 {
 			continue
 		}
@@ -205,43 +399,83 @@ func (iw *injectWriter) commit(data []byte, k int, final bool) error {
 
 // Flush passes through once the head is out; while it is held there is nothing to flush.
 func (iw *injectWriter) Flush() {
+	if iw.state == sniffing {
+		_ = iw.endSniff() // net/http types the body from what it has at a flush
+	}
 	if iw.state == passing || iw.state == done {
 		_ = http.NewResponseController(iw.w).Flush()
 	}
 }
 
-// finish runs when the handler returns: a held page is the whole body now.
+// finish runs when the handler returns.
 func (iw *injectWriter) finish() {
+	if iw.state == undecided && isHTML(iw.w.Header().Get("Content-Type")) {
+		// An HTML handler that wrote nothing still answers 200 with an empty page, which
+		// gets its bootstrap.
+		iw.WriteHeader(http.StatusOK)
+	}
+	switch {
+	case iw.state == sniffing && len(iw.buf) == 0 && iw.head:
+		iw.withhold() // a HEAD without a body: the GET's shows whether it is a page
+	case iw.state == sniffing && len(iw.buf) == 0 && !iw.probing:
+		iw.pass() // a 200 without a body: nothing to sniff, nothing to inject
+	case iw.state == sniffing:
+		_ = iw.endSniff()
+	}
 	switch iw.state {
 	case holding:
-		_ = iw.commit(iw.buf, insertionPoint(iw.buf, true), true)
-	case sniffing:
-		iw.pass() // a 200 without a body: nothing to sniff, nothing to inject
+		// A held page is the whole body now.
+		k, element := iw.insertion(iw.buf, true)
+		_ = iw.commit(iw.buf, k, element, true)
 	case undecided:
-		// An HTML handler that wrote nothing still answers 200 with an empty page, which
-		// gets its bootstrap. Anything else (a hijacked socket, above all) is left alone.
-		if isHTML(iw.w.Header().Get("Content-Type")) {
-			iw.WriteHeader(http.StatusOK)
-			iw.finish()
+		// Not a page (a hijacked socket, above all, is left alone), unless a probe owes the
+		// held response.
+		if iw.probing {
+			iw.release()
 		}
 	}
+}
+
+// pageFields are the header fields that asInjected changes besides the date: the ETag, and
+// the length, ranges and digests of the upstream body, which do not describe the page.
+var pageFields = []string{"Etag", "Content-Length", "Accept-Ranges", "Content-Md5", "Digest", "Content-Digest", "Repr-Digest"}
+
+// asInjected makes upstream's headers (of a 200 or a 304) describe the injected page: its
+// ETag and date, and none of the length, ranges or digests of the upstream body. A 304
+// without an ETag gets no dated one: it has nothing to select a stored response by that its
+// date does not already give.
+func asInjected(hdr http.Header, st *hostState) {
+	etag := hdr.Get("Etag")
+	for _, k := range pageFields {
+		hdr.Del(k)
+	}
+	if etag != "" {
+		setOrDelete(hdr, "Etag", deriveETag(etag, st.hash))
+	}
+	bumpLastModified(hdr, st.at)
 }
 
 // bumpLastModified moves Last-Modified up to the time the config was applied: a cache that
 // validates by date alone must see that the page changed with the config.
 func bumpLastModified(hdr http.Header, applied time.Time) {
-	if hdr.Get("Last-Modified") == "" {
-		return // (ParseTime would allocate an error to say so)
-	}
-	if lm, err := http.ParseTime(hdr.Get("Last-Modified")); err == nil && applied.Truncate(time.Second).After(lm) {
+	if datedBefore(hdr, applied) {
 		hdr.Set("Last-Modified", applied.UTC().Format(http.TimeFormat))
 	}
 }
 
-// isDocumentRequest reports whether r asks for an HTML page (a navigation or a frame), as
-// opposed to an image or a script.
-func isDocumentRequest(r *http.Request) bool {
-	return strings.Contains(r.Header.Get("Accept"), "text/html")
+// datedBefore reports whether hdr has a Last-Modified before t (a second-aligned time).
+func datedBefore(hdr http.Header, t time.Time) bool {
+	if hdr.Get("Last-Modified") == "" {
+		return false // (ParseTime would allocate an error to say so)
+	}
+	lm, err := http.ParseTime(hdr.Get("Last-Modified"))
+	return err == nil && lm.Before(t)
+}
+
+// restore makes hdr a copy of from.
+func restore(hdr, from http.Header) {
+	clear(hdr)
+	maps.Copy(hdr, from)
 }
 
 // isHTML reports whether a Content-Type is text/html, with or without parameters. It reads
@@ -271,23 +505,78 @@ func deriveETag(etag, hash string) string {
 	return t[:len(t)-1] + etagMark + hash + `"`
 }
 
-// underiveETags turns the derived ETags of the current config in an If-None-Match list back
-// into upstream ones. ETags derived under another config stay as they are: upstream does not
-// know them, so the page is sent again with the new bootstrap.
-func underiveETags(list, hash string) (string, bool) {
+// pageETag returns the ETag of the injected page made from upstream's headers hdr: upstream's
+// ETag derived, or else a dated one. "" when upstream gives neither an ETag nor a date.
+func pageETag(hdr http.Header, hash string) string {
+	if etag := hdr.Get("Etag"); etag != "" {
+		return deriveETag(etag, hash)
+	}
+	return datedETag(hdr.Get("Last-Modified"), hash)
+}
+
+// datedETag returns the ETag of an injected page that upstream dates without an ETag: weak,
+// as a date of one-second resolution is, and made of the config's hash and upstream's date.
+// A browser sends it back as If-None-Match, before If-Modified-Since, so a revalidation
+// under the same config is translated into upstream's own date (see undateETag); under
+// another config, or once the plugin is gone, upstream knows no such ETag and sends the page.
+func datedETag(lastModified, hash string) string {
+	if lastModified == "" {
+		return "" // (ParseTime would allocate an error to say so)
+	}
+	lm, err := http.ParseTime(lastModified)
+	if err != nil {
+		return ""
+	}
+	return `W/"lifeline.` + hash + "." + strconv.FormatInt(lm.Unix(), 10) + `"`
+}
+
+// undateETag returns the upstream date in a dated ETag of the config of hash.
+func undateETag(tag, hash string) (time.Time, bool) {
+	digits, ok := strings.CutPrefix(tag, `W/"lifeline.`+hash+".")
+	if !ok {
+		return time.Time{}, false
+	}
+	digits, ok = strings.CutSuffix(digits, `"`)
+	n, err := strconv.ParseInt(digits, 10, 64)
+	return time.Unix(n, 0).UTC(), ok && err == nil
+}
+
+// matchETag reports whether an If-None-Match list matches etag by weak comparison, or is "*"
+// (which matches any page that exists).
+func matchETag(list, etag string) bool {
 	tags, ok := parseETags(list)
 	if !ok {
-		return list, false
+		return false
+	}
+	for _, t := range tags {
+		if t == "*" || etag != "" && strings.TrimPrefix(t, "W/") == strings.TrimPrefix(etag, "W/") {
+			return true
+		}
+	}
+	return false
+}
+
+// underiveETags turns the derived ETags of the current config in an If-None-Match list back
+// into upstream ones. It reports whether every tag was one of the config's, derived or dated
+// (all), and whether any was translated (some). Dated ETags stay in the list; ETags of
+// another config stay as they are: upstream does not know them, so the page is sent again
+// with the new bootstrap.
+func underiveETags(list, hash string) (upstream string, all, some bool) {
+	tags, ok := parseETags(list)
+	if !ok {
+		return list, false, false
 	}
 	suffix := etagMark + hash + `"`
-	changed := false
+	all = true
 	for i, t := range tags {
 		if base, ok := strings.CutSuffix(t, suffix); ok {
 			tags[i] = base + `"`
-			changed = true
+			some = true
+		} else if _, ok := undateETag(t, hash); !ok {
+			all = false
 		}
 	}
-	return strings.Join(tags, ", "), changed
+	return strings.Join(tags, ", "), all, some
 }
 
 // parseETags splits an ETag list ("*" or entity-tags, each [W/]"opaque", comma-separated).
@@ -319,34 +608,59 @@ func parseETags(s string) ([]string, bool) {
 	}
 }
 
-// translateConditionals prepares a request for upstream: derived ETags of the current config
-// become upstream ones, and a date validator older than the config is dropped for document
-// requests, since the page cached under it carried an older bootstrap. It reports whether an
-// ETag was translated (a 304 must then carry the derived ETag back).
-func translateConditionals(r *http.Request, st *hostState) (*http.Request, bool) {
-	inm := strings.Join(r.Header.Values("If-None-Match"), ", ")
-	ims := r.Header.Get("If-Modified-Since")
-	if inm == "" && ims == "" {
-		return r, false
+// validators are a request's cache validators, as the client sent them, classified against
+// the config in force.
+type validators struct {
+	inm, ims string // If-None-Match (every field, joined) and If-Modified-Since; "" if absent
+	// inmOurs: every ETag in inm is derived under the current config, so only the injected
+	// page can match them.
+	inmOurs bool
+	// imsOurs: ims is no older than the config, so the injected page changed since it exactly
+	// when the upstream page did.
+	imsOurs bool
+	// dated is the date in inm when inm is a dated ETag of the current config, given to
+	// upstream as If-Modified-Since; zero otherwise.
+	dated time.Time
+}
+
+// datedFits reports whether upstream's 304 (hdr) is for the page a dated ETag names: one that
+// still has no ETag, and exactly that date. A later date passes If-Modified-Since too, but
+// names another page.
+func (v validators) datedFits(hdr http.Header) bool {
+	if v.dated.IsZero() {
+		return true
 	}
-	newINM, translated := "", false
-	if inm != "" {
-		newINM, translated = underiveETags(inm, st.hash)
+	lm, err := http.ParseTime(hdr.Get("Last-Modified"))
+	return hdr.Get("Etag") == "" && err == nil && lm.Equal(v.dated)
+}
+
+// translateConditionals reads a request's validators and prepares the request for upstream:
+// ETags derived under the current config become upstream ones, so that upstream can answer a
+// revalidation of the injected page itself. Nothing else is changed: a 304 for any other
+// validator is checked afterwards (see Inject).
+func translateConditionals(r *http.Request, st *hostState) (*http.Request, validators) {
+	v := validators{inm: strings.Join(r.Header.Values("If-None-Match"), ", "), ims: r.Header.Get("If-Modified-Since")}
+	if v.ims != "" {
+		t, err := http.ParseTime(v.ims)
+		v.imsOurs = err == nil && !t.Before(st.at)
 	}
-	dropIMS := false
-	if t, err := http.ParseTime(ims); err == nil && t.Before(st.at.Truncate(time.Second)) {
-		// Only documents: images and scripts cached before a restart are still valid.
-		dropIMS = isDocumentRequest(r)
+	if v.inm == "" {
+		return r, v
 	}
-	if !translated && !dropIMS {
-		return r, false
+	if lm, ok := undateETag(strings.TrimSpace(v.inm), st.hash); ok {
+		// What a browser sends for a dated page: upstream's own date validates it.
+		v.inmOurs, v.dated = true, lm
+		r2 := r.Clone(r.Context())
+		r2.Header.Del("If-None-Match")
+		r2.Header.Set("If-Modified-Since", lm.Format(http.TimeFormat))
+		return r2, v
+	}
+	upstream, all, some := underiveETags(v.inm, st.hash)
+	v.inmOurs = all
+	if !some {
+		return r, v
 	}
 	r2 := r.Clone(r.Context())
-	if translated {
-		r2.Header.Set("If-None-Match", newINM)
-	}
-	if dropIMS {
-		r2.Header.Del("If-Modified-Since")
-	}
-	return r2, translated
+	r2.Header.Set("If-None-Match", upstream)
+	return r2, v
 }

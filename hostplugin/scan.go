@@ -4,6 +4,10 @@ package hostplugin
 
 import (
 	"bytes"
+	"encoding/binary"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"golang.org/x/net/html"
 )
@@ -40,10 +44,11 @@ var bodyRaw = map[string]bool{"iframe": true, "noembed": true, "plaintext": true
 // headEnders are the end tags that end a head; any other is ignored there.
 var headEnders = map[string]bool{"head": true, "body": true, "html": true, "br": true}
 
-// insertionPoint returns the offset in doc where the bootstrap element goes, or -1 when doc is
-// a prefix that does not yet show it (more bytes are needed). With final, doc is the whole
-// document and an offset is always found: after the last byte, unless the document ends inside
-// something (an unterminated comment, <title>, <template>, tag), then before that.
+// insertionPoint returns the offset in doc, an ASCII-compatible document after its byte-order
+// mark, where the bootstrap element goes, or -1 when doc is a prefix that does not yet show it
+// (more bytes are needed). With final, doc is the whole document and an offset is always
+// found: after the last byte, unless the document ends inside something (an unterminated
+// comment, <title>, <template>, tag), then before that.
 func insertionPoint(doc []byte, final bool) int {
 	src := doc
 	if final {
@@ -102,7 +107,7 @@ func insertionPoint(doc []byte, final bool) int {
 		}
 		switch tt {
 		case html.TextToken:
-			if rawContent || templates > 0 || isBlank(z.Raw(), start == 0) {
+			if rawContent || templates > 0 || isBlank(z.Raw()) {
 				continue
 			}
 			return start
@@ -157,12 +162,9 @@ func tagName(raw []byte, buf *[16]byte) []byte {
 	return buf[:n]
 }
 
-// isBlank reports whether text is HTML whitespace, allowing a byte-order mark at the start of
-// the document.
-func isBlank(text []byte, atStart bool) bool {
-	if atStart {
-		text = bytes.TrimPrefix(text, []byte("\ufeff"))
-	}
+// isBlank reports whether text is HTML whitespace. (A byte-order mark is not: only the first
+// one is the decoder's, and sniffEncoding has taken it off.)
+func isBlank(text []byte) bool {
 	for _, c := range text {
 		switch c {
 		case ' ', '\t', '\n', '\f', '\r':
@@ -171,4 +173,124 @@ func isBlank(text []byte, atStart bool) bool {
 		}
 	}
 	return true
+}
+
+// Why encodings matter: the tokenizer reads markup as ASCII bytes. That holds for UTF-8, the
+// single-byte encodings and the multi-byte ones browsers decode pages with (their trail bytes
+// are never "<" or "/"; ISO-2022-JP's two-byte runs may hold any printable byte, but markup,
+// and so every insertion point, sits between them), and not for UTF-16. A browser decides on
+// UTF-16 from a byte-order mark or from the charset of the Content-Type (a mark wins over the
+// header, and <meta charset> can never select UTF-16), so the middleware does the same, scans
+// a UTF-16 page through a UTF-8 transcoding, and writes the element in UTF-16 at the
+// corresponding place. The element must come after the mark in every encoding: a mark that is
+// not at the very start is no mark, and the page would be decoded with another encoding.
+
+// pageEncoding is how a page encodes its markup, as far as finding the insertion point goes.
+type pageEncoding int
+
+const (
+	asciiCompatible pageEncoding = iota // UTF-8, windows-1252, ...: markup is ASCII bytes
+	utf16LE
+	utf16BE
+)
+
+// sniffEncoding applies the steps of the HTML encoding sniffing algorithm that tell UTF-16
+// from the rest: a byte-order mark, then the charset of contentType. It returns the encoding,
+// the length of the mark, and false when doc may be the start of a mark and is not final.
+func sniffEncoding(doc []byte, contentType string, final bool) (pageEncoding, int, bool) {
+	switch {
+	case bytes.HasPrefix(doc, []byte("\xef\xbb\xbf")):
+		return asciiCompatible, 3, true
+	case bytes.HasPrefix(doc, []byte("\xfe\xff")):
+		return utf16BE, 2, true
+	case bytes.HasPrefix(doc, []byte("\xff\xfe")):
+		return utf16LE, 2, true
+	case !final && (bytes.HasPrefix([]byte("\xef\xbb"), doc) || len(doc) == 1 && (doc[0] == 0xfe || doc[0] == 0xff)):
+		return 0, 0, false
+	}
+	return charsetEncoding(contentType), 0, true
+}
+
+// charsetEncoding maps the charset parameter of a Content-Type through the WHATWG Encoding
+// Standard's labels of UTF-16LE and UTF-16BE. It scans the parameters by hand, without
+// mime.ParseMediaType's allocations, since it runs for every HTML page.
+func charsetEncoding(contentType string) pageEncoding {
+	_, params, _ := strings.Cut(contentType, ";")
+	for params != "" {
+		var param string
+		param, params, _ = strings.Cut(params, ";")
+		key, value, _ := strings.Cut(param, "=")
+		if !strings.EqualFold(strings.TrimSpace(key), "charset") {
+			continue
+		}
+		value = strings.TrimSpace(strings.Trim(strings.TrimSpace(value), `"`))
+		for _, label := range []string{"utf-16le", "utf-16", "unicode", "unicodefeff", "ucs-2", "iso-10646-ucs-2", "csunicode"} {
+			if strings.EqualFold(value, label) {
+				return utf16LE
+			}
+		}
+		if strings.EqualFold(value, "utf-16be") || strings.EqualFold(value, "unicodefffe") {
+			return utf16BE
+		}
+		return asciiCompatible
+	}
+	return asciiCompatible
+}
+
+// insertionPoint16 is insertionPoint for doc in UTF-16 after its byte-order mark. It decodes
+// doc as a browser does (an unpaired surrogate or a last odd byte is one U+FFFD), finds the
+// point in the UTF-8 text and maps it back to a byte offset, always between code units.
+// Before the end, a last odd byte or high surrogate waits for what follows it.
+func insertionPoint16(doc []byte, final, bigEndian bool) int {
+	order := binary.ByteOrder(binary.LittleEndian)
+	if bigEndian {
+		order = binary.BigEndian
+	}
+	unit := func(i int) rune { return rune(order.Uint16(doc[2*i:])) }
+	n := len(doc) / 2
+	if !final && n > 0 && 0xd800 <= unit(n-1) && unit(n-1) < 0xdc00 {
+		n--
+	}
+	text := make([]byte, 0, len(doc)+len(doc)/2)
+	for i := 0; i < n; i++ {
+		r := unit(i)
+		if i+1 < n && utf16.DecodeRune(r, unit(i+1)) != utf8.RuneError {
+			r = utf16.DecodeRune(r, unit(i+1))
+			i++
+		} else if utf16.IsSurrogate(r) {
+			r = utf8.RuneError
+		}
+		text = utf8.AppendRune(text, r)
+	}
+	if final && len(doc)%2 == 1 {
+		text = utf8.AppendRune(text, utf8.RuneError)
+	}
+	k := insertionPoint(text, final)
+	switch {
+	case k < 0:
+		return -1
+	case k == len(text):
+		return len(doc) // after a last odd byte too
+	}
+	off := 0
+	for _, r := range string(text[:k]) {
+		off += 2 * utf16.RuneLen(r) // one code unit, or two outside the BMP
+	}
+	return off
+}
+
+// encodeElement returns the bootstrap element in the page's encoding.
+func encodeElement(script []byte, enc pageEncoding) []byte {
+	if enc == asciiCompatible {
+		return script
+	}
+	order := binary.AppendByteOrder(binary.LittleEndian)
+	if enc == utf16BE {
+		order = binary.BigEndian
+	}
+	out := make([]byte, 0, 2*len(script)+8)
+	for _, u := range utf16.Encode([]rune(string(script))) {
+		out = order.AppendUint16(out, u)
+	}
+	return out
 }
