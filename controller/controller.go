@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -637,6 +638,11 @@ func (l *loop) fail(g *gen, err, cause error) {
 		l.redirectFailed(g)
 	}
 	d := Delay(c.cfg, l.failures, c.rnd)
+	if errors.Is(err, ErrUnauthorized) {
+		// A refused credential stays refused until the user acts: only the top cap, so it
+		// neither storms nor looks like an outage. (MaxInt failures: the top cap, jittered.)
+		d = Delay(c.cfg, math.MaxInt, c.rnd)
+	}
 	if ra := (*RetryAfterError)(nil); errors.As(err, &ra) {
 		d = max(d, min(ra.After, maxRetryAfter))
 	}
@@ -702,6 +708,9 @@ func (l *loop) status() Status {
 		s.State, s.Slow = Connecting, l.slow
 	default:
 		s.State = Reconnecting
+		if errors.Is(l.lastErr, ErrUnauthorized) {
+			s.State = Unauthorized
+		}
 		s.NextAttempt = l.next // when due, the moment it fell due: waiting for a settle
 	}
 	return s

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"testing"
@@ -588,8 +589,13 @@ func TestEveryStateChangeIsDeliveredInOrderUnderABurst(t *testing.T) {
 		if err := a.gen.Ready(&carrier{}); err != nil {
 			t.Fatal(err)
 		}
-		for range 1000 {
+		// 1,000 calls, and every hundred of them a pause that lets the cancelled generations
+		// settle and a new attempt start: settles, attempts and calls interleave.
+		for i := range 1000 {
 			h.ctl.ReconnectNow()
+			if i%100 == 99 {
+				synctest.Wait()
+			}
 		}
 		synctest.Wait()
 		var started []uint64
@@ -620,8 +626,8 @@ func TestEveryStateChangeIsDeliveredInOrderUnderABurst(t *testing.T) {
 		if !slices.Equal(connecting, want) {
 			t.Fatalf("connecting statuses for attempts %v, want %v", connecting, want)
 		}
-		if len(started) < 2 {
-			t.Fatalf("only %d attempts after 1000 ReconnectNow calls", len(started))
+		if len(started) < 10 {
+			t.Fatalf("only %d attempts after 1000 ReconnectNow calls with 10 pauses", len(started))
 		}
 		if last := st[len(st)-1]; last.State != controller.Stopped || last.State != h.ctl.Status().State {
 			t.Fatalf("last delivered %s, Status() %s", describe(last), describe(h.ctl.Status()))
@@ -918,5 +924,46 @@ func TestStatusReflectsEveryCallOnceItReturns(t *testing.T) {
 		}
 		h.ctl.Stop()
 		h.wantState(t, controller.Stopped)
+	})
+}
+
+func TestRefusedCredentialsRetryAtTheTopCapOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, controller.Recovery{}, fullCap)
+		h.ctl.Start()
+		refused := fmt.Errorf("gateway: dial: %w: 401 sign in", controller.ErrUnauthorized)
+		for i := range 5 {
+			synctest.Wait()
+			a := h.next(t)
+			a.end <- refused
+			synctest.Wait()
+			s := h.wantState(t, controller.Unauthorized)
+			if d := time.Until(s.NextAttempt); d != 10*time.Second {
+				t.Fatalf("refusal %d: next attempt in %v, want the top cap (10s) from the first refusal on", i+1, d)
+			}
+			if !errors.Is(s.Err, controller.ErrUnauthorized) {
+				t.Fatalf("status error %v, want ErrUnauthorized", s.Err)
+			}
+			time.Sleep(10 * time.Second)
+		}
+		// ReconnectNow stays: the user may have signed in meanwhile.
+		synctest.Wait()
+		a := h.next(t)
+		a.end <- refused
+		synctest.Wait()
+		h.ctl.ReconnectNow()
+		synctest.Wait()
+		b := h.next(t)
+		if err := b.gen.Ready(&carrier{}); err != nil {
+			t.Fatal(err)
+		}
+		h.wantState(t, controller.Connected)
+		// A plain failure after that climbs the ladder from its first cap again.
+		b.end <- errRefused
+		synctest.Wait()
+		if s := h.wantState(t, controller.Reconnecting); time.Until(s.NextAttempt) != 500*time.Millisecond {
+			t.Fatalf("after a connection: %s, want the first cap", describe(s))
+		}
+		h.ctl.Stop()
 	})
 }

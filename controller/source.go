@@ -44,6 +44,11 @@ var (
 	// ErrReplaced is the cause of a generation cancelled by ReconnectNow or by a GOAWAY
 	// handover that completed.
 	ErrReplaced = errors.New("controller: generation replaced")
+	// ErrUnauthorized is wrapped by the failure of an attempt the Host refused for the page's
+	// credentials (HTTP 401 or 403 before the upgrade). It is not an outage: the controller
+	// reports it as [Unauthorized] and retries at the top cap only, since retrying sooner would
+	// not change the credential and would only load the Host.
+	ErrUnauthorized = errors.New("controller: the host refused the page's credentials")
 	// ErrOffline is the cause of a generation cancelled because the browser went offline.
 	ErrOffline = errors.New("controller: browser offline")
 	// ErrUnresolvedConfig is returned by New for a Config that did not come from Resolve.

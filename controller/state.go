@@ -18,9 +18,13 @@ const (
 	Offline
 	// Stopped: Stop was called; nothing runs until Start.
 	Stopped
+	// Unauthorized: waiting for the next attempt after the Host refused the page's
+	// credentials (an error wrapping ErrUnauthorized). Attempts go on, at the top cap only;
+	// Status.NextAttempt says when.
+	Unauthorized
 )
 
-var stateNames = [...]string{"idle", "connecting", "connected", "reconnecting", "offline", "stopped"}
+var stateNames = [...]string{"idle", "connecting", "connected", "reconnecting", "offline", "stopped", "unauthorized"}
 
 // String returns the lower-case name used on the wire and in the page's data-state.
 func (s State) String() string {
@@ -41,7 +45,7 @@ type Status struct {
 	// Failures is the ladder position: consecutive failures since the last stable generation
 	// (or ReconnectNow, or online, or Start).
 	Failures int
-	// NextAttempt is when the next attempt is due, set while Reconnecting.
+	// NextAttempt is when the next attempt is due, set while Reconnecting or Unauthorized.
 	NextAttempt time.Time
 	// Err is the last failure; nil once a generation is ready.
 	Err error

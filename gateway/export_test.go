@@ -9,8 +9,19 @@ import (
 	"github.com/lifeline-go/lifeline/gateway/wire"
 )
 
-// Pending returns what a generation that became ready now would send first, per stream.
-func Pending(g *Gateway) map[string]string { return g.pending() }
+// Pending returns, per stream, the action a generation that became ready now would send
+// first: "sub" (stalled streams send nothing until their handler returns).
+func Pending(g *Gateway) map[string]string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make(map[string]string)
+	for name, sub := range g.subs {
+		if !sub.stalled {
+			out[name] = wire.TypeSub
+		}
+	}
+	return out
+}
 
 // Dups counts the frames s dropped as duplicates.
 func Dups(s *Subscription) uint64 {

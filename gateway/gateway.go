@@ -25,6 +25,9 @@ var (
 	ErrUnsubscribed = errors.New("gateway: unsubscribed")
 	// ErrReplaced ends a subscription when a newer Subscribe names the same stream.
 	ErrReplaced = errors.New("gateway: subscription replaced by a newer Subscribe on the same stream")
+	// ErrDenied ends a subscription the Host's application refused (a denied frame). It is
+	// never retried; errors.As finds the *DeniedError with the Host's reason.
+	ErrDenied = errors.New("gateway: subscription denied by the host")
 	// ErrBadStream ends a subscription whose stream name the protocol cannot carry.
 	ErrBadStream = errors.New("gateway: bad stream name")
 	// ErrNilHandler ends a subscription made without a handler.
@@ -45,6 +48,22 @@ var (
 	// ErrSessionClosed is wrapped by the error of a session the Host or the network ended.
 	ErrSessionClosed = errors.New("gateway: session closed")
 )
+
+// DeniedError is why a subscription ended when the Host's application refused it.
+type DeniedError struct {
+	Stream string
+	Reason string // as the Host gave it; may be empty
+}
+
+func (e *DeniedError) Error() string {
+	if e.Reason == "" {
+		return fmt.Sprintf("gateway: the host denied stream %q", e.Stream)
+	}
+	return fmt.Sprintf("gateway: the host denied stream %q: %s", e.Stream, e.Reason)
+}
+
+// Is makes errors.Is(err, ErrDenied) hold.
+func (e *DeniedError) Is(target error) bool { return target == ErrDenied }
 
 // Defaults of [Options].
 const (

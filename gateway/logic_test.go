@@ -413,3 +413,54 @@ func TestNewChecksTheURL(t *testing.T) {
 		}
 	}
 }
+
+func TestDeniedSubscriptionEndsAloneAndIsNeverRetried(t *testing.T) {
+	gw := newGateway(t, nil)
+	mine, theirs := newRecorder(), newRecorder()
+	gw.Subscribe("mine", mine.handle)
+	secret := gw.Subscribe("theirs", theirs.handle)
+	s1 := gateway.NewTestSession(t, gw)
+	wantFrames(t, s1.Reconcile(), "sub mine, sub theirs")
+	feed(t, s1, reset("mine", "E", 0), `{"t":"denied","stream":"theirs","reason":"not your stream"}`, event("mine", 1))
+	<-secret.Done()
+	var de *gateway.DeniedError
+	if !errors.Is(secret.Err(), gateway.ErrDenied) || !errors.As(secret.Err(), &de) || de.Reason != "not your stream" {
+		t.Fatalf("denied subscription Err = %v, want ErrDenied with the Host's reason", secret.Err())
+	}
+	if got := summary(mine.waitSeq(t, 1)); got != "R0 1" {
+		t.Fatalf("the other stream delivered %s, want it to carry on", got)
+	}
+	// Neither this session nor the next one asks for it again.
+	wantFrames(t, s1.Reconcile(), "")
+	s1.End()
+	s2 := gateway.NewTestSession(t, gw)
+	wantFrames(t, s2.Reconcile(), "sub mine E@1")
+	// A later denial for a stream that was unsubscribed meanwhile changes nothing.
+	again := gw.Subscribe("theirs", theirs.handle)
+	wantFrames(t, s2.Reconcile(), "sub theirs")
+	again.Unsubscribe()
+	feed(t, s2, `{"t":"denied","stream":"theirs"}`)
+	if !errors.Is(again.Err(), gateway.ErrUnsubscribed) {
+		t.Fatalf("a late denial replaced the unsubscribe: %v", again.Err())
+	}
+}
+
+func TestResyncAsksForAFreshBaseline(t *testing.T) {
+	gw := newGateway(t, nil)
+	rec := newRecorder()
+	sub := gw.Subscribe("s", rec.handle)
+	s := gateway.NewTestSession(t, gw)
+	wantFrames(t, s.Reconcile(), "sub s")
+	feed(t, s, reset("s", "E", 0), event("s", 1), event("s", 2))
+	rec.waitSeq(t, 2)
+	sub.Resync()
+	wantFrames(t, s.Reconcile(), "unsub s, sub s")
+	// Events of the older sub still in flight are dropped; the fresh reset starts over.
+	feed(t, s, event("s", 3), reset("s", "E", 5), event("s", 6))
+	if got := summary(rec.waitSeq(t, 6)); got != "R0 1 2 R5 6" {
+		t.Fatalf("delivered %s, want the fresh baseline and nothing of the older sub", got)
+	}
+	sub.Unsubscribe()
+	sub.Resync() // ended: nothing to do
+	wantFrames(t, s.Reconcile(), "unsub s")
+}

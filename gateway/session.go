@@ -100,6 +100,9 @@ func (s *session) handle(f wire.ServerFrame) error {
 		return nil // its arrival already fed the watchdog
 	case wire.TypeEvent, wire.TypeReset:
 		return s.g.dispatch(s, f)
+	case wire.TypeDenied:
+		s.g.deny(s, f)
+		return nil
 	case wire.TypeGoAway:
 		uri, err := resolveGoAway(s.target, f.URI)
 		if err != nil {
@@ -157,6 +160,23 @@ func (g *Gateway) dispatch(s *session, f wire.ServerFrame) error {
 	return nil
 }
 
+// deny ends the subscription the Host's application refused on s. It leaves the gateway's
+// desired state, so no session subscribes it again: a refusal is final, not an outage. A
+// denial of a sub this session no longer holds (unsubscribed or replaced meanwhile) is late
+// and changes nothing.
+func (g *Gateway) deny(s *session, f wire.ServerFrame) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	sub, w := g.subs[f.Stream], s.wire[f.Stream]
+	if s.ctx.Err() != nil || sub == nil || w.sub != sub || w.token != sub.token {
+		return
+	}
+	delete(g.subs, f.Stream)
+	delete(s.wire, f.Stream) // the Host holds nothing for it any more: no unsub to send
+	g.log.Warn("gateway: the host denied a subscription", "stream", f.Stream, "reason", f.Reason)
+	g.end(sub, &DeniedError{Stream: f.Stream, Reason: f.Reason})
+}
+
 // reconcile returns the frames that bring what s told the Host in line with the gateway's
 // subscriptions, and records them as sent. Every Subscribe and Unsubscribe only changes the
 // desired state and kicks the writers, so any number of calls collapses to at most one
@@ -199,20 +219,6 @@ func (g *Gateway) reconcile(s *session) []wire.ClientFrame {
 		}
 	}
 	return frames
-}
-
-// pending returns, per stream, the action a generation that became ready now would send
-// first: "sub" or "unsub". It exists for tests of the collapse.
-func (g *Gateway) pending() map[string]string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	out := make(map[string]string)
-	for name, sub := range g.subs {
-		if !sub.stalled {
-			out[name] = wire.TypeSub
-		}
-	}
-	return out
 }
 
 // resolveGoAway resolves a GOAWAY uri against the URL the session dialed. The controller

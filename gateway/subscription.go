@@ -65,6 +65,22 @@ func (s *Subscription) Unsubscribe() {
 	g.end(s, ErrUnsubscribed)
 }
 
+// Resync asks the Host for a fresh baseline: every session subscribes the stream again without
+// its cursor, so the next delivery is a reset at the Host's head; what happened in between is
+// in that baseline, never delivered as events. Frames of the older sub still in flight are
+// dropped. It does nothing on a subscription that has ended.
+func (s *Subscription) Resync() {
+	g := s.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s.err != nil || g.subs[s.stream] != s {
+		return
+	}
+	s.epoch, s.last = "", 0
+	s.token++
+	g.kickAll()
+}
+
 // Done is closed once the subscription has ended and its handler is neither running nor
 // about to run. Waiting on it from inside the handler therefore deadlocks.
 func (s *Subscription) Done() <-chan struct{} { return s.done }
