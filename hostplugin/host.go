@@ -438,7 +438,7 @@ func (h *Host) Drain(ctx context.Context, uri string) int {
 	case <-ctx.Done():
 	}
 	// ctx is over: the close handshakes get closeWait of their own.
-	return h.closeAll(context.Background(), func(s *session) { s.closeWith(wire.CloseDrained, "drained") })
+	return h.closeAll(context.Background(), closeWait, func(s *session) { s.closeWith(wire.CloseDrained, "drained") })
 }
 
 // Stop ends every session at once, for a Host that stops with no successor: its listener is
@@ -447,8 +447,10 @@ func (h *Host) Drain(ctx context.Context, uri string) int {
 // wire.RestartReason(retryAfter) (what a browser page can read; retryAfter is the least the
 // page should wait before it dials again, 0 for no minimum), then close 1012 (service
 // restart) with the same reason. Sockets that arrive afterwards get the same at once. Stop
-// waits for the close handshakes until ctx ends, and at most 3 s (a dead peer would hold
-// each for seconds), and returns how many sessions it closed. Close the Host afterwards.
+// waits for the close handshakes until ctx ends, and at most half a second (a page that
+// reads answers within a round trip; a dead peer would hold each for seconds, and the page
+// has what it needs once the frames are out), and returns how many sessions it closed.
+// Close the Host afterwards.
 //
 // Stop is the choice of a supervisor's plain restart (stop, start again) and of a
 // socket-activated Host under systemctl restart: the port stays open in systemd, but nobody
@@ -461,7 +463,7 @@ func (h *Host) Stop(ctx context.Context, retryAfter time.Duration) int {
 	h.restart = reason
 	h.mu.Unlock()
 	frame := errorFrame(reason)
-	n := h.closeAll(ctx, func(s *session) { s.finish(frame, wire.CloseServiceRestart, reason) })
+	n := h.closeAll(ctx, stopWait, func(s *session) { s.finish(frame, wire.CloseServiceRestart, reason) })
 	h.logger.Info("hostplugin: stopped with no successor: sessions closed with 1012", "sessions", n, "reason", reason)
 	return n
 }
@@ -481,9 +483,9 @@ func (h *Host) turnAway(conn *websocket.Conn) {
 	_ = conn.Close(wire.CloseDrained, "drained")
 }
 
-// closeAll ends every session with end, concurrently, waiting until ctx ends and at most
-// closeWait for the close handshakes (a dead peer would otherwise hold each for seconds).
-func (h *Host) closeAll(ctx context.Context, end func(*session)) int {
+// closeAll ends every session with end, concurrently, waiting until ctx ends and at most wait
+// for the close handshakes (a dead peer would otherwise hold each for seconds).
+func (h *Host) closeAll(ctx context.Context, wait time.Duration, end func(*session)) int {
 	list := h.snapshot()
 	var wg sync.WaitGroup
 	for _, s := range list {
@@ -491,7 +493,7 @@ func (h *Host) closeAll(ctx context.Context, end func(*session)) int {
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	t := time.NewTimer(closeWait)
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-done:
@@ -501,8 +503,12 @@ func (h *Host) closeAll(ctx context.Context, end func(*session)) int {
 	return len(list)
 }
 
-// closeWait bounds how long Drain, Stop and Close wait for close handshakes.
-const closeWait = 3 * time.Second
+// How long Drain and Close (closeWait), and Stop (stopWait), wait for close handshakes. A
+// stopping process has nothing to gain from a dead peer's answer.
+const (
+	closeWait = 3 * time.Second
+	stopWait  = 500 * time.Millisecond
+)
 
 // Close disposes of the Host: the middleware passes pages through untouched, the events
 // endpoint refuses sockets, and every session is closed with 1001. It is idempotent. A
@@ -513,7 +519,8 @@ func (h *Host) Close() error {
 		h.closed.Store(true)
 		h.mu.Unlock()
 		close(h.done)
-		h.closeAll(context.Background(), func(s *session) { s.closeWith(wire.CloseDrained, "host closed") })
+		// Sessions Stop is finishing are left to it: a second close would wait for the first.
+		h.closeAll(context.Background(), closeWait, func(s *session) { s.closeUnlessEnding(wire.CloseDrained, "host closed") })
 	})
 	return nil
 }

@@ -344,6 +344,16 @@ func (s *session) closeWith(code int, reason string) {
 	_ = s.conn.Close(websocket.StatusCode(code), reason)
 }
 
+// closeUnlessEnding closes the session unless it is ending already (finished, shed or over).
+func (s *session) closeUnlessEnding(code int, reason string) {
+	s.mu.Lock()
+	ending := s.closed
+	s.mu.Unlock()
+	if !ending {
+		s.closeWith(code, reason)
+	}
+}
+
 // end releases everything the session holds. It runs once, on the run goroutine.
 func (s *session) end() {
 	s.mu.Lock()
