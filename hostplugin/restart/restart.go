@@ -151,13 +151,19 @@ func (r *Restarter) Listen(network, addr string) (net.Listener, error) {
 	}
 	if ln == nil {
 		var err error
-		if r.upg != nil {
-			ln, err = r.upg.Fds.Listen(network, addr)
-		} else {
-			ln, err = net.Listen(network, addr)
-		}
-		if err != nil {
+		if ln, err = net.Listen(network, addr); err != nil {
 			return nil, fmt.Errorf("restart: %w", err)
+		}
+		if r.upg != nil {
+			tl, ok := ln.(tableflip.Listener)
+			if !ok {
+				ln.Close()
+				return nil, fmt.Errorf("restart: a %s listener (%T) cannot be handed on", network, ln)
+			}
+			if err := r.upg.Fds.AddListener(network, addr, tl); err != nil {
+				ln.Close()
+				return nil, fmt.Errorf("restart: %w", err)
+			}
 		}
 		from = "new"
 	}
