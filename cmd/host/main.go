@@ -65,7 +65,10 @@ func run(args []string, stderr io.Writer) int {
 	// Before anything else: SIGUSR2's default action would end the process, and a
 	// supervisor may signal a successor as soon as it has written its PID file.
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGUSR2, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+	if upgradeSignal != nil {
+		signal.Notify(sigs, upgradeSignal)
+	}
 	defer signal.Stop(sigs)
 
 	cfg := hostplugin.DefaultConfig()
@@ -190,15 +193,15 @@ func run(args []string, stderr io.Writer) int {
 		case <-rs.Replaced():
 			return shutdown(rs, h, srv, stopTicks, "a successor is ready", sigs, logger)
 		case sig := <-sigs:
-			switch sig {
-			case syscall.SIGHUP:
+			switch {
+			case sig == syscall.SIGHUP:
 				if *configPath == "" {
 					logger.Warn("host: SIGHUP: no -config file to reload")
 					continue
 				}
 				_ = h.Reload(*configPath) // logs either way; a refused file changes nothing
 				continue
-			case syscall.SIGUSR2:
+			case sig == upgradeSignal:
 				if fleet.embeddedDir != "" {
 					// The successor would start a second NATS server on the same address
 					// and store.

@@ -42,5 +42,6 @@
 // and a later one (a test, an example) serves and shuts down alike but cannot upgrade.
 //
 // The package is separate from hostplugin so that an embedder who does not use it does not
-// link tableflip. It works on Linux and macOS.
+// link tableflip. Handing a socket on works where tableflip does (Linux, where it is tested,
+// and macOS); elsewhere Upgrade returns ErrNotSupported and the rest works as documented.
 package restart

@@ -23,9 +23,13 @@ import (
 	"github.com/lifeline-go/lifeline/hostplugin"
 )
 
-// ErrNoUpgrader is returned by Upgrade on a Restarter that does not own its process's
-// upgrader: an earlier Restarter of the same process does.
-var ErrNoUpgrader = errors.New("restart: another Restarter of this process owns its upgrader; this one cannot start a successor")
+// Errors returned by Upgrade on a Restarter that cannot start a successor.
+var (
+	// ErrNoUpgrader: an earlier Restarter of the same process owns its upgrader.
+	ErrNoUpgrader = errors.New("restart: another Restarter of this process owns its upgrader; this one cannot start a successor")
+	// ErrNotSupported: the platform cannot pass sockets to a new process (Windows).
+	ErrNotSupported = errors.New("restart: this platform cannot hand sockets to a successor")
+)
 
 // Options are the optional parts of a [Restarter]. A nil *Options means all defaults.
 type Options struct {
@@ -58,7 +62,8 @@ type Options struct {
 type Restarter struct {
 	opts   Options
 	logger *slog.Logger
-	upg    *tableflip.Upgrader // nil when an earlier Restarter of this process owns it
+	upg    *tableflip.Upgrader // nil when an earlier Restarter of this process owns it, or...
+	noUpg  error               // ...why there is none
 
 	mu        sync.Mutex
 	activated []net.Listener // systemd's, not yet taken by Listen
@@ -96,13 +101,19 @@ func New(opts *Options) (*Restarter, error) {
 		}
 	}
 	r.activated = acts
+	r.noUpg = ErrNoUpgrader
 	if upgraderTaken.CompareAndSwap(false, true) {
 		upg, err := tableflip.New(tableflip.Options{UpgradeTimeout: o.UpgradeTimeout})
-		if err != nil {
+		switch {
+		case errors.Is(err, tableflip.ErrNotSupported):
+			// Serving and shutting down work all the same; only Upgrade cannot.
+			r.noUpg = ErrNotSupported
+		case err != nil:
 			closeAll(acts)
 			return nil, fmt.Errorf("restart: %w", err)
+		default:
+			r.upg = upg
 		}
-		r.upg = upg
 	}
 	return r, nil
 }
@@ -272,7 +283,7 @@ func writePIDFile(path string) error {
 // one upgrade runs at a time, and a successor cannot upgrade until its predecessor is gone.
 func (r *Restarter) Upgrade() error {
 	if r.upg == nil {
-		return ErrNoUpgrader
+		return r.noUpg
 	}
 	if err := r.upg.Upgrade(); err != nil {
 		return fmt.Errorf("restart: no successor took over: %w", err)
