@@ -18,8 +18,12 @@
 // into the head of every HTML page. [Host.Publish] appends to a stream; pages subscribed to it
 // receive events live and, after a reconnect, replay what they missed from the [StreamLog]
 // ([Ring] by default) or are reset with a baseline. [Host.Drain] sends every page elsewhere
-// before a restart; the session cap and the accept rate turn a returning herd into a queue
-// (close code 1013 with a retry-after that spreads it).
+// before a restart, when something serves in the Host's place; [Host.Stop], for a Host with
+// no successor, closes every page at once with 1012 (service restart) rather than wait out a
+// drain nobody can take. Package hostplugin/restart hands the listening socket to a
+// successor process (and takes one from systemd socket activation), so that a restart
+// costs no page anything. The session cap and the accept rate turn a returning herd into a
+// queue (close code 1013 with a retry-after that spreads it).
 //
 // The stream log is an interface, [StreamLog] (Append, Since, Follow): a log shared by a fleet
 // of Hosts plugs in through [Options].Log. Sessions deduplicate by sequence number and turn

@@ -111,11 +111,7 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.doomed = fault.Mode == FaultStallReady
 	if !h.addSession(s) {
 		h.adm.release()
-		h.mu.Lock()
-		uri := h.drainURI
-		h.mu.Unlock()
-		_ = writeFrame(conn, goAwayFrame(uri))
-		_ = conn.Close(wire.CloseDrained, "drained")
+		h.turnAway(conn)
 		return
 	}
 	// The session runs on its own goroutine so that this one returns and net/http frees the

@@ -21,7 +21,8 @@ import (
 )
 
 // The usual wiring: a config file, the Host in front of the site, ready once the application
-// is, drained on the way out.
+// is, stopped on the way out (package hostplugin/restart adds handing the socket to a
+// successor).
 func ExampleNew() {
 	cfg, err := hostplugin.LoadConfig("lifeline.json")
 	if err != nil {
@@ -38,9 +39,13 @@ func ExampleNew() {
 	// ... on SIGHUP: h.Reload("lifeline.json"); on SIGTERM:
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	h.Drain(ctx, "")
-	_ = srv.Shutdown(ctx)
-	_ = h.Close()
+	// Nobody serves in this process's place: every page gets 1012 now, and so does a socket
+	// that arrives until the listener closes. (Behind a load balancer whose other Hosts take
+	// the pages, h.Drain(ctx, "") instead.)
+	h.Stop(ctx, 0)
+	_ = h.Close()         // releases held upgrades, which Shutdown would wait for
+	_ = srv.Shutdown(ctx) // sessions are hijacked: it does not wait for them
+
 }
 
 // Every mistake of a file is reported at once, each with its path and the value seen.

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/coder/websocket"
 	"golang.org/x/time/rate"
 
 	"github.com/lifeline-go/lifeline/controller"
@@ -67,8 +68,10 @@ type Host struct {
 
 	mu       sync.Mutex // guards the fields below
 	sessions map[*session]struct{}
-	draining bool
-	drainURI string
+	draining bool          // Drain or Stop was called: no new session
+	drainURI string        // Drain's uri, for sockets that arrive while draining
+	stopping bool          // Stop was called: late sockets are closed with 1012, not sent away
+	restart  string        // Stop's wire.RestartReason
 	idle     chan struct{} // closed whenever sessions is empty
 
 	hubsMu sync.Mutex // guards hubs
@@ -275,7 +278,7 @@ func (h *Host) Sessions() int {
 // Stats is a snapshot of the events endpoint, for health checks and tests.
 type Stats struct {
 	Ready    bool   `json:"ready"`    // the readiness gate is open
-	Draining bool   `json:"draining"` // Drain was called
+	Draining bool   `json:"draining"` // Drain or Stop was called
 	Fault    string `json:"fault"`    // the fault mode, as ParseFault reads it
 	Sessions int    `json:"sessions"` // open sessions, ready or waiting for the gate
 	// Open counts the sockets at the endpoint: sessions plus upgrades in progress or held
@@ -301,7 +304,7 @@ func (h *Host) Stats() Stats {
 	}
 }
 
-// Draining reports whether Drain was called.
+// Draining reports whether Drain or Stop was called.
 func (h *Host) Draining() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -395,6 +398,13 @@ func (h *Host) SetBaseline(stream string, fn BaselineFunc) {
 // same place, as after a restart), waits until they have left or ctx ends (and at most the
 // config's drainTimeout), then closes the rest with 1001. From then on new sockets get the same
 // goaway and 1001 at once. It returns how many sessions had to be closed.
+//
+// Drain is for a Host whose pages have somewhere to go while it still serves them (the
+// GOAWAY is make-before-break: a page keeps its session until its dial elsewhere is ready):
+// a uri naming another Host, a successor that took over this listening socket (see the
+// restart package), or, with an empty uri, a load balancer whose other Hosts take the pages.
+// A Host with nobody in its place should call [Host.Stop] instead: its pages' dials would
+// only fail, and the process would wait out drainTimeout for nothing.
 func (h *Host) Drain(ctx context.Context, uri string) int {
 	ctx, cancel := context.WithTimeout(ctx, h.state.Load().cfg.drainTimeout)
 	defer cancel()
@@ -416,40 +426,90 @@ func (h *Host) Drain(ctx context.Context, uri string) int {
 		return 0
 	case <-ctx.Done():
 	}
-	return h.closeAll(wire.CloseDrained, "drained")
+	// ctx is over: the close handshakes get closeWait of their own.
+	return h.closeAll(context.Background(), closeWait, func(s *session) { s.closeWith(wire.CloseDrained, "drained") })
 }
 
-// closeAll closes every session with code, concurrently, waiting a bounded time for the close
-// handshakes (a dead peer would otherwise hold each for seconds).
-func (h *Host) closeAll(code int, reason string) int {
+// Stop ends every session at once, for a Host that stops with no successor: its listener is
+// closed and nobody accepts in its place, so a goaway would only send the pages to a closed
+// port while the process waited out drainTimeout. Each page gets an error frame carrying
+// wire.RestartReason(retryAfter) (what a browser page can read; retryAfter is the least the
+// page should wait before it dials again, 0 for no minimum), then close 1012 (service
+// restart) with the same reason. Sockets that arrive afterwards get the same at once. Stop
+// waits for the close handshakes until ctx ends, and at most half a second (a page that
+// reads answers within a round trip; a dead peer would hold each for seconds, and the page
+// has what it needs once the frames are out), and returns how many sessions it closed.
+// Close the Host afterwards.
+//
+// Stop is the choice of a supervisor's plain restart (stop, start again) and of a
+// socket-activated Host under systemctl restart: the port stays open in systemd, but nobody
+// accepts until this process is gone. With somewhere to send the pages, [Host.Drain] is.
+func (h *Host) Stop(ctx context.Context, retryAfter time.Duration) int {
+	reason := wire.RestartReason(retryAfter)
+	h.mu.Lock()
+	h.draining = true
+	h.stopping = true
+	h.restart = reason
+	h.mu.Unlock()
+	frame := errorFrame(reason)
+	n := h.closeAll(ctx, stopWait, func(s *session) { s.finish(frame, wire.CloseServiceRestart, reason) })
+	h.logger.Info("hostplugin: stopped with no successor: sessions closed with 1012", "sessions", n, "reason", reason)
+	return n
+}
+
+// turnAway answers a socket that arrived after Drain or Stop and never became a session:
+// Drain's goaway and 1001, or Stop's restart message and 1012.
+func (h *Host) turnAway(conn *websocket.Conn) {
+	h.mu.Lock()
+	stopping, reason, uri := h.stopping, h.restart, h.drainURI
+	h.mu.Unlock()
+	if stopping {
+		_ = writeFrame(conn, errorFrame(reason))
+		_ = conn.Close(wire.CloseServiceRestart, reason)
+		return
+	}
+	_ = writeFrame(conn, goAwayFrame(uri))
+	_ = conn.Close(wire.CloseDrained, "drained")
+}
+
+// closeAll ends every session with end, concurrently, waiting until ctx ends and at most wait
+// for the close handshakes (a dead peer would otherwise hold each for seconds).
+func (h *Host) closeAll(ctx context.Context, wait time.Duration, end func(*session)) int {
 	list := h.snapshot()
 	var wg sync.WaitGroup
 	for _, s := range list {
-		wg.Go(func() { s.closeWith(code, reason) })
+		wg.Go(func() { end(s) })
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	t := time.NewTimer(closeWait)
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-done:
 	case <-t.C:
+	case <-ctx.Done():
 	}
 	return len(list)
 }
 
-// closeWait bounds how long Drain and Close wait for close handshakes.
-const closeWait = 3 * time.Second
+// How long Drain and Close (closeWait), and Stop (stopWait), wait for close handshakes. A
+// stopping process has nothing to gain from a dead peer's answer.
+const (
+	closeWait = 3 * time.Second
+	stopWait  = 500 * time.Millisecond
+)
 
 // Close disposes of the Host: the middleware passes pages through untouched, the events
-// endpoint refuses sockets, and every session is closed with 1001. It is idempotent.
+// endpoint refuses sockets, and every session is closed with 1001. It is idempotent. A
+// process that is going away calls Drain or Stop first, so that its pages know where to go.
 func (h *Host) Close() error {
 	h.closeOnce.Do(func() {
 		h.mu.Lock()
 		h.closed.Store(true)
 		h.mu.Unlock()
 		close(h.done)
-		h.closeAll(wire.CloseDrained, "host closed")
+		// Sessions Stop is finishing are left to it: a second close would wait for the first.
+		h.closeAll(context.Background(), closeWait, func(s *session) { s.closeUnlessEnding(wire.CloseDrained, "host closed") })
 	})
 	return nil
 }

@@ -293,6 +293,23 @@ func (s *session) goAway(frame []byte) {
 	}()
 }
 
+// finish ends the session with frame, written ahead of anything still queued (which the
+// page then never gets: it is leaving), then a close with code and reason. It is for a Host
+// that stops: nothing may be queued behind the frame, and the frame must precede the close.
+func (s *session) finish(frame []byte, code int, reason string) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.doomed = true
+	s.closed = true // no more queued writes: the writer stops at its next look
+	s.queue = nil
+	s.mu.Unlock()
+	_ = writeFrame(s.conn, frame)
+	s.closeWith(code, reason)
+}
+
 // dropAfter ends the session abruptly after d, without a close frame, the way a crashing
 // Host would (fault injection).
 func (s *session) dropAfter(d time.Duration) {
@@ -325,6 +342,16 @@ func (s *session) isReady() bool {
 
 func (s *session) closeWith(code int, reason string) {
 	_ = s.conn.Close(websocket.StatusCode(code), reason)
+}
+
+// closeUnlessEnding closes the session unless it is ending already (finished, shed or over).
+func (s *session) closeUnlessEnding(code int, reason string) {
+	s.mu.Lock()
+	ending := s.closed
+	s.mu.Unlock()
+	if !ending {
+		s.closeWith(code, reason)
+	}
 }
 
 // end releases everything the session holds. It runs once, on the run goroutine.

@@ -39,7 +39,8 @@ for i in 1 2 3; do
 done
 nats=${nats%,}
 for i in 1 2 3; do
-	./bin/host -id "h$i" -addr "127.0.0.1:$((HOST_BASE + i - 1))" -web web -faults \
+	# -drain-on-stop: behind nginx the other Hosts take a stopping Host's pages.
+	./bin/host -id "h$i" -addr "127.0.0.1:$((HOST_BASE + i - 1))" -web web -faults -drain-on-stop \
 		-nats "$nats" -nats-replicas 3 2>"$run/host$i.log" &
 	pids+=($!)
 done

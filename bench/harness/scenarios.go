@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/lifeline-go/lifeline/bench/faultproxy"
@@ -333,8 +336,11 @@ func peakBinned(ts []time.Time, t0 time.Time, w time.Duration) int {
 func (e *env) s5Restart(r *report) error {
 	n := e.n(50, 4)
 	t := r.table(fmt.Sprintf("5. Planned restart, %d clients", n),
-		"Lifeline draining to a second Host: 0 ms not connected, 0 events lost or duplicated",
+		"Lifeline handing off to its successor (SIGUSR2) or draining to a second Host: 0 ms not connected, 0 events lost or duplicated; after a handoff the old process gone within 2 s of the successor's ready",
 		"client", "restart", "server down", "not connected p50", "p99", "max", "clients that noticed", "recovered")
+	if err := e.s5Handoff(r, t, n); err != nil {
+		r.fail("5 handoff", err)
+	}
 	for _, shared := range []bool{true, false} {
 		if err := e.s5Drain(r, t, n, shared); err != nil {
 			r.fail(fmt.Sprintf("5 drain (shared log %v)", shared), err)
@@ -384,9 +390,111 @@ func (e *env) s5Restart(r *report) error {
 		r.row(t, st.kind, "plain: stop, start again on the same port", fmtS(downFor[i].Seconds()),
 			fmtS(pct(down, 50)), fmtS(pct(down, 99)), fmtS(maxOf(down)), fmt.Sprintf("%d/%d", noticed, n), recovered(n, miss))
 	}
-	r.note(t, "Lifeline's plain restart is cmd/host's SIGTERM: it closes its listener, sends every page a goaway back to the same place, waits up to drainTimeoutMs (10 s) for the sessions to leave, then exits; the pages stay connected on the draining session meanwhile, but their dials back to the closed listener fail and climb the ladder, so once the old sessions close they wait a high rung (up to 10 s) for the new Host")
+	r.note(t, "Lifeline's plain restart is cmd/host's SIGTERM with no successor: it stops accepting, closes every session at once with 1012 (after an error frame service-restart, which a browser page can read) and exits; the pages then dial the port until the new process accepts")
 	r.note(t, "server down is from the stop signal to the new process accepting; not connected is each client's time between its `disconnected` and its next `connected` from the stop on")
 	return nil
+}
+
+// s5Handoff: one bin/host, its clients following ticks, then SIGUSR2: the successor inherits
+// the listening socket, says it is ready (its PID in -pidfile), and the old process drains
+// every session to it (an empty-uri goaway, followed make-before-break) and exits. Each
+// process has its own in-memory log, so each client is reset once onto the successor's.
+func (e *env) s5Handoff(r *report, t *table, n int) error {
+	pidFile := filepath.Join(e.raw, "s5-handoff-host.pid")
+	host, err := e.startServer(kLifeline, "s5-handoff-host", 0, "", "-pidfile", pidFile)
+	if err != nil {
+		return err
+	}
+	defer host.proc.stop(5 * time.Second)
+	clients, fl, err := e.startClients(kLifeline, "s5-handoff-clients", clientURL(kLifeline, host.addr()), n, "-sub", "ticks", "-deliveries")
+	if err != nil {
+		return err
+	}
+	defer clients.stop(5 * time.Second)
+	if !waitFor(60*time.Second, func() bool { return fl.connectedNow() >= n }) {
+		return fmt.Errorf("only %d/%d clients connected", fl.connectedNow(), n)
+	}
+	time.Sleep(2500 * time.Millisecond) // a few ticks on the first process
+	oldPID := host.proc.pid()
+	tS := time.Now()
+	if err := syscall.Kill(oldPID, syscall.SIGUSR2); err != nil {
+		return fmt.Errorf("SIGUSR2 to %d: %w", oldPID, err)
+	}
+	// The successor writes its PID once ready, before it tells the old process to go.
+	var newPID int
+	var tReady time.Time
+	if !waitForEvery(2*time.Millisecond, 30*time.Second, func() bool {
+		b, err := os.ReadFile(pidFile)
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err == nil && pid > 0 && pid != oldPID {
+			newPID, tReady = pid, time.Now()
+			return true
+		}
+		return false
+	}) {
+		return fmt.Errorf("no successor of %d became ready within 30 s (see s5-handoff-host.err)", oldPID)
+	}
+	// The successor is not the harness's child: it is stopped here, not by host.proc.stop.
+	defer stopPID(newPID, 5*time.Second)
+	if !waitForEvery(2*time.Millisecond, 30*time.Second, host.proc.exited) {
+		return fmt.Errorf("the old process %d did not exit within 30 s of SIGUSR2", oldPID)
+	}
+	gone := time.Since(tReady)
+	time.Sleep(3 * time.Second) // ticks on the successor
+	end := time.Now()
+	down := secs(fl.downTime(tS, end))
+	noticed := 0
+	for _, d := range down {
+		if d > 0 {
+			noticed++
+		}
+	}
+	h, _ := getHealth(host.addr())
+	how := fmt.Sprintf("handoff: SIGUSR2, the successor inherits the socket (separate in-memory logs: one reset per client); old process gone %.2f s after the successor's ready", gone.Seconds())
+	r.row(t, kLifeline, how, "0 (the port never closed)", fmtS(pct(down, 50)), fmtS(pct(down, 99)), fmtS(maxOf(down)),
+		fmt.Sprintf("%d/%d", noticed, n), fmt.Sprintf("%d/%d on the successor", h.Sessions, n))
+	r.judge("5", "handoff: 0 ms not connected", noticed == 0, fmt.Sprintf("max %s, %d/%d clients noticed", fmtS(maxOf(down)), noticed, n),
+		"the old process must drain only once the successor serves the inherited socket, and only after it stopped accepting")
+	lost, dup, resets := e.streamIntegrity(r, t, fl, "handoff, separate in-memory logs", tS)
+	r.judge("5", "handoff: 0 events lost or duplicated, one explicit reset per client", lost == 0 && dup == 0 && resets == n,
+		fmt.Sprintf("%d lost, %d duplicated, %d resets after SIGUSR2 over %d clients", lost, dup, resets, n),
+		"each client must resume once onto the successor's new log, with a reset, and lose nothing")
+	r.judge("5", "handoff: the old process gone within 2 s of the successor's ready", gone <= 2*time.Second, fmt.Sprintf("%.2f s", gone.Seconds()),
+		"once its pages have moved the old process has nothing left to wait for")
+	return nil
+}
+
+// waitForEvery is waitFor polling every step: the moments it reports are figures.
+func waitForEvery(step, d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(step)
+	}
+	return true
+}
+
+// stopPID stops a process the harness did not start (a handoff's successor): SIGTERM, then
+// SIGKILL after grace.
+func stopPID(pid int, grace time.Duration) {
+	if syscall.Kill(pid, syscall.SIGTERM) != nil {
+		return
+	}
+	if !waitForEvery(10*time.Millisecond, grace, func() bool { return !running(pid) }) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// running reports whether pid exists and is not a zombie.
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z'
 }
 
 // s5Drain: two Hosts, each behind a proxy; the clients are on the first, whose fault panel
@@ -478,7 +586,7 @@ func (e *env) s5Drain(r *report, t *table, n int, shared bool) error {
 		fmt.Sprintf("%d/%d", noticed, n), fmt.Sprintf("%d/%d on the second Host", hB.Sessions, n))
 	r.judge("5", "drain to a second Host ("+logs+"): 0 ms not connected", noticed == 0 && moved, fmt.Sprintf("max %s, %d/%d clients noticed", fmtS(maxOf(down)), noticed, n),
 		"make-before-break must keep the draining session until the target's ready frame")
-	lost, dup := e.streamIntegrity(r, t, fl, logs, tD)
+	lost, dup, _ := e.streamIntegrity(r, t, fl, logs, tD)
 	r.judge("5", "drain ("+logs+"): 0 events lost or duplicated", lost == 0 && dup == 0, fmt.Sprintf("%d lost, %d duplicated", lost, dup),
 		"every event must reach the page once, in order, across the handover: resumed by cursor from a shared log, or replaced by an explicit reset")
 	return nil
@@ -486,9 +594,9 @@ func (e *env) s5Drain(r *report, t *table, n int, shared bool) error {
 
 // streamIntegrity reads the ticks deliveries the clients printed (bin/client -sub ticks
 // -deliveries), whose own check prints a violation for every event out of order: a gap (lost
-// events) or a seq already delivered (a duplicate).
-func (e *env) streamIntegrity(r *report, t *table, fl *fleet, logs string, drain time.Time) (lost, dup int) {
-	var events, resets, resetsAfter, violations int
+// events) or a seq already delivered (a duplicate). It also returns the resets after drain.
+func (e *env) streamIntegrity(r *report, t *table, fl *fleet, logs string, drain time.Time) (lost, dup, resetsAfter int) {
+	var events, resets, violations int
 	for _, ev := range fl.snapshot() {
 		switch ev.Ev {
 		case "delivery":
@@ -514,7 +622,7 @@ func (e *env) streamIntegrity(r *report, t *table, fl *fleet, logs string, drain
 			}
 		}
 	}
-	r.note(t, "ticks across the drain, %s (bin/client -sub ticks, one tick a second): %d events delivered, %d lost, %d duplicated (%d violations of once-each-in-order); %d resets before the drain (the pages' first baselines), %d after it over %d clients — a reset after the drain means the page re-baselined on the second Host (its log is another, with another epoch) instead of resuming by cursor",
+	r.note(t, "ticks across the move, %s (bin/client -sub ticks, one tick a second): %d events delivered, %d lost, %d duplicated (%d violations of once-each-in-order); %d resets before it (the pages' first baselines), %d after it over %d clients — a reset after the move means the page re-baselined on the Host it moved to (its log is another, with another epoch) instead of resuming by cursor",
 		logs, events, lost, dup, violations, resets-resetsAfter, resetsAfter, fl.n)
-	return lost, dup
+	return lost, dup, resetsAfter
 }

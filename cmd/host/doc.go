@@ -8,6 +8,7 @@
 //	host [-addr 127.0.0.1:8080] [-config lifeline.json] [-web web] [-faults]
 //	     [-id name] [-ticks=false] [-nats url | -nats-embedded dir [-nats-addr 127.0.0.1:4222]]
 //	     [-nats-replicas 1] [-nats-max-events 4096]
+//	     [-pidfile file] [-drain-on-stop] [-stop-retry-after 0s] [-cert file -key file]
 //
 // A fleet: with -nats (or -nats-embedded, which starts a NATS server with JetStream inside
 // this Host for a one-machine demo) the stream logs live in NATS JetStream, shared by every
@@ -20,11 +21,34 @@
 //
 // An invalid config refuses to start (exit status 1, the error on stderr, naming the field
 // and the value). SIGHUP reloads the config file: pages loaded afterwards get the new timing;
-// an invalid file is refused and logged, the running config stays. SIGTERM or SIGINT drains
-// (every page gets a goaway and comes back once a Host is up again), then exits; a second
-// signal exits at once.
+// an invalid file is refused and logged, the running config stays.
 //
-// /_lifeline/health answers {"ready","draining","fault","sessions","open","accepted"}.
+// Restarts (package hostplugin/restart):
+//
+//   - SIGUSR2 replaces the process without closing its port: it starts its successor (the
+//     same binary path and arguments; replace the binary first to deploy new code) with
+//     the listening socket inherited; once the successor serves and says it is ready, this
+//     process stops accepting, drains every page to it (a goaway back to the same place,
+//     which the page follows make-before-break: its dial lands on the successor) and exits.
+//     Nobody sees a disconnect. If the successor fails or is not ready within a minute,
+//     this process carries on. -pidfile names a file that holds the PID of the serving
+//     process (the successor's once it is ready), for systemd's PIDFile=. Not with
+//     -nats-embedded (the successor would need the same NATS address and store).
+//   - Socket activation: started by systemd with a socket (LISTEN_FDS, LISTEN_PID), the Host
+//     serves that socket whatever -addr says, and hands it on at SIGUSR2 like its own; a
+//     systemctl restart keeps the port open (connections wait in its backlog). See
+//     deploy/lifeline-host.socket and deploy/lifeline-host.service.
+//   - SIGTERM or SIGINT with no successor closes every session at once with 1012 (service
+//     restart), after an error frame "service-restart" (with " retry-after=<ms>" from
+//     -stop-retry-after) that a browser page can read, and exits: there is nobody a goaway
+//     could send the pages to, and a drain would only hold the process for drainTimeoutMs.
+//     With -drain-on-stop (a Host behind a load balancer whose other Hosts take its pages)
+//     it drains instead: a goaway back to the same place, up to drainTimeoutMs. A second
+//     signal exits at once.
+//
+// /_lifeline/health answers {"ready","draining","fault","sessions","open","accepted"}, with
+// 503 while not ready or draining (but for a drain to a successor, which serves the same
+// address).
 // With -faults, /_lifeline/faults (loopback clients only) shows the fault mode on GET and
 // sets it on POST (body or ?mode=): up, refuse, stall-open, stall-ready, flap=<ms>,
 // drain=<uri>, overload=<ms>, outage.

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/hostplugin/restart"
 )
 
 func main() {
@@ -37,6 +38,9 @@ func run(args []string, stderr io.Writer) int {
 	keyFile := flags.String("key", "", "TLS private key `file` (PEM)")
 	id := flags.String("id", "", "this Host's `name` in a fleet, shown on the page and in /_lifeline/health (default hostname:port)")
 	publishTicks := flags.Bool("ticks", true, "publish the demo stream ticks (in a fleet every Host may: one tick per second lands)")
+	pidFile := flags.String("pidfile", "", "write the PID of the serving process to `file` (after a SIGUSR2 handoff, the successor's), for a supervisor that follows it (systemd PIDFile=)")
+	drainOnStop := flags.Bool("drain-on-stop", false, "on SIGTERM with no successor, drain (goaway back to the same place, up to drainTimeoutMs) instead of closing every session at once with 1012: for a Host behind a load balancer whose other Hosts take its pages")
+	stopRetryAfter := flags.Duration("stop-retry-after", 0, "on SIGTERM with no successor, the least the pages should wait before dialing again (sent with close 1012 as service-restart retry-after=<ms>); 0: no minimum")
 	var fleet fleetFlags
 	flags.StringVar(&fleet.natsURL, "nats", "", "keep the stream logs in NATS JetStream at `url` (comma-separated servers), shared by every Host using it")
 	flags.StringVar(&fleet.embeddedDir, "nats-embedded", "", "start a NATS server with JetStream storing in `dir` inside this Host and keep the stream logs there")
@@ -54,6 +58,18 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "host: unexpected arguments %q\n", flags.Args())
 		return 2
 	}
+	if *stopRetryAfter < 0 {
+		fmt.Fprintf(stderr, "host: -stop-retry-after must not be negative, got %v\n", *stopRetryAfter)
+		return 2
+	}
+	// Before anything else: SIGUSR2's default action would end the process, and a
+	// supervisor may signal a successor as soon as it has written its PID file.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+	if upgradeSignal != nil {
+		signal.Notify(sigs, upgradeSignal)
+	}
+	defer signal.Stop(sigs)
 
 	cfg := hostplugin.DefaultConfig()
 	if *configPath != "" {
@@ -68,7 +84,21 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 
-	ln, err := net.Listen("tcp", *addr)
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	// The listening socket: the predecessor's (a SIGUSR2 handoff), systemd's (socket
+	// activation), or a new one.
+	rs, err := restart.New(&restart.Options{
+		PIDFile:               *pidFile,
+		DrainWithoutSuccessor: *drainOnStop,
+		RetryAfter:            *stopRetryAfter,
+		Logger:                logger,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "host: %v\n", err)
+		return 1
+	}
+	defer rs.Stop()
+	ln, err := rs.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "host: %v\n", err)
 		return 1
@@ -78,7 +108,6 @@ func run(args []string, stderr io.Writer) int {
 		_, port, _ := net.SplitHostPort(ln.Addr().String())
 		*id = name + ":" + port
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	shared, closeLog, err := openLog(fleet, *id, logger)
 	if err != nil {
 		ln.Close()
@@ -111,7 +140,7 @@ func run(args []string, stderr io.Writer) int {
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("/_lifeline/health", health(h, *id, shared))
+	mux.Handle("/_lifeline/health", health(h, *id, shared, rs.Replaced()))
 	if *faults {
 		mux.Handle("/_lifeline/faults", h.FaultPanel())
 	}
@@ -138,48 +167,77 @@ func run(args []string, stderr io.Writer) int {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	h.SetReady(true)
-	logger.Info("host: serving", "url", scheme+"://"+ln.Addr().String(), "web", *webDir, "config", *configPath, "faults", *faults, "id", *id)
+	if err := rs.Ready(); err != nil {
+		logger.Error("host: cannot say it is ready", "err", err)
+		return 1
+	}
+	logger.Info("host: serving", "url", scheme+"://"+ln.Addr().String(), "web", *webDir, "config", *configPath,
+		"faults", *faults, "id", *id, "pid", os.Getpid(), "successor", rs.HasPredecessor())
+	if rs.HasPredecessor() {
+		go func() {
+			if err := rs.WaitForPredecessor(ctx); err != nil && ctx.Err() == nil {
+				logger.Warn("host: the predecessor", "err", err)
+				return
+			}
+			if ctx.Err() == nil {
+				logger.Info("host: the predecessor has exited")
+			}
+		}()
+	}
 
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	for {
 		select {
 		case err := <-serveErr:
 			logger.Error("host: server stopped", "err", err)
 			return 1
+		case <-rs.Replaced():
+			return shutdown(rs, h, srv, stopTicks, "a successor is ready", sigs, logger)
 		case sig := <-sigs:
-			if sig == syscall.SIGHUP {
+			switch {
+			case sig == syscall.SIGHUP:
 				if *configPath == "" {
 					logger.Warn("host: SIGHUP: no -config file to reload")
 					continue
 				}
 				_ = h.Reload(*configPath) // logs either way; a refused file changes nothing
 				continue
+			case sig == upgradeSignal:
+				if fleet.embeddedDir != "" {
+					// The successor would start a second NATS server on the same address
+					// and store.
+					logger.Error("host: SIGUSR2 refused: a Host with -nats-embedded cannot hand off; restart it with SIGTERM")
+					continue
+				}
+				logger.Info("host: SIGUSR2: starting a successor that inherits the listening socket")
+				go func() {
+					if err := rs.Upgrade(); err != nil {
+						logger.Error("host: handoff failed; this process carries on serving", "err", err)
+					}
+				}()
+				continue
 			}
-			return shutdown(h, srv, stopTicks, sig, sigs, logger)
+			return shutdown(rs, h, srv, stopTicks, sig.String(), sigs, logger)
 		}
 	}
 }
 
-// shutdown drains, then stops. The listener closes first so that pages told to come back are
-// not readmitted by this Host on their way out. A second signal exits at once.
-func shutdown(h *hostplugin.Host, srv *http.Server, stopTicks func(), sig os.Signal, sigs <-chan os.Signal, logger *slog.Logger) int {
-	logger.Info("host: shutting down: draining", "signal", sig.String(), "sessions", h.Sessions())
+// shutdown ends the Host the way its situation asks (restart.Restarter.Shutdown): drained to
+// a successor that took over the socket; with none, every session closed at once with 1012
+// (or drained, with -drain-on-stop). A second signal exits at once.
+func shutdown(rs *restart.Restarter, h *hostplugin.Host, srv *http.Server, stopTicks func(), why string, sigs <-chan os.Signal, logger *slog.Logger) int {
+	logger.Info("host: shutting down", "why", why, "sessions", h.Sessions())
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), h.Config().DrainTimeout()+5*time.Second)
 	defer cancel()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		stopped := make(chan error, 1)
-		go func() { stopped <- srv.Shutdown(ctx) }()
-		closed := h.Drain(ctx, "")
-		_ = h.Close() // releases held upgrades, which Shutdown waits for
+		closed, err := rs.Shutdown(ctx, srv, h)
 		stopTicks()
-		if err := <-stopped; err != nil {
-			logger.Warn("host: HTTP shutdown", "err", err)
+		if err != nil {
+			logger.Warn("host: shutdown", "err", err)
 		}
-		logger.Info("host: stopped", "closedAfterDrain", closed)
+		logger.Info("host: stopped", "closed", closed, "took", time.Since(start).Round(time.Millisecond))
 	}()
 	select {
 	case <-done:
@@ -217,8 +275,10 @@ func ticks(ctx context.Context, h *hostplugin.Host, logger *slog.Logger) {
 
 // health answers the Host's Stats as JSON, with its id and, in a fleet, the state of the
 // shared log; 503 while it is not ready, draining or cut off from the shared log (it could
-// only reset pages then), so a load balancer stops sending pages to it.
-func health(h *hostplugin.Host, id string, shared sharedLog) http.Handler {
+// only reset pages then), so a load balancer stops sending pages to it. Draining to a
+// successor is no reason: the successor serves this same socket, so the address is healthy
+// (a request this process accepted just before the handoff is answered here).
+func health(h *hostplugin.Host, id string, shared sharedLog, replaced <-chan struct{}) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := struct {
 			hostplugin.Stats
@@ -231,7 +291,13 @@ func health(h *hostplugin.Host, id string, shared sharedLog) http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
-		if !st.Ready || st.Draining || (st.Log != nil && !st.Log.Connected) {
+		handedOff := false
+		select {
+		case <-replaced:
+			handedOff = true
+		default:
+		}
+		if !st.Ready || (st.Draining && !handedOff) || (st.Log != nil && !st.Log.Connected) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 		_ = json.NewEncoder(w).Encode(st)

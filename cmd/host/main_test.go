@@ -247,7 +247,10 @@ func TestInvalidStartRefusesWithTheReasonOnStderr(t *testing.T) {
 			"flag provided but not defined: -port"},
 		{"an address that cannot be listened on is refused",
 			[]string{"-addr", "256.0.0.1:1", "-web", web}, 1,
-			"host: listen tcp"},
+			"host: restart: listen tcp: lookup 256.0.0.1"},
+		{"a negative restart hint is a usage error",
+			[]string{"-stop-retry-after", "-1s", "-web", web}, 2,
+			"host: -stop-retry-after must not be negative, got -1s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -416,8 +419,10 @@ func TestSIGHUPReloadsTheConfigForPagesLoadedAfterwards(t *testing.T) {
 	}
 }
 
-func TestSIGTERMDrainsThenExits(t *testing.T) {
-	h := startHost(t, "-web", webDir(t), "-config", writeConfig(t, `{"drainTimeoutMs":300}`))
+// -drain-on-stop keeps the full drain for a Host behind a load balancer: its pages come back
+// to the same place, where the other Hosts take them.
+func TestSIGTERMWithDrainOnStopDrainsThenExits(t *testing.T) {
+	h := startHost(t, "-web", webDir(t), "-drain-on-stop", "-config", writeConfig(t, `{"drainTimeoutMs":300}`))
 	c := h.dial()
 	if f := next(t, c); f.T != wire.TypeReady {
 		t.Fatalf("first frame %+v", f)

@@ -232,8 +232,10 @@ func (f *fleet) startNATS(i int) error {
 }
 
 func (f *fleet) startHost(i int) error {
+	// -drain-on-stop: behind nginx the other Hosts take a stopping Host's pages, so its
+	// SIGTERM drains to them (make-before-break) instead of closing every page with 1012.
 	p, err := f.start(fmt.Sprintf("host%d", i+1), nil, f.bin+"/host", "-id", fmt.Sprintf("h%d", i+1),
-		"-addr", f.hostAddr[i], "-web", "web", "-faults", "-nats", f.natsURLs, "-nats-replicas", "3")
+		"-addr", f.hostAddr[i], "-web", "web", "-faults", "-drain-on-stop", "-nats", f.natsURLs, "-nats-replicas", "3")
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,6 @@
 // Test fixtures: start real cmd/host processes with the config a scenario needs, switch their
-// fault panel, read their health, and record every data-state the indicator takes.
+// fault panel, read their health, restart them gracefully (SIGUSR2, following the successor),
+// and record every data-state the indicator takes.
 const { spawn } = require('child_process');
 const fs = require('fs');
 const net = require('net');
@@ -36,12 +37,35 @@ async function waitFor(fn, { timeout = 10_000, interval = 50, what = 'condition'
   throw new Error(`timed out after ${timeout} ms waiting for ${what}${last ? ': ' + last.message : ''}`);
 }
 
+// gone reports whether pid has exited (a zombie waiting for its reaper counts as gone).
+function gone(pid) {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) === 'Z';
+  } catch {
+    return true;
+  }
+}
+
+function readPID(file) {
+  try {
+    const pid = Number(fs.readFileSync(file, 'utf8').trim());
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
 class Host {
-  constructor(port, configPath, proc, logs) {
+  constructor(port, configPath, proc, logs, pidFile) {
     this.port = port;
     this.configPath = configPath;
     this.proc = proc;
     this.logs = logs;
+    this.pidFile = pidFile;
+    // The process serving now: proc, or after handoff() its successor (not our child: it
+    // is followed through the PID file the Host writes).
+    this.pid = proc.pid;
     this.origin = `http://127.0.0.1:${port}`;
   }
 
@@ -67,13 +91,44 @@ class Host {
     await waitFor(() => this.logs.slice(before).some((l) => /reload/i.test(l)), { what: 'the config reload' });
   }
 
+  // handoff is a graceful restart: SIGUSR2 makes the serving process start its successor,
+  // which inherits the listening socket; once the successor is ready (it writes its PID to
+  // the PID file), the old process drains its pages to it and exits. It resolves when the
+  // old process is gone, with both PIDs and the moments (ms since the epoch) the successor
+  // was seen ready and the old process seen gone (polled every 5 ms).
+  async handoff() {
+    const oldPid = this.pid;
+    process.kill(oldPid, 'SIGUSR2');
+    let readyAt = 0;
+    const newPid = await waitFor(() => {
+      const pid = readPID(this.pidFile);
+      if (pid && pid !== oldPid) readyAt = Date.now();
+      return pid && pid !== oldPid ? pid : null;
+    }, { interval: 5, what: `a successor of ${oldPid} in ${this.pidFile}` });
+    await waitFor(() => gone(oldPid), { interval: 5, what: `process ${oldPid} to exit after the handoff` });
+    const goneAt = Date.now();
+    this.pid = newPid;
+    return { oldPid, newPid, readyAt, goneAt };
+  }
+
+  // stop ends whichever process serves now (and the first one, should it still run): SIGTERM,
+  // then SIGKILL after 10 s.
   async stop() {
-    if (this.proc.exitCode !== null) return;
-    const exited = new Promise((r) => this.proc.once('exit', r));
-    this.proc.kill('SIGTERM');
-    const t = setTimeout(() => this.proc.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(t);
+    const pids = [...new Set([this.pid, this.proc.pid])].filter((pid) => !gone(pid));
+    for (const pid of pids) {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {}
+    }
+    try {
+      await waitFor(() => pids.every(gone), { timeout: 10_000, what: `${pids} to exit` });
+    } catch {
+      for (const pid of pids) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {}
+      }
+    }
   }
 }
 
@@ -82,16 +137,17 @@ async function startHost(config = {}) {
   const port = await freePort();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeline-e2e-'));
   const configPath = path.join(dir, 'config.json');
+  const pidFile = path.join(dir, 'host.pid');
   fs.writeFileSync(configPath, JSON.stringify(config));
   const logs = [];
-  const proc = spawn(hostBin, ['-addr', `127.0.0.1:${port}`, '-config', configPath, '-web', path.join(root, 'web'), '-faults'], {
+  const proc = spawn(hostBin, ['-addr', `127.0.0.1:${port}`, '-config', configPath, '-web', path.join(root, 'web'), '-faults', '-pidfile', pidFile], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   for (const s of [proc.stdout, proc.stderr]) {
     s.setEncoding('utf8');
     s.on('data', (d) => logs.push(...d.split('\n').filter(Boolean)));
   }
-  const host = new Host(port, configPath, proc, logs);
+  const host = new Host(port, configPath, proc, logs, pidFile);
   try {
     await waitFor(async () => (await fetch(host.url('/_lifeline/health'))).ok, { what: `bin/host on ${port}` });
   } catch (e) {

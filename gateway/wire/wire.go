@@ -47,7 +47,7 @@ const (
 	CloseDrained        = 1001 // the Host is draining and this session is over
 	CloseOrigin         = 1008 // the page's origin is not allowed
 	CloseTooBig         = 1009 // a frame exceeded the read limit
-	CloseServiceRestart = 1012 // the Host is stopping with no successor: come back soon
+	CloseServiceRestart = 1012 // the Host stops with no successor: come back soon; the reason is a RestartReason
 	CloseOverloaded     = 1013 // try again later; the reason carries retry-after=<ms>
 )
 
@@ -506,4 +506,40 @@ func ParseRetryAfter(reason string) (time.Duration, bool) {
 		return MaxRetryAfter, true
 	}
 	return time.Duration(ms) * time.Millisecond, true
+}
+
+// restartPrefix opens the message of a Host stopping with no successor.
+const restartPrefix = "service-restart"
+
+// RestartReason is the message a Host stopping with no successor sends, first as an error
+// frame's message (a browser page cannot read close codes, but it reads frames), then as the
+// reason of its CloseServiceRestart close: "service-restart", followed by
+// " retry-after=<ms>" when the Host asks the page to wait at least minWait before it dials
+// again (a page spreads its dial over its own jitter after that minimum). A minWait of zero
+// or less asks for no minimum.
+//
+// It is distinct from a bare retry-after (1013, overloaded): a Host that restarts is not
+// asking to be spared, and a page that does not know this message only logs it.
+func RestartReason(minWait time.Duration) string {
+	if minWait <= 0 {
+		return restartPrefix
+	}
+	return restartPrefix + " " + RetryAfterReason(minWait)
+}
+
+// ParseRestart reads a RestartReason (an error frame's message or a 1012 close reason). It
+// reports false when s is not one; the minimum wait is clamped to [0, MaxRetryAfter] as
+// ParseRetryAfter clamps it, and is 0 when the Host asked for none.
+func ParseRestart(s string) (minWait time.Duration, ok bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(s), restartPrefix)
+	if !ok {
+		return 0, false
+	}
+	if rest == "" {
+		return 0, true
+	}
+	if rest[0] != ' ' && rest[0] != '\t' {
+		return 0, false // "service-restarted", say
+	}
+	return ParseRetryAfter(rest)
 }

@@ -176,6 +176,75 @@ func TestRetryAfterReasonRoundTrips(t *testing.T) {
 	}
 }
 
+func TestParseRestart(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"a restart without a minimum is read", "service-restart", 0, true},
+		{"a restart with a minimum is read", "service-restart retry-after=250", 250 * time.Millisecond, true},
+		{"surrounding space is trimmed", " service-restart retry-after=5\n", 5 * time.Millisecond, true},
+		{"a tab may separate the minimum", "service-restart\tretry-after=5", 5 * time.Millisecond, true},
+		{"a minimum above the cap is clamped to 60 s", "service-restart retry-after=600000", wire.MaxRetryAfter, true},
+		{"a negative minimum is refused", "service-restart retry-after=-1", 0, false},
+		{"a minimum with a unit is refused", "service-restart retry-after=1s", 0, false},
+		{"anything else after the word is refused", "service-restart soon", 0, false},
+		{"a longer word is refused", "service-restarted", 0, false},
+		{"a bare retry-after is an overload, not a restart", "retry-after=250", 0, false},
+		{"another case is refused", "Service-Restart", 0, false},
+		{"an empty message is refused", "", 0, false},
+	} {
+		got, ok := wire.ParseRestart(tc.in)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: ParseRestart(%q) = %v, %v; want %v, %v", tc.name, tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestRestartReasonRoundTripsAndFitsACloseReason(t *testing.T) {
+	for _, d := range []time.Duration{0, time.Millisecond, 1500 * time.Millisecond, wire.MaxRetryAfter} {
+		r := wire.RestartReason(d)
+		if got, ok := wire.ParseRestart(r); !ok || got != d {
+			t.Errorf("ParseRestart(RestartReason(%v) = %q) = %v, %v", d, r, got, ok)
+		}
+		if _, ok := wire.ParseRetryAfter(r); ok {
+			t.Errorf("RestartReason(%v) = %q reads as an overload's retry-after", d, r)
+		}
+	}
+	if r := wire.RestartReason(-time.Second); r != "service-restart" {
+		t.Errorf("RestartReason(-1s) = %q, want service-restart", r)
+	}
+	if r := wire.RestartReason(time.Duration(1<<63 - 1)); len(r) > 123 {
+		t.Errorf("RestartReason(max) = %q: %d bytes, more than a close reason holds", r, len(r))
+	}
+}
+
+// FuzzParseRestart: a page parses what any Host sends; it never panics, and whatever it
+// accepts is a minimum the page honours (within the cap) and that the Host side re-encodes
+// to the same reading.
+func FuzzParseRestart(f *testing.F) {
+	for _, s := range []string{"service-restart", "service-restart retry-after=250", "retry-after=1", "service-restart retry-after=", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, ok := wire.ParseRestart(s)
+		if !ok {
+			if d != 0 {
+				t.Fatalf("ParseRestart(%q) = %v, false; want 0 when refused", s, d)
+			}
+			return
+		}
+		if d < 0 || d > wire.MaxRetryAfter {
+			t.Fatalf("ParseRestart(%q) = %v, outside [0, %v]", s, d, wire.MaxRetryAfter)
+		}
+		if again, ok := wire.ParseRestart(wire.RestartReason(d)); !ok || again != d {
+			t.Fatalf("ParseRestart(RestartReason(%v)) = %v, %v", d, again, ok)
+		}
+	})
+}
+
 func TestEncodeDecodeRoundTrip(t *testing.T) {
 	frames := []wire.ServerFrame{
 		wire.Ready("s1", 15*time.Second),
