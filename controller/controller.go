@@ -288,6 +288,12 @@ type loop struct {
 	targetSince time.Time // when the first of those failed attempts started
 	redirected  bool      // l.old was handed over by a GOAWAY with a uri (not a restart)
 
+	// restartUntil ends the restart window: a Host restarting in place (an empty-uri GOAWAY,
+	// or a session closed with "service restart") is coming back soon, so the attempts that
+	// fail meanwhile hold the ladder at its first cap instead of climbing it. It closes at
+	// the first ready, or maxDelay after it opened (then it is an outage like any other).
+	restartUntil time.Time
+
 	slowT, deadlineT, retryT, stableT, chainT *time.Timer
 	last                                      Status
 }
@@ -445,6 +451,7 @@ func (l *loop) command(cmd command) {
 	case cmdReconnect:
 		l.cancelAll(ErrReplaced)
 		l.failures = 0
+		l.restartUntil = time.Time{}
 		l.goHome()
 		l.chain = l.chain[:0]
 		l.attemptNow()
@@ -462,6 +469,7 @@ func (l *loop) command(cmd command) {
 		}
 		l.offline = false
 		l.failures = 0
+		l.restartUntil = time.Time{}
 		l.goHome()
 		l.attemptNow()
 	}
@@ -500,6 +508,7 @@ func (l *loop) ready(g *gen) error {
 	}
 	c := l.c
 	g.ready, g.readyAt = true, time.Now()
+	l.restartUntil = time.Time{}
 	l.slowT.Stop()
 	l.deadlineT.Stop()
 	l.slow = false
@@ -545,6 +554,7 @@ func (l *loop) goAway(g *gen, uri string) error {
 	if uri == "" {
 		// Come back to the same place: a restart, never a loop.
 		uri = g.h.target
+		l.openRestartWindow()
 	} else {
 		loop := contains(l.chain, uri)
 		if !contains(l.chain, g.h.target) {
@@ -623,6 +633,13 @@ func (l *loop) fail(g *gen, err, cause error) {
 	l.deadlineT.Stop()
 	l.slow = false
 	l.failures++
+	restart := errors.Is(err, ErrHostRestarting)
+	if restart {
+		l.openRestartWindow()
+	}
+	if time.Now().Before(l.restartUntil) {
+		l.failures = 1 // the Host said it is coming back: wait at the first cap only
+	}
 	l.lastErr = err
 	attrs := []any{"attempt", g.h.n, "failures", l.failures, "err", err}
 	if l.outage.IsZero() {
@@ -644,9 +661,22 @@ func (l *loop) fail(g *gen, err, cause error) {
 		d = Delay(c.cfg, math.MaxInt, c.rnd)
 	}
 	if ra := (*RetryAfterError)(nil); errors.As(err, &ra) {
-		d = max(d, min(ra.After, maxRetryAfter))
+		after := min(ra.After, maxRetryAfter)
+		if restart {
+			// Every page of a restarting Host has the same hint: spread them above it, as
+			// the ladder spreads below its caps, so they do not all come back at once.
+			after += time.Duration(float64(after) * c.cfg.jitter * c.rnd())
+		}
+		d = max(d, after)
 	}
 	l.schedule(d)
+}
+
+// openRestartWindow starts a restart window, unless one is open already.
+func (l *loop) openRestartWindow() {
+	if now := time.Now(); !now.Before(l.restartUntil) {
+		l.restartUntil = now.Add(l.c.cfg.maxDelay)
+	}
 }
 
 // redirectFailed counts a failed attempt at a redirect target. A misaimed drain must never

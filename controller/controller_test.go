@@ -967,3 +967,93 @@ func TestRefusedCredentialsRetryAtTheTopCapOnly(t *testing.T) {
 		h.ctl.Stop()
 	})
 }
+
+func TestARestartingHostIsRetriedAtTheFirstCapForMaxDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, controller.Recovery{}, fullCap)
+		h.ctl.Start()
+		synctest.Wait()
+		a := h.next(t)
+		a.gen.Ready(&carrier{})
+		time.Sleep(time.Minute)
+		restarting := fmt.Errorf("gateway: session closed: 1012: %w", controller.ErrHostRestarting)
+		a.end <- restarting
+		t0 := time.Now()
+		synctest.Wait()
+		// While the Host restarts, its port is closed: every attempt fails, and every wait is
+		// the first cap, for maxDelay after the restart.
+		var waits []time.Duration
+		for time.Since(t0) < 10*time.Second {
+			s := h.wantState(t, controller.Reconnecting)
+			waits = append(waits, time.Until(s.NextAttempt))
+			time.Sleep(time.Until(s.NextAttempt))
+			synctest.Wait()
+			h.next(t).end <- errRefused
+			synctest.Wait()
+		}
+		for i, w := range waits {
+			if w != 500*time.Millisecond {
+				t.Fatalf("wait %d in the restart window = %v (all %v), want the first cap", i, w, waits)
+			}
+		}
+		// After the window the Host is not coming back soon: the ladder climbs again.
+		if s := h.wantState(t, controller.Reconnecting); time.Until(s.NextAttempt) != time.Second || s.Failures != 2 {
+			t.Fatalf("after the window: %s, want the second cap", describe(s))
+		}
+		h.ctl.Stop()
+	})
+}
+
+func TestARestartHintIsAMinimumSpreadByJitter(t *testing.T) {
+	for _, tc := range []struct {
+		u    float64
+		want time.Duration
+	}{{0, 2 * time.Second}, {0.5, 2500 * time.Millisecond}, {0.999, 2999 * time.Millisecond}} {
+		synctest.Test(t, func(t *testing.T) {
+			h := newHarness(t, controller.Recovery{}, tc.u)
+			h.ctl.Start()
+			synctest.Wait()
+			a := h.next(t)
+			a.gen.Ready(&carrier{})
+			time.Sleep(time.Minute)
+			a.end <- &controller.RetryAfterError{After: 2 * time.Second, Err: controller.ErrHostRestarting}
+			synctest.Wait()
+			s := h.wantState(t, controller.Reconnecting)
+			if got := time.Until(s.NextAttempt); got != tc.want {
+				t.Fatalf("u=%v: first attempt after a restart hinted at 2s: in %v, want %v", tc.u, got, tc.want)
+			}
+			h.ctl.Stop()
+		})
+	}
+}
+
+func TestDialsFailingDuringASamePlaceHandoverDoNotClimbTheLadder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, controller.Recovery{}, fullCap)
+		h.ctl.Start()
+		synctest.Wait()
+		a := h.next(t)
+		a.gen.Ready(&carrier{})
+		time.Sleep(time.Minute)
+		a.gen.GoAway("") // come back to the same place; the old session keeps delivering
+		for i := range 6 {
+			synctest.Wait()
+			b := h.next(t)
+			b.end <- errRefused // nobody accepts yet
+			synctest.Wait()
+			if s := h.wantState(t, controller.Connected); s.Failures != 1 {
+				t.Fatalf("failure %d during the handover: %s, want the ladder held at 1", i+1, describe(s))
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		synctest.Wait()
+		c := h.next(t)
+		if err := c.gen.Ready(&carrier{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := h.rec.States(); !slices.Equal(got, []string{"connecting", "connected"}) {
+			t.Fatalf("states %v, want the page connected throughout", got)
+		}
+		h.ctl.Stop()
+	})
+}

@@ -44,6 +44,10 @@ var (
 	// ErrReplaced is the cause of a generation cancelled by ReconnectNow or by a GOAWAY
 	// handover that completed.
 	ErrReplaced = errors.New("controller: generation replaced")
+	// ErrHostRestarting is wrapped by the end of a session the Host closed because it is
+	// stopping without a successor (close 1012 "service restart", or its error frame). It is
+	// a hint that the Host comes back soon: see [Controller] for the restart window.
+	ErrHostRestarting = errors.New("controller: the host is restarting")
 	// ErrUnauthorized is wrapped by the failure of an attempt the Host refused for the page's
 	// credentials (HTTP 401 or 403 before the upgrade). It is not an outage: the controller
 	// reports it as [Unauthorized] and retries at the top cap only, since retrying sooner would

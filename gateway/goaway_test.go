@@ -4,12 +4,14 @@ package gateway_test
 // SPEC section 4 as the page sees it over sockets.
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
+	"github.com/lifeline-go/lifeline/gateway/wire"
 	ts "github.com/lifeline-go/lifeline/gateway/internal/testserver"
 )
 
@@ -217,5 +219,35 @@ func TestGoAwayToATargetThatCannotBeReachedComesHome(t *testing.T) {
 	t.Logf("home again %d ms after the goaway to a dead target (%d dials there; failures %d)", back, rep.Hosts["x"].Dials, s.Failures)
 	if n := rep.Hosts["x"].Dials; n != 2 {
 		t.Fatalf("dials at the dead target = %d, want 2 before going home", n)
+	}
+}
+
+func TestARestartingHostIsSeenAsOne(t *testing.T) {
+	// The Host stops with no successor: it says so in an error frame (all a browser page can
+	// read) and closes with 1012. The page waits at least the hint, then comes back.
+	sc := newScenario(t)
+	script(t, sc, "a",
+		[]ts.Step{{Ready: true}, {Serve: true}, {SleepMs: 50}, {Send: `{"t":"error","message":"service-restart retry-after=300"}`},
+			{Close: wire.CloseServiceRestart, Reason: "service-restart retry-after=300"}},
+		[]ts.Step{{Reject: 503}}) // the port is closed while the Host restarts
+	r := newRig(t, sc.URL("a"), controller.Recovery{InitialDelayMs: new(100.0)}, nil)
+	r.ctl.Start()
+	home := waitHost(t, sc, "a", "dials", "==", 3)
+	r.waitConnected()
+	var restarted bool
+	for _, s := range r.allStatuses() {
+		restarted = restarted || errors.Is(s.Err, controller.ErrHostRestarting)
+	}
+	if !restarted {
+		t.Fatalf("no status carried ErrHostRestarting: %v", r.allStatuses())
+	}
+	if hop := home.DialMs[1] - home.DialMs[0] - 50; hop < 300 {
+		t.Fatalf("redialed %d ms after the restart, want at least the Host's 300 ms", hop)
+	}
+	// The dial refused during the restart did not climb the ladder.
+	for _, s := range r.allStatuses() {
+		if s.State == controller.Reconnecting && s.Attempt == 2 && s.Failures != 1 {
+			t.Fatalf("after a refusal in the restart window: failures %d, want 1 (the first cap)", s.Failures)
+		}
 	}
 }

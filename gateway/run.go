@@ -75,7 +75,7 @@ loop:
 	close(quit)
 	c.hangup(closeReason(err), force, g.grace)
 	c.settle(g.grace, pumpDone, writerDone)
-	return s.overload(err)
+	return s.outcome(err)
 }
 
 // link is what run shares with its pump and writer.
@@ -171,10 +171,32 @@ func (s *session) readError(err error) error {
 			return &controller.RetryAfterError{After: d, Err: e}
 		}
 		return e
+	case errors.As(err, &ce) && ce.Code == wire.CloseServiceRestart:
+		if d, ok := wire.ParseRestart(ce.Reason); ok {
+			s.restart.CompareAndSwap(-1, d.Milliseconds())
+		} else {
+			s.restart.CompareAndSwap(-1, 0)
+		}
+		return fmt.Errorf("%w: the host closed it with %d %q", ErrSessionClosed, int(ce.Code), ce.Reason)
 	case errors.As(err, &ce):
 		return fmt.Errorf("%w: the host closed it with %d %q", ErrSessionClosed, int(ce.Code), ce.Reason)
 	}
 	return fmt.Errorf("%w: %w", ErrSessionClosed, err)
+}
+
+// outcome is what Run returns for a session that ended with err, with what the Host said on
+// its way out: a restart (controller.ErrHostRestarting, with its minimum wait as a
+// *controller.RetryAfterError) or a retry-after (see overload).
+func (s *session) outcome(err error) error {
+	ms := s.restart.Load()
+	if ms < 0 {
+		return s.overload(err)
+	}
+	err = fmt.Errorf("%w: %w", controller.ErrHostRestarting, err)
+	if ms == 0 {
+		return err
+	}
+	return &controller.RetryAfterError{After: time.Duration(ms) * time.Millisecond, Err: err}
 }
 
 // overload turns the end of a session whose Host said retry-after in an error frame into a

@@ -35,6 +35,7 @@ type session struct {
 	wire  map[string]wireSub // what this session told the Host, per stream
 
 	retryAfter atomic.Int64 // ms from an error frame "retry-after=<ms>"; -1 when none
+	restart    atomic.Int64 // ms from an error frame or close reason "service-restart[ retry-after=<ms>]"; -1 when none
 }
 
 // wireSub is one stream as a session subscribed it.
@@ -53,6 +54,7 @@ func newSession(g *Gateway, gen *controller.Generation, target *url.URL) *sessio
 		wire:   make(map[string]wireSub),
 	}
 	s.retryAfter.Store(-1)
+	s.restart.Store(-1)
 	return s
 }
 
@@ -68,11 +70,14 @@ func (s *session) kickWriter() {
 func (s *session) handle(f wire.ServerFrame) error {
 	if f.T == wire.TypeError {
 		// Allowed before ready too: a Host refusing the page (1013) may say why first.
+		// Under js/wasm the close code and reason are not visible to the page (the library
+		// reports every close alike), so a Host that refuses a page (1013) or stops (1012)
+		// says why in an error frame first; natively both routes work.
 		if d, ok := wire.ParseRetryAfter(f.Message); ok {
-			// Under js/wasm the close code and reason are not visible to the page (the
-			// library reports every close alike), so a Host that refuses a page with 1013
-			// can say retry-after in an error frame first; natively both routes work.
 			s.retryAfter.Store(d.Milliseconds())
+		}
+		if d, ok := wire.ParseRestart(f.Message); ok {
+			s.restart.Store(d.Milliseconds())
 		}
 		s.g.log.Warn("gateway: host reported an error", "url", s.target.String(), "message", f.Message)
 		return nil
