@@ -388,6 +388,7 @@ func (l *loop) step() {
 	}
 	s := l.status()
 	if !s.equal(l.last) {
+		s.At = time.Now()
 		l.last = s
 		l.c.publish(s)
 	}

@@ -49,9 +49,13 @@ type Status struct {
 	NextAttempt time.Time
 	// Err is the last failure; nil once a generation is ready.
 	Err error
+	// At is when the controller published this status: the moment the state changed, which
+	// an observer further down (a page, over a message port) may learn of later.
+	At time.Time
 }
 
-// equal compares two statuses without comparing errors by identity alone.
+// equal reports whether two statuses say the same (At aside). Errors compare by identity: a
+// new failure is a new status even when its message is the same.
 func (s Status) equal(o Status) bool {
 	return s.State == o.State && s.Slow == o.Slow && s.Attempt == o.Attempt &&
 		s.Failures == o.Failures && s.NextAttempt.Equal(o.NextAttempt) && s.Err == o.Err

@@ -13,7 +13,7 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
-	ts "github.com/lifeline-go/lifeline/gateway/internal/testserver"
+	ts "github.com/lifeline-go/lifeline/internal/testserver"
 	"github.com/lifeline-go/lifeline/gateway/wire"
 )
 
@@ -244,16 +244,17 @@ func TestSilentLinkIsDeclaredDead(t *testing.T) {
 
 func TestHeartbeatsKeepTheLinkAlive(t *testing.T) {
 	sc := newScenario(t)
-	// Heartbeats every 100 ms for 800 ms, then silence: the watchdog (250 ms) must hold off
-	// while they flow and fire once they stop.
-	script(t, sc, "a", []ts.Step{{Ready: true, HeartbeatMs: 100}, {Serve: true}, {SleepMs: 800}, {Silent: true}})
+	// Heartbeats every 400 ms for 1.6 s, then silence: the watchdog (1 s) must hold off while
+	// they flow and fire once they stop. (At the 100 ms floor the watchdog leaves 150 ms of
+	// slack, which a loaded machine's scheduler eats: the test would then measure the machine.)
+	script(t, sc, "a", []ts.Step{{Ready: true, HeartbeatMs: 400}, {Serve: true}, {SleepMs: 1600}, {Silent: true}})
 	r := newRig(t, sc.URL("a"), fast(), nil)
 	r.ctl.Start()
 	r.waitConnected()
 	connected := time.Now()
 	st := r.waitFailure()
-	if alive := time.Since(connected); !errors.Is(st.Err, gateway.ErrLinkDead) || alive < 800*time.Millisecond {
-		t.Fatalf("failure %v after %v, want ErrLinkDead after the 800ms of heartbeats", st.Err, alive)
+	if alive := time.Since(connected); !errors.Is(st.Err, gateway.ErrLinkDead) || alive < 1600*time.Millisecond {
+		t.Fatalf("failure %v after %v, want ErrLinkDead after the 1.6s of heartbeats", st.Err, alive)
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
 	"github.com/lifeline-go/lifeline/gateway/wire"
-	ts "github.com/lifeline-go/lifeline/gateway/internal/testserver"
+	ts "github.com/lifeline-go/lifeline/internal/testserver"
 )
 
 // goAwaySession lives ms milliseconds, then sends a goaway to uri, and keeps serving.
@@ -230,7 +230,8 @@ func TestARestartingHostIsSeenAsOne(t *testing.T) {
 		[]ts.Step{{Ready: true}, {Serve: true}, {SleepMs: 50}, {Send: `{"t":"error","message":"service-restart retry-after=300"}`},
 			{Close: wire.CloseServiceRestart, Reason: "service-restart retry-after=300"}},
 		[]ts.Step{{Reject: 503}}) // the port is closed while the Host restarts
-	r := newRig(t, sc.URL("a"), controller.Recovery{InitialDelayMs: new(100.0)}, nil)
+	// (A short deadline: Node's WebSocket leaves a refused upgrade pending; see above.)
+	r := newRig(t, sc.URL("a"), controller.Recovery{InitialDelayMs: new(100.0), DeadlineMs: new(1000.0)}, nil)
 	r.ctl.Start()
 	home := waitHost(t, sc, "a", "dials", "==", 3)
 	r.waitConnected()

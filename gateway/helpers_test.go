@@ -12,7 +12,7 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/internal/testserver"
+	"github.com/lifeline-go/lifeline/internal/testserver"
 )
 
 // serverURL is the test Host's base URL: in-process natively (main_notjs_test.go), from
@@ -34,7 +34,7 @@ func newScenario(t *testing.T) *testserver.Scenario {
 	t.Helper()
 	if serverURL == "" {
 		t.Skip("no test Host: set " + testserver.EnvServer + " to the URL printed by " +
-			"`go run ./gateway/internal/testserver/cmd/testserver` (scripts/wasmtest.sh does)")
+			"`go run ./internal/testserver/cmd/testserver` (scripts/wasmtest.sh does)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()

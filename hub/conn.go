@@ -2,6 +2,7 @@ package hub
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
@@ -20,6 +21,8 @@ type In struct {
 	Command                  string
 	ID                       int
 	Stream                   string
+
+	ack chan struct{} // closed once every message before it was acted on (tests)
 }
 
 // Conn is one attached client. Handle queues its messages: they are acted on in order, on a
@@ -31,7 +34,8 @@ type Conn struct {
 	mu    sync.Mutex
 	in    []In
 	out   []func(Client)
-	hello bool // guarded by h.mu
+	hello bool      // guarded by h.mu
+	early []*member // subscribed before Hello: joined once the hub knows its config (serve only)
 	subs  map[int]*member
 	gone  bool
 	wake  chan struct{}
@@ -101,12 +105,23 @@ func (conn *Conn) serve() {
 // act acts on one message; it returns false once the client has left.
 func (conn *Conn) act(m In) bool {
 	h := conn.h
+	if m.ack != nil {
+		close(m.ack)
+		return true
+	}
 	switch m.T {
 	case "hello":
 		h.mu.Lock()
+		first := !conn.hello
 		conn.hello = true
 		h.mu.Unlock()
 		h.hello(conn, m)
+		if first {
+			for _, mem := range conn.early {
+				h.join(mem, mem.stream)
+			}
+			conn.early = nil
+		}
 	case "command":
 		if err := h.command(m.Command); err != nil {
 			h.log.Warn(err.Error())
@@ -123,6 +138,7 @@ func (conn *Conn) act(m In) bool {
 		if mem != nil && mem.s != nil {
 			mem.s.leave(mem)
 		}
+		conn.early = slices.DeleteFunc(conn.early, func(e *member) bool { return e == mem })
 	case "bye":
 		conn.leave()
 		return false
@@ -147,6 +163,14 @@ func (conn *Conn) subscribe(id int, stream string) {
 	if err := wire.CheckStream(stream); err != nil {
 		conn.forget(mem)
 		conn.send(func(c Client) { c.Ended(id, fmt.Errorf("hub: subscribe: %w", err)) })
+		return
+	}
+	mem.stream = stream
+	conn.h.mu.Lock()
+	hello := conn.hello
+	conn.h.mu.Unlock()
+	if !hello {
+		conn.early = append(conn.early, mem) // the hub may not be built yet
 		return
 	}
 	conn.h.join(mem, stream)

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
@@ -275,6 +276,7 @@ type stream struct {
 type member struct {
 	conn    *Conn
 	id      int
+	stream  string
 	s       *stream
 	started bool // it has had its baseline: events go to it
 }
@@ -389,3 +391,42 @@ func (st *stream) watch() {
 	}
 }
 
+// Kind names the kind of an error for a page to explain to a person: "timeout" (the Host did
+// not answer in time), "refused" (it could not be reached), "busy" (it is overloaded),
+// "protocol" (it broke the protocol), "unauthorized" (it refused the page's credentials),
+// "restarting" (it is restarting), "silent" (the link went silent), "closed" (the connection
+// was closed or dropped), "offline", "other"; "" for no error. The raw error stays for
+// developers.
+func Kind(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, controller.ErrUnauthorized):
+		return "unauthorized"
+	case errors.Is(err, controller.ErrHostRestarting):
+		return "restarting"
+	case errors.Is(err, gateway.ErrOverloaded):
+		return "busy"
+	case errors.Is(err, controller.ErrDeadline):
+		return "timeout"
+	case errors.Is(err, gateway.ErrProtocol):
+		return "protocol"
+	case errors.Is(err, gateway.ErrLinkDead):
+		return "silent"
+	case errors.Is(err, gateway.ErrDial):
+		return "refused"
+	case errors.Is(err, controller.ErrOffline):
+		return "offline"
+	case errors.Is(err, gateway.ErrSessionClosed), errors.Is(err, controller.ErrEnded):
+		return "closed"
+	}
+	return "other"
+}
+
+// RetryAfter is the wait a Host asked for with err (a 1013 retry-after or a restart hint), or 0.
+func RetryAfter(err error) time.Duration {
+	if ra := (*controller.RetryAfterError)(nil); errors.As(err, &ra) {
+		return ra.After
+	}
+	return 0
+}

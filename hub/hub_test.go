@@ -267,6 +267,7 @@ func TestOneClientLeavingNeverEndsAnothersSubscription(t *testing.T) {
 	a.wait(t, "a's baseline", func(c *client) bool { return len(c.got[1]) == 1 })
 	b.wait(t, "b's baseline", func(c *client) bool { return len(c.got[1]) == 1 })
 	ca.Handle(hub.In{T: "unsubscribe", ID: 1})
+	hub.Sync(ca)
 	x.publish(t, "s", 3)
 	b.wait(t, "b's events", func(c *client) bool { return len(c.got[1]) == 4 })
 	ca.Detach()
@@ -364,5 +365,22 @@ func TestCloseEndsEverySubscription(t *testing.T) {
 	}
 	if n := x.h.Sessions(); n != 0 {
 		t.Fatalf("the Host still holds %d sessions after the hub closed", n)
+	}
+}
+
+func TestSubscriptionsMadeBeforeHelloStartOnceTheHubIsBuilt(t *testing.T) {
+	x := newHost(t)
+	h := newHub(t)
+	a := newClient()
+	ca := h.Attach(a)
+	ca.Handle(hub.In{T: "subscribe", ID: 1, Stream: "s"})
+	ca.Handle(hub.In{T: "subscribe", ID: 2, Stream: "s"})
+	ca.Handle(hub.In{T: "unsubscribe", ID: 2})
+	ca.Handle(hello(x))
+	a.wait(t, "the baseline of the early subscription", func(c *client) bool { return len(c.got[1]) == 1 })
+	x.publish(t, "s", 1)
+	a.wait(t, "its event", func(c *client) bool { return len(c.got[1]) == 2 })
+	if n := len(a.deliveries(2)); n != 0 {
+		t.Fatalf("a subscription removed before hello got %d deliveries", n)
 	}
 }

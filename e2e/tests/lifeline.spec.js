@@ -68,7 +68,9 @@ for (const mode of ['stall-open', 'stall-ready']) {
         const d = e.detail;
         const s = d.state === 'connecting' && d.slow ? 'slow' : d.state;
         const last = window.__times[window.__times.length - 1];
-        if (!last || last.s !== s) window.__times.push({ s, t: performance.now() });
+        // When the controller changed state (d.at), not when this page heard of it: the
+        // status crosses a message port, which a busy page may serve late.
+        if (!last || last.s !== s) window.__times.push({ s, t: d.at });
       });
     });
     await recordStates(page);

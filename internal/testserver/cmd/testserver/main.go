@@ -22,7 +22,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/lifeline-go/lifeline/gateway/internal/testserver"
+	"github.com/lifeline-go/lifeline/internal/testserver"
 )
 
 func main() {

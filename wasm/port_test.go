@@ -1,0 +1,154 @@
+//go:build js && wasm
+
+// The browser glue of the hub: a tab's messages over a real MessagePort reach the hub, and the
+// hub's answers come back as the tab expects them. These run under Node and in Chromium
+// (scripts/wasmtest.sh), against the scriptable test Host started natively beside them.
+package main
+
+import (
+	"context"
+	"os"
+	"strings"
+	"syscall/js"
+	"testing"
+	"time"
+
+	"github.com/lifeline-go/lifeline/hub"
+	"github.com/lifeline-go/lifeline/internal/testserver"
+)
+
+const bound = 10 * time.Second
+
+// tab is the page side of one MessageChannel: what it receives, as JS objects.
+type tab struct {
+	port js.Value
+	got  chan js.Value
+	fn   js.Func
+}
+
+func newTab(t *testing.T, h *hub.Hub) *tab {
+	t.Helper()
+	ch := js.Global().Get("MessageChannel").New()
+	tb := &tab{port: ch.Get("port1"), got: make(chan js.Value, 1024)}
+	tb.fn = js.FuncOf(func(_ js.Value, args []js.Value) any {
+		tb.got <- args[0].Get("data")
+		return nil
+	})
+	tb.port.Set("onmessage", tb.fn)
+	attach(h, ch.Get("port2"))
+	t.Cleanup(func() {
+		tb.send(map[string]any{"t": "bye"})
+		tb.port.Call("close")
+		tb.fn.Release()
+	})
+	return tb
+}
+
+func (tb *tab) send(m map[string]any) { tb.port.Call("postMessage", m) }
+
+// next returns the next message for which pred holds, skipping others, or fails after bound.
+func (tb *tab) next(t *testing.T, what string, pred func(js.Value) bool) js.Value {
+	t.Helper()
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	for {
+		select {
+		case m := <-tb.got:
+			if pred(m) {
+				return m
+			}
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %s", what)
+			return js.Undefined()
+		}
+	}
+}
+
+func is(t, field, value string) func(js.Value) bool {
+	return func(m js.Value) bool { return m.Get("t").String() == t && m.Get(field).String() == value }
+}
+
+func scenario(t *testing.T) *testserver.Scenario {
+	t.Helper()
+	base := os.Getenv(testserver.EnvServer)
+	if base == "" {
+		t.Skip("no test Host: set " + testserver.EnvServer + " (scripts/wasmtest.sh does)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	sc, err := testserver.Dial(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sc.Close() })
+	return sc
+}
+
+func TestATabConnectsSubscribesAndIsToldEverything(t *testing.T) {
+	sc := scenario(t)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	if _, err := sc.Publish(ctx, "s", 2); err != nil {
+		t.Fatal(err)
+	}
+	h := hub.New(&hub.Options{Logger: console{}})
+	defer h.Close(nil)
+	tb := newTab(t, h)
+	tb.send(map[string]any{"t": "subscribe", "id": 3, "stream": "s"}) // before hello: queued
+	tb.send(map[string]any{"t": "hello", "bootstrap": `{"endpoint":"` + sc.URL("a") + `"}`, "href": "http://page.test/", "online": true})
+	st := tb.next(t, "connected", is("status", "state", "connected"))
+	for _, k := range []string{"slow", "attempt", "failures", "nextAttempt", "error", "kind", "retryAfter", "at"} {
+		if st.Get(k).IsUndefined() {
+			t.Errorf("status has no %q: the tab reads it", k)
+		}
+	}
+	if st.Get("at").Float() < float64(time.Now().Add(-time.Minute).UnixMilli()) {
+		t.Errorf("status at = %v, want the time of the change in ms since the epoch", st.Get("at"))
+	}
+	reset := tb.next(t, "the baseline", is("delivery", "stream", "s"))
+	if reset.Get("id").Int() != 3 || !reset.Get("reset").Bool() || reset.Get("seq").Int() != 2 || reset.Get("epoch").String() == "" {
+		t.Fatalf("first delivery %s, want the reset of sub 3 at seq 2", js.Global().Get("JSON").Call("stringify", reset))
+	}
+	if _, err := sc.Publish(ctx, "s", 1); err != nil {
+		t.Fatal(err)
+	}
+	ev := tb.next(t, "an event", is("delivery", "stream", "s"))
+	if ev.Get("reset").Bool() || ev.Get("seq").Int() != 3 || ev.Get("data").Type() != js.TypeString {
+		t.Fatalf("event %s, want seq 3 with its data as JSON text", js.Global().Get("JSON").Call("stringify", ev))
+	}
+	if js.Global().Get("JSON").Call("parse", ev.Get("data")).Type() != js.TypeObject {
+		t.Fatalf("event data %q does not parse", ev.Get("data").String())
+	}
+	tb.send(map[string]any{"t": "command", "command": "stop"})
+	tb.next(t, "stopped", is("status", "state", "stopped"))
+}
+
+func TestAMisconfiguredTabIsToldTheFieldAndTheValue(t *testing.T) {
+	h := hub.New(&hub.Options{Logger: console{}})
+	defer h.Close(nil)
+	tb := newTab(t, h)
+	tb.send(map[string]any{"t": "hello", "bootstrap": `{"recovery":{"deadlineMs":0}}`, "href": "http://page.test/"})
+	tb.send(map[string]any{"t": "subscribe", "id": 1, "stream": "s"})
+	st := tb.next(t, "misconfigured", is("status", "state", "misconfigured"))
+	if msg := st.Get("error").String(); !strings.Contains(msg, "recovery.deadlineMs") || !strings.Contains(msg, "got 0") {
+		t.Errorf("error %q does not name the field and the value", msg)
+	}
+	if k := st.Get("kind").String(); k != "misconfigured" {
+		t.Errorf("kind = %q, want misconfigured", k)
+	}
+	end := tb.next(t, "the subscription's end", func(m js.Value) bool { return m.Get("t").String() == "ended" })
+	if end.Get("id").Int() != 1 || !strings.Contains(end.Get("error").String(), "recovery.deadlineMs") {
+		t.Errorf("ended %s", js.Global().Get("JSON").Call("stringify", end))
+	}
+}
+
+func TestGarbageFromATabIsIgnored(t *testing.T) {
+	h := hub.New(&hub.Options{Logger: console{}})
+	defer h.Close(nil)
+	tb := newTab(t, h)
+	for _, m := range []any{5, "text", nil, map[string]any{"t": 7}, map[string]any{"t": "subscribe", "id": "x", "stream": 5}, map[string]any{"t": "launch"}} {
+		tb.port.Call("postMessage", m)
+	}
+	tb.send(map[string]any{"t": "hello", "bootstrap": `{"recovery":{"deadlineMs":0}}`, "href": "http://page.test/"})
+	tb.next(t, "the hub still answering", is("status", "state", "misconfigured"))
+}

@@ -1,0 +1,267 @@
+// Lifeline in the page: the JS API (globalThis.lifeline), the lifeline:ready and lifeline:state
+// events, and the start of the hub that keeps the connection (the Go program, lifeline.wasm:
+// see wasm/main.go), to which it talks over a MessagePort.
+//
+//   lifeline.state()               the current status: {state, slow, attempt, failures,
+//                                  nextAttempt, error, kind, retryAfter, at}
+//   lifeline.onState(fn)           fn(status) now and on every change; returns a remover
+//   lifeline.reconnectNow()        attempt at once, from the first cap
+//   lifeline.stop(), .start()      end everything / begin a fresh sequence
+//   lifeline.subscribe(stream, fn) fn(delivery) for each event or baseline of stream, and a last
+//                                  fn({stream, error, denied}) if the subscription ends; returns
+//                                  a remover
+//
+// The API exists as soon as this script has run: calls made before the hub is up are queued.
+// Embedder code can never break the page: a listener or handler that throws is logged and the
+// page carries on; a wrong call is reported on the console with the call and the value; a
+// remover called twice does nothing. If the hub's program ever ends, the state becomes
+// `failed`, never a connection that is gone.
+//
+// globalThis.lifelineOptions = {recovery, endpoint}, set before this script runs, overrides
+// the bootstrap; the hub resolves it the same way.
+//
+// Data attributes of this script's tag: data-wasm (the wasm URL, default /lifeline.wasm),
+// data-run (the runner with wasm_exec.js, loaded when the page has no Go yet).
+(function () {
+  'use strict';
+
+  if (globalThis.lifeline && globalThis.lifeline.__client) return; // loaded twice
+
+  const me = document.currentScript;
+  const attr = (name, def) => (me && me.dataset[name]) || def;
+  const wasmURL = attr('wasm', '/lifeline.wasm');
+  const runURL = attr('run', '');
+  const MAX_STREAM = 256; // bytes of UTF-8 (gateway/wire.MaxStreamName)
+
+  let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', retryAfter: 0 };
+  let port = null;
+  let dead = false;
+  const outbox = []; // messages for the hub before its port exists
+  const listeners = new Set();
+  const subs = new Map(); // id → {stream, fn}
+  let nextID = 1;
+  const encoder = new TextEncoder();
+
+  // ---- containing embedder code and reporting misuse
+
+  function report(what, e) {
+    console.error('lifeline: ' + what + ' threw; Lifeline carries on:', e);
+  }
+
+  function misuse(call, value) {
+    console.error('lifeline: ' + call, value);
+  }
+
+  // once makes a remover: the first call acts, later ones do nothing.
+  function once(f) {
+    let done = false;
+    return function remove() {
+      if (done) return;
+      done = true;
+      f();
+    };
+  }
+  const noop = () => {};
+
+  function short(s) {
+    const b = encoder.encode(s);
+    if (b.length <= 32) return s;
+    let n = 32;
+    while (n > 0 && (b[n] & 0xc0) === 0x80) n--;
+    return new TextDecoder().decode(b.subarray(0, n)) + '…';
+  }
+
+  // ---- talking to the hub
+
+  function send(m) {
+    if (dead) return;
+    if (port) port.postMessage(m);
+    else outbox.push(m);
+  }
+
+  function setStatus(s) {
+    status = s;
+    for (const fn of Array.from(listeners)) {
+      try { fn(s); } catch (e) { report('an onState listener', e); }
+    }
+    // dispatchEvent reports a throwing listener to the window's error handler and returns.
+    window.dispatchEvent(new CustomEvent('lifeline:state', { detail: s }));
+  }
+
+  function onHubMessage(e) {
+    const m = e.data;
+    if (!m || typeof m !== 'object') return;
+    switch (m.t) {
+      case 'status': {
+        const s = {
+          state: m.state, slow: !!m.slow, attempt: m.attempt, failures: m.failures,
+          nextAttempt: m.nextAttempt, error: m.error || '', kind: m.kind || '', retryAfter: m.retryAfter || 0,
+          at: m.at || Date.now(),
+        };
+        if (s.state === 'misconfigured') console.error('lifeline: connection settings are invalid: ' + s.error);
+        setStatus(s);
+        break;
+      }
+      case 'delivery': {
+        const sub = subs.get(m.id);
+        if (!sub) return; // unsubscribed meanwhile
+        const d = { stream: m.stream, seq: m.seq, reset: !!m.reset };
+        try {
+          if (m.reset) {
+            d.epoch = m.epoch;
+            if (m.baseline !== undefined) d.baseline = JSON.parse(m.baseline);
+          } else {
+            d.data = JSON.parse(m.data);
+          }
+        } catch (err) {
+          console.error('lifeline: a delivery of "' + m.stream + '" is not JSON; dropped:', err);
+          return;
+        }
+        try { sub.fn(d); } catch (err) { report('the lifeline.subscribe("' + short(sub.stream) + '") handler', err); }
+        break;
+      }
+      case 'ended': {
+        const sub = subs.get(m.id);
+        if (!sub) return;
+        subs.delete(m.id);
+        try { sub.fn({ stream: sub.stream, error: m.error, denied: !!m.denied }); } catch (err) {
+          report('the lifeline.subscribe("' + short(sub.stream) + '") handler', err);
+        }
+        break;
+      }
+    }
+  }
+
+  function connect(p) {
+    port = p;
+    port.onmessage = onHubMessage;
+    for (const m of outbox.splice(0)) port.postMessage(m);
+  }
+
+  // ---- the API
+
+  const api = {
+    __client: true,
+    state() { return status; },
+    onState(fn) {
+      if (typeof fn !== 'function') {
+        misuse('lifeline.onState(fn): fn must be a function, got', fn);
+        return noop;
+      }
+      const entry = (s) => fn(s);
+      listeners.add(entry);
+      try { fn(status); } catch (e) { report('an onState listener', e); }
+      return once(() => listeners.delete(entry));
+    },
+    reconnectNow() { send({ t: 'command', command: 'reconnect' }); },
+    stop() { send({ t: 'command', command: 'stop' }); },
+    start() { send({ t: 'command', command: 'start' }); },
+    subscribe(stream, fn) {
+      if (typeof stream !== 'string') {
+        misuse('lifeline.subscribe(stream, fn): stream must be a string, got', stream);
+        return noop;
+      }
+      const bytes = encoder.encode(stream).length;
+      if (bytes < 1 || bytes > MAX_STREAM) {
+        misuse('lifeline.subscribe(' + JSON.stringify(short(stream)) + ', fn): the protocol cannot carry this stream name (1..' +
+          MAX_STREAM + ' bytes of UTF-8, got ' + bytes + '):', stream);
+        return noop;
+      }
+      if (typeof fn !== 'function') {
+        misuse('lifeline.subscribe(' + JSON.stringify(short(stream)) + ', fn): fn must be a function, got', fn);
+        return noop;
+      }
+      if (dead) return noop;
+      const id = nextID++;
+      subs.set(id, { stream, fn });
+      send({ t: 'subscribe', id, stream });
+      return once(() => {
+        if (subs.delete(id)) send({ t: 'unsubscribe', id });
+      });
+    },
+  };
+  globalThis.lifeline = api;
+
+  // ---- when the program ends
+
+  function failed(why) {
+    if (dead) return;
+    dead = true;
+    const error = 'the Lifeline program stopped: ' + why + '; reload the page to reconnect';
+    console.error('lifeline: ' + error);
+    const gone = () => console.error('lifeline: the Lifeline program has stopped; reload the page');
+    api.reconnectNow = gone;
+    api.stop = gone;
+    api.start = gone;
+    setStatus({ state: 'failed', slow: false, attempt: status.attempt, failures: status.failures, nextAttempt: 0, error, kind: 'failed', retryAfter: 0 });
+  }
+
+  // ---- the browser's events
+
+  window.addEventListener('online', () => send({ t: 'online', online: true }));
+  window.addEventListener('offline', () => send({ t: 'online', online: false }));
+  // Stop on hide so the page can enter the back-forward cache; a fresh sequence when shown.
+  window.addEventListener('pagehide', () => send({ t: 'command', command: 'stop' }));
+  window.addEventListener('pageshow', (e) => { if (e.persisted) send({ t: 'command', command: 'start' }); });
+
+  // ---- start
+
+  function hello() {
+    const el = document.getElementById('lifeline-bootstrap');
+    if (!el) {
+      dead = true;
+      const error = 'lifeline: no #lifeline-bootstrap element in the page (is the Host plugin installed?)';
+      console.error(error);
+      setStatus({ state: 'misconfigured', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error, kind: 'misconfigured', retryAfter: 0 });
+      return false;
+    }
+    let options = '';
+    if (globalThis.lifelineOptions !== undefined) {
+      try { options = JSON.stringify(globalThis.lifelineOptions); } catch (e) {
+        misuse('lifelineOptions cannot be read as JSON; ignored:', e);
+      }
+    }
+    // First of all, ahead of whatever the page asked for before the hub was up.
+    outbox.unshift({ t: 'hello', bootstrap: el.textContent, options, href: location.href, online: navigator.onLine });
+    return true;
+  }
+
+  function startInPage() {
+    const channel = new MessageChannel();
+    connect(channel.port1);
+    const run = () => globalThis.__lifelineRun({ wasm: wasmURL, onExit: failed });
+    const go = () => {
+      globalThis.__lifelineConnect(channel.port2);
+      run();
+    };
+    if (globalThis.__lifelineRun) {
+      go();
+    } else if (runURL) {
+      const s = document.createElement('script');
+      s.src = runURL;
+      s.onload = go;
+      s.onerror = () => failed('its runner ' + runURL + ' could not be loaded');
+      document.head.appendChild(s);
+    } else {
+      failed('no runner in the page (load runner.js, or set data-run)');
+    }
+  }
+
+  // lifeline:ready fires once the document has parsed, so that every page script has had
+  // the chance to listen for it; globalThis.lifeline is usable before.
+  function ready() {
+    const fire = () => window.dispatchEvent(new CustomEvent('lifeline:ready'));
+    if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', fire, { once: true });
+    else queueMicrotask(fire);
+  }
+
+  function boot() {
+    if (hello()) startInPage();
+    ready();
+  }
+
+  // The bootstrap sits in the head, before this script when the Host injects both; a page
+  // that loads this script earlier than its bootstrap is read once it has parsed.
+  if (document.getElementById('lifeline-bootstrap') || document.readyState !== 'loading') boot();
+  else document.addEventListener('DOMContentLoaded', boot, { once: true });
+})();
