@@ -14,7 +14,6 @@ require (
 	github.com/rs/zerolog v1.28.0
 	golang.org/x/net v0.62.0
 	golang.org/x/time v0.16.0
-	honnef.co/go/js/dom/v2 v2.0.0-20231112215516-51f43a291193
 )
 
 require (
