@@ -1,44 +1,94 @@
 // The Settings indicator: the DOM contract that tests and embedders rely on (SPEC section 6).
 //
 //   #connection-status[data-state]  connecting | slow | connected | reconnecting | offline |
-//                                   stopped | misconfigured | failed
-//   #connection-label               the aria-live="polite" label, with the countdown while
-//                                   reconnecting
-//   #connection-detail              the last error, or the invalid field and value
+//                                   stopped | misconfigured | unauthorized | failed;
+//                                   data-seconds while reconnecting
+//   #connection-label               the state label, an aria-live="polite" region: a screen
+//                                   reader announces each change of state, once
+//   #connection-countdown           "in 4 s" while reconnecting, a role="timer" (implicitly
+//                                   aria-live="off"): read on demand, never announced per tick
+//   #connection-detail              a short sentence saying what failed and what happens next
+//                                   (polite, so the reason follows the state); the raw error in
+//                                   its title; for misconfigured the invalid fields and values,
+//                                   for failed the cause, as code
 //   #reconnect-now                  enabled whenever the state is not connected; once failed
 //                                   (the page's program ended) it reloads the page
 //
 // It listens to the `lifeline:state` CustomEvent the wasm dispatches on window, and to nothing
-// else, so it works the same before the wasm has loaded (connecting) and after.
+// else, so it works the same before the wasm has loaded (connecting) and after. It depends on
+// no other file: the Host plugin can serve it on pages it did not write.
 (function () {
   'use strict';
 
-  const LABELS = {
+  // Each kind of failure has a cause, and what the page does about it while it retries. The
+  // sentence is cause + retry while connecting or reconnecting, and the cause alone otherwise
+  // (stopped: nothing is being retried). Kinds that are states of their own have one sentence.
+  const TEXT = {
     en: {
-      connected: 'Connected',
-      connecting: 'Connecting…',
-      slow: 'Host is slow to respond',
-      reconnecting: 'Reconnecting',
-      offline: 'Offline',
-      stopped: 'Stopped',
-      misconfigured: 'Connection settings are invalid',
-      failed: 'Connection stopped working: reload the page',
+      states: {
+        connected: 'Connected',
+        connecting: 'Connecting…',
+        slow: 'Host is slow to respond',
+        reconnecting: 'Reconnecting',
+        offline: 'Offline',
+        stopped: 'Stopped',
+        misconfigured: 'Connection settings are invalid',
+        unauthorized: 'Sign-in required',
+        failed: 'Connection stopped working: reload the page',
+      },
       reconnectNow: 'Reconnect now',
       inSeconds: (s) => `in ${s} s`,
       title: 'Connection',
+      causes: {
+        timeout: () => ['The Host did not answer in time', 'retrying'],
+        refused: () => ['The Host cannot be reached', 'retrying'],
+        busy: (s) => (s > 0
+          ? [`The Host is busy and asked to wait ${s} s`, 'retrying after that']
+          : ['The Host is busy', 'retrying shortly']),
+        protocol: () => ['The Host’s reply was not understood', 'retrying'],
+        closed: () => ['The connection was lost', 'reconnecting'],
+        silent: () => ['The connection stopped responding', 'reconnecting'],
+        other: () => ['The connection failed', 'retrying'],
+      },
+      join: (cause, retry) => (retry ? `${cause}; ${retry}.` : `${cause}.`),
+      sentences: {
+        offline: 'This device is offline; the page reconnects when the network is back.',
+        unauthorized: 'The Host needs you to sign in; after signing in, choose Reconnect now.',
+        misconfigured: 'This site’s connection settings need fixing; the page cannot connect until then.',
+        failed: 'The page’s connection program stopped; reloading the page starts it again.',
+      },
     },
     zh: {
-      connected: '已连接',
-      connecting: '正在连接…',
-      slow: '主机响应缓慢',
-      reconnecting: '自动重连中',
-      offline: '离线',
-      stopped: '已停止',
-      misconfigured: '连接设置无效',
-      failed: '连接已失效，请刷新页面',
+      states: {
+        connected: '已连接',
+        connecting: '正在连接…',
+        slow: '主机响应缓慢',
+        reconnecting: '自动重连中',
+        offline: '离线',
+        stopped: '已停止',
+        misconfigured: '连接设置无效',
+        unauthorized: '需要登录',
+        failed: '连接已失效，请刷新页面',
+      },
       reconnectNow: '立即重连',
       inSeconds: (s) => `${s} 秒后`,
       title: '连接',
+      causes: {
+        timeout: () => ['主机未及时响应', '正在重试'],
+        refused: () => ['无法连接到主机', '正在重试'],
+        busy: (s) => (s > 0 ? [`主机繁忙，要求等待 ${s} 秒`, '之后重试'] : ['主机繁忙', '稍后重试']),
+        protocol: () => ['无法识别主机的应答', '正在重试'],
+        closed: () => ['连接已断开', '正在重连'],
+        silent: () => ['连接无响应', '正在重连'],
+        other: () => ['连接失败', '正在重试'],
+      },
+      join: (cause, retry) => (retry ? `${cause}，${retry}。` : `${cause}。`),
+      sentences: {
+        offline: '设备已离线，网络恢复后将自动重连。',
+        unauthorized: '主机要求登录；登录后请点击“立即重连”。',
+        misconfigured: '本网站的连接设置有误，修正之前页面无法连接。',
+        failed: '页面的连接程序已停止，刷新页面即可重新启动。',
+      },
     },
   };
 
@@ -52,15 +102,15 @@
     for (const c of candidates) {
       if (!c) continue;
       const base = c.toLowerCase().split(/[-_]/)[0];
-      if (LABELS[base]) return base;
+      if (TEXT[base]) return base;
     }
     return 'en';
   }
 
   const lang = pickLanguage();
-  const L = LABELS[lang];
+  const L = TEXT[lang];
   let current = { state: 'connecting', slow: false, nextAttempt: 0, error: '' };
-  let countdown = null;
+  let tick = null;
 
   function dataState(s) {
     if (s.state === 'connecting' && s.slow) return 'slow';
@@ -68,35 +118,179 @@
     return s.state;
   }
 
-  function render() {
+  // States that are a kind of failure of their own.
+  const STATE_KINDS = new Set(['offline', 'misconfigured', 'unauthorized', 'failed']);
+
+  // The kind of a status that carries none (from a wasm that predates the field), read from the
+  // sentinel that begins its error (gateway/gateway.go, controller.ErrDeadline). The overload
+  // is tested before "session closed", which it wraps.
+  const ERROR_KINDS = [
+    [/handshake deadline exceeded/, 'timeout'],
+    [/host overloaded/, 'busy'],
+    [/host broke the protocol/, 'protocol'],
+    [/link silent/, 'silent'],
+    [/unauthori[sz]ed|sign-in required/i, 'unauthorized'],
+    [/dial failed/, 'refused'],
+    [/session closed/, 'closed'],
+  ];
+
+  function kindOf(s) {
+    if (typeof s.kind === 'string') return s.kind;
+    if (STATE_KINDS.has(s.state)) return s.state;
+    const e = s.error || '';
+    if (!e) return '';
+    const hit = ERROR_KINDS.find(([re]) => re.test(e));
+    return hit ? hit[1] : 'other';
+  }
+
+  // retryAfterMs is what the Host asked for: the status's retryAfter, else the "(retry after
+  // 4s)" that controller.RetryAfterError appends, a Go duration.
+  function retryAfterMs(s) {
+    if (typeof s.retryAfter === 'number') return s.retryAfter;
+    const m = /\(retry after ([0-9.a-zµ]+)\)/.exec(s.error || '');
+    return m ? goDurationMs(m[1]) : 0;
+  }
+
+  const UNIT_MS = { h: 3600e3, m: 60e3, s: 1e3, ms: 1, us: 1e-3, 'µs': 1e-3, ns: 1e-6 };
+
+  function goDurationMs(text) {
+    const re = /(\d+(?:\.\d+)?)(ms|us|µs|ns|h|m|s)/g;
+    let ms = 0;
+    let read = '';
+    for (let m = re.exec(text); m; m = re.exec(text)) {
+      ms += Number(m[1]) * UNIT_MS[m[2]];
+      read += m[0];
+    }
+    return read === text ? ms : 0;
+  }
+
+  // invalidFields names each field and value of a config error ("gateway: recovery.deadlineMs:
+  // must be …, got 0; …") as "recovery.deadlineMs, got 0"; it is the whole error when no field
+  // is named (a wasm that could not load, a page without its bootstrap).
+  function invalidFields(error) {
+    const items = [];
+    for (const part of error.split('; ')) {
+      const rule = part.replace(/^(?:(?:gateway|controller|hostplugin|lifeline): )+/, '');
+      const m = /^([A-Za-z_$][\w$]*(?:\.[\w$]+|\[\d+\])*): .*?(?:, got (.*))?$/.exec(rule);
+      if (m) items.push(m[2] === undefined ? m[1] : `${m[1]}, got ${m[2]}`);
+    }
+    return items.length ? items.join('; ') : error;
+  }
+
+  // describe says what failed, for a person: the sentence, and the technical text the detail
+  // shows as code (only where a developer must act: the settings, a program that ended).
+  function describe(s, state) {
+    const kind = kindOf(s);
+    const error = s.error || '';
+    if (!kind) return { sentence: '', code: '' };
+    if (L.sentences[kind]) {
+      let code = '';
+      if (kind === 'misconfigured' && error) code = invalidFields(error);
+      if (kind === 'failed') code = error;
+      return { sentence: L.sentences[kind], code };
+    }
+    const cause = (L.causes[kind] || L.causes.other)(Math.ceil(retryAfterMs(s) / 1000));
+    const retrying = state === 'connecting' || state === 'slow' || state === 'reconnecting';
+    return { sentence: L.join(cause[0], retrying ? cause[1] : ''), code: '' };
+  }
+
+  function setText(el, text) {
+    if (el.textContent !== text) el.textContent = text;
+  }
+
+  // ensureIndicator returns the indicator's parts, adding the ones an older markup lacks and
+  // the attributes the contract promises. A page without #connection-status gets no indicator
+  // here: where to put one, and its styles, belong to the plugin-served page.
+  function ensureIndicator() {
     const box = document.getElementById('connection-status');
-    if (!box) return;
-    const label = document.getElementById('connection-label');
-    const detail = document.getElementById('connection-detail');
-    const button = document.getElementById('reconnect-now');
+    if (!box) return null;
+    const part = (id, tag, after) => {
+      let el = document.getElementById(id);
+      if (!el) {
+        el = document.createElement(tag);
+        el.id = id;
+        if (after) after.after(el);
+        else box.append(el);
+      }
+      return el;
+    };
+    const label = part('connection-label', 'span', null);
+    const countdown = part('connection-countdown', 'span', label);
+    const button = part('reconnect-now', 'button', countdown);
+    const detail = part('connection-detail', 'span', button);
+    if (button.type !== 'button') button.type = 'button';
+    for (const [el, name, value] of [
+      [label, 'aria-live', 'polite'], [label, 'aria-atomic', 'true'],
+      [countdown, 'role', 'timer'],
+      [detail, 'aria-live', 'polite'], [detail, 'aria-atomic', 'true'],
+    ]) {
+      if (el.getAttribute(name) !== value) el.setAttribute(name, value);
+    }
+    return { box, label, countdown, button, detail };
+  }
+
+  // What each detail element shows, so that a render that changes nothing touches nothing.
+  const shownDetail = new WeakMap();
+
+  function renderDetail(detail, error, { sentence, code }) {
+    const key = sentence + '\n' + code;
+    // One replacement per change, so the live region announces each sentence once.
+    if (shownDetail.get(detail) !== key) {
+      shownDetail.set(detail, key);
+      const nodes = [];
+      if (sentence) {
+        const s = document.createElement('span');
+        s.className = 'connection-sentence';
+        s.textContent = sentence;
+        nodes.push(s);
+      }
+      if (code) {
+        // Errors and setting names are the developers' English, whatever the page's language.
+        const c = document.createElement('code');
+        c.className = 'connection-code';
+        c.lang = 'en';
+        c.textContent = code;
+        nodes.push(c);
+      }
+      detail.replaceChildren(...nodes);
+    }
+    if (error) {
+      if (detail.title !== error) detail.title = error;
+    } else if (detail.hasAttribute('title')) {
+      detail.removeAttribute('title');
+    }
+  }
+
+  function render() {
+    const parts = ensureIndicator();
+    if (!parts) return;
+    const { box, label, countdown, button, detail } = parts;
     const state = dataState(current);
-    box.dataset.state = state;
-    box.setAttribute('lang', lang === 'zh' ? 'zh-CN' : 'en');
-    let text = L[state] || state;
+    if (box.dataset.state !== state) box.dataset.state = state;
+    const tag = lang === 'zh' ? 'zh-CN' : 'en';
+    if (box.getAttribute('lang') !== tag) box.setAttribute('lang', tag);
+    setText(label, L.states[state] || state);
+
+    clearTimeout(tick);
+    tick = null;
     if (state === 'reconnecting' && current.nextAttempt > 0) {
-      const secs = Math.max(0, Math.ceil((current.nextAttempt - Date.now()) / 1000));
-      text += ' ' + L.inSeconds(secs);
+      const left = current.nextAttempt - Date.now();
+      const secs = Math.max(0, Math.ceil(left / 1000));
       box.dataset.seconds = String(secs);
+      setText(countdown, L.inSeconds(secs));
+      countdown.hidden = false;
+      // The next tick falls just after the shown number goes stale, so it reaches 0 when the
+      // attempt is due rather than up to a second late.
+      if (left > 0) tick = setTimeout(render, (left % 1000 || 1000) + 20);
     } else {
       delete box.dataset.seconds;
+      setText(countdown, '');
+      countdown.hidden = true;
     }
-    if (label.textContent !== text) label.textContent = text;
-    detail.textContent = current.error || '';
-    button.textContent = L.reconnectNow;
-    button.disabled = state === 'connected';
 
-    // The countdown ticks once a second only while it is shown.
-    if (state === 'reconnecting' && countdown === null) {
-      countdown = setInterval(render, 1000);
-    } else if (state !== 'reconnecting' && countdown !== null) {
-      clearInterval(countdown);
-      countdown = null;
-    }
+    renderDetail(detail, current.error || '', describe(current, state));
+    setText(button, L.reconnectNow);
+    button.disabled = state === 'connected';
   }
 
   window.addEventListener('lifeline:state', (e) => {
@@ -107,10 +301,13 @@
   function init() {
     const title = document.getElementById('connection-title');
     if (title) title.textContent = L.title;
-    document.getElementById('reconnect-now').addEventListener('click', () => {
-      if (dataState(current) === 'failed') location.reload();
-      else if (globalThis.lifeline) globalThis.lifeline.reconnectNow();
-    });
+    const parts = ensureIndicator();
+    if (parts) {
+      parts.button.addEventListener('click', () => {
+        if (dataState(current) === 'failed') location.reload();
+        else if (globalThis.lifeline) globalThis.lifeline.reconnectNow();
+      });
+    }
     render();
   }
 
