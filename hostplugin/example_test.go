@@ -11,6 +11,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"time"
 
@@ -79,12 +80,17 @@ func ExampleHost_Inject() {
 	})
 	rec := httptest.NewRecorder()
 	h.Inject(page).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
-	fmt.Println(strings.ReplaceAll(rec.Body.String(), "><", ">\n<"))
+	// (The client's names carry a hash of their content; shown here as <hash>.)
+	out := regexp.MustCompile(`\.[0-9a-f]{16}\.`).ReplaceAllString(rec.Body.String(), ".<hash>.")
+	fmt.Println(strings.ReplaceAll(out, "><", ">\n<"))
 	// Output:
 	// <!doctype html>
 	// <head>
 	// <title>Hi</title>
 	// <script type="application/json" id="lifeline-bootstrap">{"recovery":{"slowAfterMs":3000,"deadlineMs":15000,"initialDelayMs":500,"maxDelayMs":10000,"factor":2,"jitter":0.5,"stableAfterMs":10000},"endpoint":"/_lifeline/events","heartbeatMs":15000}</script>
+	// <link rel="preload" href="/_lifeline/client/lifeline.<hash>.wasm" as="fetch" type="application/wasm" crossorigin>
+	// <script src="/_lifeline/client/lifeline.<hash>.js" data-wasm="/_lifeline/client/lifeline.<hash>.wasm" data-run="/_lifeline/client/run.<hash>.js" async>
+	// </script>
 	// </head>
 	// <body>Hi</body>
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/hostplugin/internal/client"
 )
 
 // Errors returned by a [Host].
@@ -41,6 +43,11 @@ type Options struct {
 	// Log is the stream log that Publish appends to and subscriptions replay from.
 	// Default: NewRing(cfg.RingSize()), resized when a config with another ringSize is applied.
 	Log StreamLog
+	// NoClient turns off the client the plugin serves and injects (the wasm, the tab script
+	// with the JS API and the Settings indicator, the runner): pages then get the bootstrap
+	// only, and must load a client of their own. Default false: Handler serves the client
+	// under ClientPrefix and every HTML page gets it with the bootstrap.
+	NoClient bool
 }
 
 // BaselineFunc returns the state of stream as of head (the position a reset carries), sent
@@ -57,7 +64,8 @@ type BaselineFunc func(stream string, head Cursor) (json.RawMessage, error)
 type Host struct {
 	logger *slog.Logger
 	log    StreamLog
-	ring   *Ring // the default log, resized on Apply; nil with Options.Log
+	ring   *Ring          // the default log, resized on Apply; nil with Options.Log
+	client *client.Client // the client served and injected; nil with Options.NoClient
 
 	applyMu sync.Mutex // serialises apply, so that concurrent reloads cannot drop an endpoint
 	state   atomic.Pointer[hostState]
@@ -95,7 +103,8 @@ type Host struct {
 // request sees one config from start to end.
 type hostState struct {
 	cfg       Config
-	script    []byte // the bootstrap element injected into pages
+	script    []byte // the bootstrap element, and the client's tags, injected into pages
+	clients   map[string]bool // the prefixes the client is served under: every one announced
 	hash      string // identifies script in derived ETags
 	at        time.Time
 	endpoints map[string]bool // every endpoint announced so far: older pages still use theirs
@@ -133,6 +142,13 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		h.ring = NewRing(cfg.RingSize())
 		h.log = h.ring
 	}
+	if !o.NoClient {
+		c, err := client.Load()
+		if err != nil {
+			return nil, err
+		}
+		h.client = c
+	}
 	h.adm.lim = rate.NewLimiter(rate.Limit(cfg.AcceptRate()), cfg.AcceptBurst())
 	h.fault.Store(&faultState{changed: make(chan struct{})})
 	h.apply(cfg)
@@ -154,6 +170,12 @@ func (h *Host) apply(cfg Config) {
 	h.applyMu.Lock()
 	defer h.applyMu.Unlock()
 	script := bootstrapElement(cfg)
+	clients := map[string]bool{}
+	if h.client != nil {
+		prefix := ClientPrefix(cfg.endpoint)
+		script = append(script, h.client.Tags(prefix)...)
+		clients[prefix] = true
+	}
 	sum := sha256.Sum256(script)
 	endpoints := map[string]bool{cfg.endpoint: true}
 	// at dates the bootstrap for Last-Modified, whose resolution is a second: two configs
@@ -165,6 +187,9 @@ func (h *Host) apply(cfg Config) {
 		for ep := range old.endpoints {
 			endpoints[ep] = true
 		}
+		for p := range old.clients {
+			clients[p] = true
+		}
 		switch {
 		case string(old.script) == string(script):
 			at = old.at
@@ -175,6 +200,7 @@ func (h *Host) apply(cfg Config) {
 	h.state.Store(&hostState{
 		cfg:       cfg,
 		script:    script,
+		clients:   clients,
 		hash:      hex.EncodeToString(sum[:4]),
 		at:        at,
 		endpoints: endpoints,
@@ -525,10 +551,26 @@ func (h *Host) Handler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if h.state.Load().endpoints[r.URL.Path] {
+		st := h.state.Load()
+		if st.endpoints[r.URL.Path] {
 			h.ServeHTTP(w, r)
+			return
+		}
+		if dir, _ := path.Split(r.URL.Path); st.clients[dir] {
+			h.client.ServeHTTP(w, r)
 			return
 		}
 		inject.ServeHTTP(w, r)
 	})
+}
+
+// ClientPrefix is the URL path under which Handler serves the client for the events endpoint
+// endpoint: "client/" beside it ("/_lifeline/events" → "/_lifeline/client/"), or
+// "/_lifeline/client/" for an endpoint at the root.
+func ClientPrefix(endpoint string) string {
+	dir := path.Dir(endpoint)
+	if dir == "/" || dir == "." {
+		return "/_lifeline/client/"
+	}
+	return dir + "/client/"
 }

@@ -198,11 +198,50 @@
     if (el.textContent !== text) el.textContent = text;
   }
 
+  // The default indicator, for a page that has none of its own: a small box in the bottom
+  // right corner, above the page. <html data-lifeline-indicator="off"> opts out (the page then
+  // shows the state itself, from lifeline:state); a page with its own #connection-status keeps
+  // it and its styles.
+  const DEFAULT_STYLE = `
+#connection-status[data-lifeline-default] { position: fixed; right: 1rem; bottom: 1rem; z-index: 2147483000;
+  max-width: min(24rem, calc(100vw - 2rem)); display: flex; flex-wrap: wrap; align-items: center; gap: .3rem .6rem;
+  padding: .5rem .8rem; border-radius: 8px; background: #fff; color: #1b1f24; border: 1px solid #d0d7de;
+  box-shadow: 0 2px 8px rgba(0,0,0,.12); font: 13px/1.4 system-ui, sans-serif; }
+#connection-status[data-lifeline-default]::before { content: ""; width: .7rem; height: .7rem; border-radius: 50%; background: #8c959f; }
+#connection-status[data-lifeline-default][data-state="connected"]::before { background: #1a7f37; }
+#connection-status[data-lifeline-default][data-state="slow"]::before { background: #bf8700; }
+#connection-status[data-lifeline-default][data-state="reconnecting"]::before,
+#connection-status[data-lifeline-default][data-state="offline"]::before { background: #cf222e; }
+#connection-status[data-lifeline-default][data-state="unauthorized"]::before { background: #0969da; }
+#connection-status[data-lifeline-default][data-state="misconfigured"]::before,
+#connection-status[data-lifeline-default][data-state="failed"]::before { background: #8250df; }
+#connection-status[data-lifeline-default][data-state="connected"] #connection-detail { display: none; }
+#connection-status[data-lifeline-default] #connection-label { font-weight: 600; }
+#connection-status[data-lifeline-default] #connection-detail { width: 100%; color: #57606a; }
+#connection-status[data-lifeline-default] #connection-detail:empty { display: none; }
+#connection-status[data-lifeline-default] #reconnect-now { font: inherit; padding: .1rem .6rem; border-radius: 6px;
+  border: 1px solid #8c959f; background: #f6f8fa; color: inherit; cursor: pointer; }
+#connection-status[data-lifeline-default] #reconnect-now:disabled { display: none; }`;
+
+  function createDefaultIndicator() {
+    if (document.documentElement.dataset.lifelineIndicator === 'off' || !document.body) return null;
+    const style = document.createElement('style');
+    style.textContent = DEFAULT_STYLE;
+    document.head.appendChild(style);
+    const box = document.createElement('div');
+    box.id = 'connection-status';
+    box.setAttribute('data-lifeline-default', '');
+    box.setAttribute('role', 'status');
+    box.dataset.state = 'connecting';
+    document.body.appendChild(box);
+    return box;
+  }
+
   // ensureIndicator returns the indicator's parts, adding the ones an older markup lacks and
-  // the attributes the contract promises. A page without #connection-status gets no indicator
-  // here: where to put one, and its styles, belong to the plugin-served page.
-  function ensureIndicator() {
-    const box = document.getElementById('connection-status');
+  // the attributes the contract promises; create makes the default indicator when the page
+  // has none (only once the document has parsed: the page's own may come later in it).
+  function ensureIndicator(create) {
+    const box = document.getElementById('connection-status') || (create ? createDefaultIndicator() : null);
     if (!box) return null;
     const part = (id, tag, after) => {
       let el = document.getElementById(id);
@@ -301,7 +340,7 @@
   function init() {
     const title = document.getElementById('connection-title');
     if (title) title.textContent = L.title;
-    const parts = ensureIndicator();
+    const parts = ensureIndicator(true);
     if (parts) {
       parts.button.addEventListener('click', () => {
         if (dataState(current) === 'failed') location.reload();

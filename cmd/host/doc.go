@@ -1,7 +1,7 @@
-// Command host is Lifeline's demo Host: it serves the demo page from -web with the bootstrap
-// injected, the wasm build (pre-compressed when the browser accepts it), wasm_exec.js, the
-// events endpoint, and a demo stream "ticks" that publishes {"n":<counter>,"at":<unix ms>}
-// once a second.
+// Command host is Lifeline's demo Host: it serves the demo page from -web through the Host
+// plugin, as an embedder's app would be (the plugin injects the bootstrap and its client, and
+// serves the client: the wasm, pre-compressed, and its scripts), the events endpoint, and a
+// demo stream "ticks" that publishes {"n":<counter>,"at":<unix ms>} once a second.
 //
 // Usage:
 //

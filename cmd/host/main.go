@@ -32,7 +32,7 @@ func run(args []string, stderr io.Writer) int {
 	flags.SetOutput(stderr)
 	addr := flags.String("addr", "127.0.0.1:8080", "`address` to listen on")
 	configPath := flags.String("config", "", "config `file` (JSON); default: the built-in defaults")
-	webDir := flags.String("web", "web", "`directory` holding the demo page, the wasm build and wasm_exec.js")
+	webDir := flags.String("web", "web", "`directory` holding the demo page")
 	faults := flags.Bool("faults", false, "serve the fault panel at /_lifeline/faults (loopback clients only)")
 	certFile := flags.String("cert", "", "TLS certificate `file` (PEM); with -key the Host serves https and pages dial wss")
 	keyFile := flags.String("key", "", "TLS private key `file` (PEM)")
@@ -144,7 +144,8 @@ func run(args []string, stderr io.Writer) int {
 	if *faults {
 		mux.Handle("/_lifeline/faults", h.FaultPanel())
 	}
-	mux.Handle("/", h.Handler(newStatic(*webDir, logger)))
+	// The demo page is a plain page: the plugin injects its client, as on an embedder's site.
+	mux.Handle("/", h.Handler(http.FileServer(http.Dir(*webDir))))
 	srv := &http.Server{
 		Handler: mux,
 		// A client that never finishes its headers must not hold a connection forever.

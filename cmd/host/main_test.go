@@ -188,8 +188,7 @@ func next(t *testing.T, c *websocket.Conn) wire.ServerFrame {
 	return f
 }
 
-// webDir makes a -web directory: a page, a wasm with fresh .br and .gz siblings, an older wasm
-// whose .br is stale, and an HTML page with a .gz sibling that must never be served.
+// webDir makes a -web directory: a page, and a .gz sibling of it that must never be served.
 func webDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -205,11 +204,6 @@ func webDir(t *testing.T) string {
 	t0 := time.Now().Add(-time.Hour)
 	write("index.html", "<!doctype html><html><head><title>demo</title></head><body>hi</body></html>", t0)
 	write("index.html.gz", "not a page", t0)
-	write("app.wasm", "\x00asm raw", t0)
-	write("app.wasm.br", "brotli bytes", t0)
-	write("app.wasm.gz", "gzip bytes", t0)
-	write("stale.wasm", "\x00asm new", t0)
-	write("stale.wasm.br", "old brotli", t0.Add(-time.Minute))
 	return dir
 }
 
@@ -283,44 +277,27 @@ func TestServesThePageWithTheBootstrap(t *testing.T) {
 	}
 }
 
-func TestServesTheWasmPrecompressedWhenAccepted(t *testing.T) {
+func TestServesTheClientThePageNames(t *testing.T) {
+	// The demo takes the embedder's path: the Host plugin injects and serves its own client.
 	h := startHost(t, "-web", webDir(t))
-	tests := []struct {
-		name, path, accept, wantBody, wantEncoding string
-	}{
-		{"brotli is preferred", "/app.wasm", "gzip, deflate, br", "brotli bytes", "br"},
-		{"gzip when brotli is not accepted", "/app.wasm", "gzip", "gzip bytes", "gzip"},
-		{"gzip when brotli is refused with q=0", "/app.wasm", "br;q=0, gzip", "gzip bytes", "gzip"},
-		{"a wildcard accepts brotli", "/app.wasm", "*", "brotli bytes", "br"},
-		{"the raw file without Accept-Encoding", "/app.wasm", "", "\x00asm raw", ""},
-		{"a sibling older than its file is stale", "/stale.wasm", "br", "\x00asm new", ""},
+	_, page := h.get("/", nil)
+	m := regexp.MustCompile(`<script src="(/_lifeline/client/[^"]+)" data-wasm="([^"]+)" data-run="([^"]+)" async>`).FindStringSubmatch(string(page))
+	if m == nil {
+		t.Fatalf("the page does not load the client:\n%s", page)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			resp, body := h.get(tt.path, map[string]string{"Accept-Encoding": tt.accept})
-			if string(body) != tt.wantBody || resp.Header.Get("Content-Encoding") != tt.wantEncoding {
-				t.Errorf("body %q, Content-Encoding %q; want %q, %q", body, resp.Header.Get("Content-Encoding"), tt.wantBody, tt.wantEncoding)
-			}
-			if ct := resp.Header.Get("Content-Type"); ct != "application/wasm" {
-				t.Errorf("Content-Type %q, want application/wasm", ct)
-			}
-			if tt.path == "/app.wasm" && resp.Header.Get("Vary") != "Accept-Encoding" {
-				t.Errorf("Vary %q, want Accept-Encoding", resp.Header.Get("Vary"))
-			}
-		})
+	for i, u := range m[1:] {
+		resp, body := h.get(u, map[string]string{"Accept-Encoding": "gzip, br"})
+		if resp.StatusCode != 200 || len(body) == 0 || resp.Header.Get("Cache-Control") != "public, max-age=31536000, immutable" {
+			t.Errorf("GET %s: %d, %d bytes, Cache-Control %q", u, resp.StatusCode, len(body), resp.Header.Get("Cache-Control"))
+		}
+		if i == 1 && resp.Header.Get("Content-Encoding") != "br" {
+			t.Errorf("the wasm came as %q, want br", resp.Header.Get("Content-Encoding"))
+		}
 	}
 	// HTML is never served from a compressed sibling: it must carry the bootstrap.
 	resp, body := h.get("/", map[string]string{"Accept-Encoding": "gzip"})
 	if resp.Header.Get("Content-Encoding") != "" || !strings.Contains(string(body), "lifeline-bootstrap") {
 		t.Errorf("the page came from its .gz sibling: %q", body)
-	}
-}
-
-func TestServesWasmExecFromGoWhenTheWebDirHasNone(t *testing.T) {
-	h := startHost(t, "-web", webDir(t))
-	resp, body := h.get("/wasm_exec.js", nil)
-	if resp.StatusCode != 200 || !strings.Contains(string(body), "Go") || !strings.Contains(resp.Header.Get("Content-Type"), "javascript") {
-		t.Errorf("GET /wasm_exec.js: %d %s, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
 	}
 }
 

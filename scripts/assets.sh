@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Builds the client the Host plugin serves and embeds (hostplugin/internal/client/dist): the
+# wasm (pre-compressed: .br and .gz; the plugin derives identity from the .gz), the tab script
+# (web/settings.js + web/lifeline.js) and the runner (Go's wasm_exec.js + web/runner.js).
+# The assets are committed, so that an embedder who only ran `go get` has them; CI checks that
+# they match a fresh build (scripts/check-assets.sh). Run this after changing anything that
+# the wasm links (controller, gateway, hub, wasm, internal/strictjson) or web/*.js.
+#   scripts/assets.sh [dir]   (default hostplugin/internal/client/dist)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-hostplugin/internal/client/dist}
+mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# -trimpath and -buildvcs=false: the same source gives the same bytes on any machine and at
+# any commit (VCS stamps would change the wasm with every commit).
+GOOS=js GOARCH=wasm go build -trimpath -buildvcs=false -ldflags="-s -w" -o "$tmp/lifeline.wasm" ./wasm
+cat web/settings.js web/lifeline.js >"$out/lifeline.js"
+cat "$(go env GOROOT)/lib/wasm/wasm_exec.js" web/runner.js >"$out/run.js"
+# Node's zlib has brotli; gzip -9 likewise, with no file name or time in the header.
+node -e '
+const fs = require("fs"), zlib = require("zlib");
+const [src, out] = process.argv.slice(1);
+const raw = fs.readFileSync(src);
+fs.writeFileSync(out + "/lifeline.wasm.br", zlib.brotliCompressSync(raw, { params: {
+  [zlib.constants.BROTLI_PARAM_QUALITY]: 11, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: raw.length } }));
+fs.writeFileSync(out + "/lifeline.wasm.gz", zlib.gzipSync(raw, { level: 9 }));
+const br = fs.statSync(out + "/lifeline.wasm.br").size, gz = fs.statSync(out + "/lifeline.wasm.gz").size;
+console.log(`client assets in ${out}: wasm ${raw.length} bytes raw, ${gz} gzip -9, ${br} brotli -q11`);
+' "$tmp/lifeline.wasm" "$out"
