@@ -31,7 +31,8 @@ type JetStreamOptions struct {
 	Replicas int
 	// MaxEvents is how many events each stream keeps for replay. Default: 4096.
 	MaxEvents int
-	// Timeout bounds each request to NATS. Default: 2 s.
+	// Timeout bounds each request to NATS, and how long an append keeps trying while its
+	// stream has no leader (one being elected after a NATS node died). Default: 2 s.
 	Timeout time.Duration
 	// Logger receives connection losses and recoveries. Default: slog.Default().
 	Logger *slog.Logger
