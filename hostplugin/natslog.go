@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 )
 
 // JetStreamOptions are the optional parts of a [JetStreamLog]. A nil *JetStreamOptions means
@@ -30,7 +31,8 @@ type JetStreamOptions struct {
 	Replicas int
 	// MaxEvents is how many events each stream keeps for replay. Default: 4096.
 	MaxEvents int
-	// Timeout bounds each request to NATS. Default: 2 s.
+	// Timeout bounds each request to NATS, and how long an append keeps trying while its
+	// stream has no leader (one being elected after a NATS node died). Default: 2 s.
 	Timeout time.Duration
 	// Logger receives connection losses and recoveries. Default: slog.Default().
 	Logger *slog.Logger
@@ -67,6 +69,12 @@ const nameKey = "lifeline_stream"
 // could not read is never served) and [JetStreamLog.Health] says so; the connection is
 // retried forever and the log recovers on its own.
 //
+// Events are published on <prefix>.s.<hash>, and JetStream republishes each one once it is
+// stored on <prefix>.live.<hash> (the stream's RePublish), where every Host's Follow hears it:
+// a Host's NATS user needs to publish to the first, subscribe to the second and use the
+// JetStream API for the streams named <Prefix>_*. A NATS node lost costs a Host no more than
+// JetStream's own failover (seconds while a stream leader is elected, nothing otherwise).
+//
 // A stream nobody has appended to does not exist in JetStream: Since answers it with a
 // reset to sequence 0 in an epoch of this log's own ([UnbornPrefix] and a random id: "nothing"
 // on one Host is not comparable with "nothing" on another, so a page that moves is reset by
@@ -83,15 +91,19 @@ type JetStreamLog struct {
 	cancel   context.CancelFunc
 	closeOne sync.Once
 
-	mu      sync.Mutex // guards the fields below
-	streams map[string]*jsStream
-	health  LogHealth
+	mu        sync.Mutex // guards the fields below
+	streams   map[string]*jsStream
+	health    LogHealth
+	conn      context.Context // ended when the NATS connection is lost: requests on it give up
+	connLost  context.CancelFunc
+	followers map[*nats.Subscription]*follower
 }
 
 // jsStream is what the log knows of one Lifeline stream.
 type jsStream struct {
 	name    string // JetStream stream
-	subject string
+	subject string // where events are published
+	live    string // where JetStream republishes each event once it is stored: what Follow hears
 	epoch   string // "" until the stream is known to exist
 	head    uint64 // the highest sequence seen
 }
@@ -133,9 +145,11 @@ func ConnectJetStream(url string, opts *JetStreamOptions) (*JetStreamLog, error)
 	if o.Name == "" {
 		o.Name = "lifeline"
 	}
-	l := &JetStreamLog{opts: o, logger: o.Logger, streams: map[string]*jsStream{}, unborn: UnbornPrefix + newID(6)}
+	l := &JetStreamLog{opts: o, logger: o.Logger, streams: map[string]*jsStream{}, unborn: UnbornPrefix + newID(6),
+		followers: map[*nats.Subscription]*follower{}}
 	l.health = LogHealth{Backend: "jetstream"}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.conn, l.connLost = context.WithCancel(l.ctx)
 	nc, err := nats.Connect(url,
 		nats.Name(o.Name),
 		nats.MaxReconnects(-1),
@@ -147,10 +161,14 @@ func ConnectJetStream(url string, opts *JetStreamOptions) (*JetStreamLog, error)
 		nats.ReconnectBufSize(-1),
 		nats.DisconnectErrHandler(l.onDisconnect),
 		nats.ReconnectHandler(l.onReconnect),
-		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			l.mu.Lock()
 			l.health.LastError = err.Error()
+			f := l.followers[sub]
 			l.mu.Unlock()
+			if f != nil && errors.Is(err, nats.ErrSlowConsumer) {
+				f.look() // live copies were dropped: read them from the stream
+			}
 		}),
 	)
 	if err != nil {
@@ -174,6 +192,7 @@ func (l *JetStreamLog) onDisconnect(nc *nats.Conn, err error) {
 		return
 	}
 	l.mu.Lock()
+	l.connLost()
 	l.health.Connected = false
 	l.health.DownSince = time.Now()
 	l.health.Outages++
@@ -190,7 +209,17 @@ func (l *JetStreamLog) onReconnect(nc *nats.Conn) {
 	l.health.Connected = true
 	l.health.Server = nc.ConnectedUrlRedacted()
 	l.health.DownSince = time.Time{}
+	l.connLost()
+	l.conn, l.connLost = context.WithCancel(l.ctx)
+	followers := make([]*follower, 0, len(l.followers))
+	for _, f := range l.followers {
+		followers = append(followers, f)
+	}
 	l.mu.Unlock()
+	// What was republished while the connection was down never reached this Host.
+	for _, f := range followers {
+		f.look()
+	}
 	l.logger.Info("hostplugin: NATS connection is back", "server", nc.ConnectedUrlRedacted(), "outage", down.Round(time.Millisecond))
 }
 
@@ -220,7 +249,8 @@ func (l *JetStreamLog) names(stream string) *jsStream {
 	if st == nil {
 		sum := sha256.Sum256([]byte(stream))
 		h := hex.EncodeToString(sum[:16])
-		st = &jsStream{name: l.opts.Prefix + "_" + h, subject: strings.ToLower(l.opts.Prefix) + ".s." + h}
+		p := strings.ToLower(l.opts.Prefix)
+		st = &jsStream{name: l.opts.Prefix + "_" + h, subject: p + ".s." + h, live: p + ".live." + h}
 		l.streams[stream] = st
 	}
 	return st
@@ -261,15 +291,31 @@ func epochOf(info *jetstream.StreamInfo) string {
 	return "t" + strconv.FormatInt(info.Created.UnixNano(), 36)
 }
 
+// request bounds one request to NATS by the log's Timeout, and ends it as soon as the
+// connection it was sent on is lost: its answer would never come, and the caller can try
+// again on the next connection instead of waiting out the timeout.
 func (l *JetStreamLog) request(ctx context.Context) (context.Context, context.CancelFunc) {
+	return l.requestUntil(ctx, time.Now().Add(l.opts.Timeout))
+}
+
+func (l *JetStreamLog) requestUntil(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return context.WithTimeout(ctx, l.opts.Timeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	l.mu.Lock()
+	conn := l.conn
+	l.mu.Unlock()
+	stop := context.AfterFunc(conn, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
 }
 
-// info reads the stream's state from NATS; a stream that does not exist is (nil, nil).
-func (l *JetStreamLog) info(ctx context.Context, stream string) (*jetstream.StreamInfo, error) {
+// info reads the stream's state from NATS; a stream that does not exist is (nil, nil). The
+// handle it returns carries that state (CachedInfo).
+func (l *JetStreamLog) info(ctx context.Context, stream string) (jetstream.Stream, error) {
 	st, _ := l.known(stream)
 	ctx, cancel := l.request(ctx)
 	defer cancel()
@@ -283,7 +329,7 @@ func (l *JetStreamLog) info(ctx context.Context, stream string) (*jetstream.Stre
 	}
 	info := s.CachedInfo()
 	l.learn(stream, epochOf(info), info.State.LastSeq)
-	return info, nil
+	return s, nil
 }
 
 // ensure makes the stream exist in JetStream and returns what the log knows of it.
@@ -304,6 +350,7 @@ func (l *JetStreamLog) ensure(ctx context.Context, stream string) (jsStream, err
 		MaxMsgs:     int64(l.opts.MaxEvents),
 		Replicas:    l.opts.Replicas,
 		Duplicates:  2 * time.Minute,
+		RePublish:   &jetstream.RePublish{Source: st.subject, Destination: st.live},
 		Metadata:    map[string]string{epochKey: newID(8), nameKey: truncate(stream)},
 	}
 	s, err := l.js.CreateStream(ctx, cfg)
@@ -321,7 +368,10 @@ func (l *JetStreamLog) ensure(ctx context.Context, stream string) (jsStream, err
 }
 
 // Append implements [StreamLog]: the event is stored in JetStream before it is returned, and
-// every Host's Follow delivers it.
+// every Host's Follow delivers it. While the stream has no leader (JetStream is electing one
+// after a NATS node died) Append keeps trying for the log's Timeout: nothing was stored then,
+// so trying again cannot store the event twice. An answer lost on the way (a timeout, the
+// connection lost meanwhile) is reported as an error: the event may or may not be stored.
 func (l *JetStreamLog) Append(ctx context.Context, stream string, data json.RawMessage) (Event, error) {
 	ev, _, err := l.append(ctx, stream, func(uint64) json.RawMessage { return data }, "")
 	return ev, err
@@ -329,32 +379,52 @@ func (l *JetStreamLog) Append(ctx context.Context, stream string, data json.RawM
 
 // AppendUnique appends build(seq) as the next event of stream, unless an event with id was
 // appended in the last two minutes, by this Host or any other of the fleet. build receives
-// the sequence number the event will have. It reports whether this call stored the event.
+// the sequence number the event will have. It reports whether this call stored the event:
+// false when an event with id was there already (stored by another Host, or by an earlier
+// try of this call whose answer was lost).
 //
 // Several Hosts running the same periodic publisher each call it with the same id for the
-// same period (a tick's second): exactly one event per id lands.
+// same period (a tick's second): exactly one event per id lands. Because the id makes a
+// retry harmless, AppendUnique also tries again, for the log's Timeout, after an answer lost
+// with a NATS node and while another Host's append of the same id is in progress.
 func (l *JetStreamLog) AppendUnique(ctx context.Context, stream, id string, build func(seq uint64) json.RawMessage) (Event, bool, error) {
 	return l.append(ctx, stream, build, id)
 }
 
+// publishRetry is how long append waits before it tries again a publish that found no stream
+// leader, or (with an id) lost its answer.
+const publishRetry = 100 * time.Millisecond
+
+// JetStream's code for a publish whose message id another publish is storing right now.
+const jsErrCodeDuplicateInProcess = 10158
+
 func (l *JetStreamLog) append(ctx context.Context, stream string, build func(uint64) json.RawMessage, id string) (Event, bool, error) {
-	var lastErr error
-	for range 4 {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	deadline := time.Now().Add(l.opts.Timeout)
+	fail := func(err error) (Event, bool, error) {
+		return Event{}, false, fmt.Errorf("%w: append to %q: %v", ErrLogUnavailable, truncate(stream), err)
+	}
+	checked := false // whether a missing stream leader was told from a deleted stream
+	for refusals := 0; ; {
 		st, err := l.ensure(ctx, stream)
 		if err != nil {
 			return Event{}, false, err
 		}
-		var popts []jetstream.PublishOpt
+		// Retries are this loop's: it tells a deleted stream from one without a leader.
+		popts := []jetstream.PublishOpt{jetstream.WithRetryAttempts(0)}
 		if id != "" {
 			// The expected last sequence makes build's seq the real one: a Host that missed
 			// another's event is refused, reads the head and tries again.
 			popts = append(popts, jetstream.WithMsgID(id), jetstream.WithExpectLastSequence(st.head))
 		}
 		data := build(st.head + 1)
-		rctx, cancel := l.request(ctx)
+		rctx, cancel := l.requestUntil(ctx, deadline)
 		ack, err := l.js.Publish(rctx, st.subject, data, popts...)
 		cancel()
 		var apiErr *jetstream.APIError
+		errors.As(err, &apiErr)
 		switch {
 		case err == nil && ack.Duplicate:
 			return Event{}, false, nil
@@ -362,31 +432,78 @@ func (l *JetStreamLog) append(ctx context.Context, stream string, build func(uin
 			if ack.Sequence <= st.head && id == "" {
 				// Sequences only grow in one stream: this one was recreated.
 				if _, err := l.info(ctx, stream); err != nil {
-					return Event{}, false, fmt.Errorf("%w: %v", ErrLogUnavailable, err)
+					return fail(err)
 				}
 			}
 			l.learn(stream, st.epoch, ack.Sequence)
 			cur, _ := l.known(stream)
 			return Event{Epoch: cur.epoch, Seq: ack.Sequence, Data: append(json.RawMessage(nil), data...)}, true, nil
 		case errors.Is(err, jetstream.ErrNoStreamResponse):
-			// The stream is gone (deleted): make it again, with a new epoch.
-			l.forget(stream)
-		case errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
-			if _, err := l.info(ctx, stream); err != nil {
-				return Event{}, false, fmt.Errorf("%w: %v", ErrLogUnavailable, err)
+			// Nobody stored it: the stream is electing a leader, or it was deleted. A deleted
+			// stream is told at once by the meta leader; a stream being failed over is not.
+			if !checked {
+				checked = true
+				if l.deleted(ctx, stream) {
+					l.forget(stream) // make it again, with a new epoch
+					continue
+				}
 			}
+		case apiErr != nil && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
+			if refusals++; refusals > 4 {
+				return fail(err)
+			}
+			if _, err := l.info(ctx, stream); err != nil {
+				return fail(err)
+			}
+			continue
+		case id != "" && (apiErr != nil && apiErr.ErrorCode == jsErrCodeDuplicateInProcess || lostAnswer(ctx, err)):
+			// Safe to try again: the id keeps a second copy out.
 		default:
-			return Event{}, false, fmt.Errorf("%w: append to %q: %v", ErrLogUnavailable, truncate(stream), err)
+			return fail(err)
 		}
-		lastErr = err
+		if !sleepUntil(ctx, time.Now().Add(publishRetry), deadline) {
+			return fail(err)
+		}
 	}
-	return Event{}, false, fmt.Errorf("%w: append to %q: %v", ErrLogUnavailable, truncate(stream), lastErr)
 }
 
-// replayBatch is the replay length from which Since reads through a consumer instead of one
-// request per event.
-const replayBatch = 32
+// deleted reports whether NATS says stream does not exist, asking for no longer than a
+// healthy cluster takes to answer.
+func (l *JetStreamLog) deleted(ctx context.Context, stream string) bool {
+	st, _ := l.known(stream)
+	ctx, cancel := l.requestUntil(ctx, time.Now().Add(min(l.opts.Timeout, 250*time.Millisecond)))
+	defer cancel()
+	_, err := l.js.Stream(ctx, st.name)
+	return errors.Is(err, jetstream.ErrStreamNotFound)
+}
+
+// lostAnswer reports whether err means the answer to a request was lost (with its NATS
+// node, or its connection) while the caller still waits.
+func lostAnswer(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrDisconnected) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrReconnectBufExceeded)
+}
+
+// sleepUntil waits until at, and reports whether the caller may go on: at is before the
+// deadline and ctx did not end.
+func sleepUntil(ctx context.Context, at, deadline time.Time) bool {
+	if !at.Before(deadline) {
+		return false
+	}
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
 
 // Since implements [StreamLog]. It never returns an error: when NATS cannot be read it answers
 // a reset to the last head it knew, because a replay it cannot read in full is one it cannot
@@ -403,12 +520,14 @@ func (l *JetStreamLog) Since(ctx context.Context, stream string, cur Cursor) ([]
 	}
 	// A NATS node failing over (a stream leader elected again) takes a few seconds: retry
 	// within sinceRetry before settling for a reset.
-	var info *jetstream.StreamInfo
+	var s jetstream.Stream
 	var err error
+	found := false
 	for deadline := time.Now().Add(sinceRetry); ; {
 		if !l.nc.IsConnected() {
 			err = nats.ErrConnectionReconnecting
-		} else if info, err = l.info(ctx, stream); err == nil {
+		} else if s, err = l.info(ctx, stream); err == nil {
+			found = s != nil
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -416,9 +535,10 @@ func (l *JetStreamLog) Since(ctx context.Context, stream string, cur Cursor) ([]
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if info == nil {
+	if !found {
 		return nil, Cursor{Epoch: l.unborn}, false, nil
 	}
+	info := s.CachedInfo()
 	epoch, first, last := epochOf(info), info.State.FirstSeq, info.State.LastSeq
 	head := Cursor{Epoch: epoch, Seq: last}
 	if cur.Epoch != epoch || cur.Seq > last || cur.Seq+1 < first {
@@ -428,10 +548,10 @@ func (l *JetStreamLog) Since(ctx context.Context, stream string, cur Cursor) ([]
 	if n == 0 {
 		return nil, head, true, nil
 	}
-	events, err := l.read(ctx, info.Config.Name, epoch, cur.Seq+1, last)
+	events, err := l.read(ctx, s, epoch, cur.Seq+1, last)
 	if err != nil && !errors.Is(err, errGap) {
 		time.Sleep(200 * time.Millisecond)
-		events, err = l.read(ctx, info.Config.Name, epoch, cur.Seq+1, last)
+		events, err = l.read(ctx, s, epoch, cur.Seq+1, last)
 	}
 	if err != nil {
 		if errors.Is(err, errGap) {
@@ -447,38 +567,85 @@ const sinceRetry = 5 * time.Second
 
 var errGap = errors.New("hostplugin: the log no longer holds the range")
 
+// readParallel is how many reads of single events read keeps in flight.
+const readParallel = 16
+
+// replayBatch is the range length from which read tries a consumer first.
+const replayBatch = 32
+
+// consumerWait bounds how long read waits for a consumer to be made before it reads the
+// events one by one: made in milliseconds in a healthy cluster, a consumer cannot be made
+// while the JetStream meta leader is being elected, and is never answered for when it was
+// placed on a NATS node that just died.
+const consumerWait = 500 * time.Millisecond
+
 // read returns the events from..to of a JetStream stream, every one of them, or an error.
-func (l *JetStreamLog) read(ctx context.Context, name, epoch string, from, to uint64) ([]Event, error) {
+// A long range is fetched through a consumer of its own; when none can be made at once, and
+// for short ranges, the events are read one request each, several at a time, from the
+// stream leader, which needs nothing but the stream.
+func (l *JetStreamLog) read(ctx context.Context, s jetstream.Stream, epoch string, from, to uint64) ([]Event, error) {
+	if to-from+1 >= replayBatch {
+		events, err := l.fetch(ctx, s, epoch, from, to)
+		if err == nil || errors.Is(err, errGap) {
+			return events, err
+		}
+	}
 	ctx, cancel := l.request(ctx)
 	defer cancel()
-	s, err := l.js.Stream(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Event, 0, to-from+1)
-	if to-from+1 < replayBatch {
-		for seq := from; seq <= to; seq++ {
-			m, err := s.GetMsg(ctx, seq)
+	out := make([]Event, to-from+1)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(readParallel)
+	for seq := from; seq <= to && gctx.Err() == nil; seq++ {
+		g.Go(func() error {
+			m, err := s.GetMsg(gctx, seq)
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				return nil, errGap
+				return errGap
 			}
 			if err != nil {
-				return nil, err
+				return err
 			}
-			out = append(out, Event{Epoch: epoch, Seq: m.Sequence, Data: m.Data})
-		}
-		return out, nil
+			out[seq-from] = Event{Epoch: epoch, Seq: m.Sequence, Data: m.Data}
+			return nil
+		})
 	}
-	c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:   from,
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // ended before every read was started
+	}
+	return out, nil
+}
+
+// fetch reads from..to through an ephemeral consumer made for this read and deleted after.
+func (l *JetStreamLog) fetch(ctx context.Context, s jetstream.Stream, epoch string, from, to uint64) ([]Event, error) {
+	cctx, cancel := l.requestUntil(ctx, time.Now().Add(min(l.opts.Timeout, consumerWait)))
+	c, err := s.CreateConsumer(cctx, jetstream.ConsumerConfig{
+		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+		OptStartSeq:       from,
+		AckPolicy:         jetstream.AckNonePolicy,
+		MemoryStorage:     true,
+		Replicas:          1,
+		InactiveThreshold: time.Minute, // in case the delete below is lost
 	})
+	cancel()
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		name := c.CachedInfo().Name
+		go func() {
+			dctx, cancel := l.request(l.ctx)
+			defer cancel()
+			_ = s.DeleteConsumer(dctx, name)
+		}()
+	}()
+	ctx, cancel = l.request(ctx)
+	defer cancel()
+	out := make([]Event, 0, to-from+1)
 	next := from
 	for next <= to {
-		batch, err := c.Fetch(int(min(to-next+1, 1024)), jetstream.FetchMaxWait(l.opts.Timeout))
+		batch, err := c.Fetch(int(min(to-next+1, 1024)), jetstream.FetchContext(ctx))
 		if err != nil {
 			return nil, err
 		}
@@ -493,8 +660,7 @@ func (l *JetStreamLog) read(ctx context.Context, name, epoch string, from, to ui
 				return nil, errGap
 			}
 			out = append(out, Event{Epoch: epoch, Seq: next, Data: append(json.RawMessage(nil), m.Data()...)})
-			next++
-			if next > to {
+			if next++; next > to {
 				break
 			}
 		}
@@ -502,114 +668,8 @@ func (l *JetStreamLog) read(ctx context.Context, name, epoch string, from, to ui
 			return nil, err
 		}
 		if got == 0 {
-			return nil, fmt.Errorf("hostplugin: replay of %s stalled at %d", name, next)
+			return nil, fmt.Errorf("hostplugin: replay of %s stalled at %d", s.CachedInfo().Config.Name, next)
 		}
 	}
 	return out, nil
-}
-
-// followRetry is how long Follow waits before it looks again for a stream that does not exist
-// yet, or after NATS failed it.
-const followRetry = time.Second
-
-// Follow implements [StreamLog] with an ordered JetStream consumer that starts right after the
-// head the stream has when Follow is called, so events of every Host reach fn in seq order.
-// An event appended while Follow registers is passed to fn or returned by a later Since: the
-// consumer's start is read before Follow returns.
-func (l *JetStreamLog) Follow(stream string, fn func(Event)) (stop func()) {
-	ctx, cancel := context.WithCancel(l.ctx)
-	done := make(chan struct{})
-	start, epoch := uint64(0), ""
-	// Follow runs under the Host's hub locks: with NATS away it must not wait for a timeout.
-	var info *jetstream.StreamInfo
-	var err error
-	if l.nc.IsConnected() {
-		info, err = l.info(ctx, stream)
-	}
-	if err == nil && info != nil {
-		start, epoch = info.State.LastSeq+1, epochOf(info)
-	} else if st, ok := l.known(stream); ok {
-		// NATS is away: start after the last head known; a gap found later is a reset.
-		start, epoch = st.head+1, st.epoch
-	}
-	go func() {
-		defer close(done)
-		l.follow(ctx, stream, fn, start, epoch)
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
-}
-
-func (l *JetStreamLog) follow(ctx context.Context, stream string, fn func(Event), next uint64, epoch string) {
-	wait := func() bool {
-		t := time.NewTimer(followRetry)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-			return true
-		}
-	}
-	for ctx.Err() == nil {
-		info, err := l.info(ctx, stream)
-		if err != nil || info == nil {
-			if !wait() {
-				return
-			}
-			continue
-		}
-		if e := epochOf(info); e != epoch {
-			// A stream that appeared, or was recreated: follow the new one from its start.
-			epoch, next = e, info.State.FirstSeq
-		}
-		next = max(next, 1)
-		c, err := l.js.OrderedConsumer(ctx, info.Config.Name, jetstream.OrderedConsumerConfig{
-			DeliverPolicy: jetstream.DeliverByStartSequencePolicy,
-			OptStartSeq:   next,
-		})
-		if err != nil {
-			if ctx.Err() == nil {
-				l.logger.Warn("hostplugin: cannot follow a stream; retrying", "stream", truncate(stream), "err", err)
-			}
-			if !wait() {
-				return
-			}
-			continue
-		}
-		// Short pull expiry and heartbeat: a consumer lost with its NATS node (a killed cluster
-		// member) is noticed and recreated in about a second instead of the default ~30 s.
-		it, err := c.Messages(jetstream.PullExpiry(2*time.Second), jetstream.PullHeartbeat(500*time.Millisecond))
-		if err != nil {
-			if !wait() {
-				return
-			}
-			continue
-		}
-		unhook := context.AfterFunc(ctx, it.Stop)
-		for {
-			m, err := it.Next()
-			if err != nil {
-				break
-			}
-			md, err := m.Metadata()
-			if err != nil {
-				continue
-			}
-			seq := md.Sequence.Stream
-			if seq < next {
-				continue
-			}
-			next = seq + 1
-			l.learn(stream, epoch, seq)
-			fn(Event{Epoch: epoch, Seq: seq, Data: append(json.RawMessage(nil), m.Data()...)})
-		}
-		unhook()
-		it.Stop()
-		if ctx.Err() == nil && !wait() {
-			return
-		}
-	}
 }

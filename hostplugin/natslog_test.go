@@ -242,6 +242,171 @@ func TestJetStreamFollowWaitsForAStreamThatDoesNotExistYet(t *testing.T) {
 	}
 }
 
+// followed collects what a Follow delivers.
+type followed struct {
+	mu     sync.Mutex
+	events []hostplugin.Event
+}
+
+func follow(t testing.TB, log hostplugin.StreamLog, stream string) *followed {
+	t.Helper()
+	f := &followed{}
+	t.Cleanup(log.Follow(stream, func(ev hostplugin.Event) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.events = append(f.events, ev)
+	}))
+	return f
+}
+
+// wait returns the first n events delivered, failing the test after d.
+func (f *followed) wait(t testing.TB, d time.Duration, n int) []hostplugin.Event {
+	t.Helper()
+	waitUntil(t, d, fmt.Sprintf("%d followed events", n), func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return len(f.events) >= n
+	})
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]hostplugin.Event(nil), f.events[:n]...)
+}
+
+func seqsOf(events []hostplugin.Event) []uint64 {
+	var out []uint64
+	for _, ev := range events {
+		out = append(out, ev.Seq)
+	}
+	return out
+}
+
+// onlyStream returns the one JetStream stream on ns, through a connection of the test's own.
+func onlyStream(t testing.TB, ns *natsServer) jetstream.Stream {
+	t.Helper()
+	nc, err := nats.Connect(ns.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	var names []string
+	for name := range js.StreamNames(context.Background()).Name() {
+		names = append(names, name)
+	}
+	if len(names) != 1 {
+		t.Fatalf("streams %v, want one", names)
+	}
+	s, err := js.Stream(context.Background(), names[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// republishTo points the stream's RePublish at dest (nil: none) and returns what it was.
+func republishTo(t testing.TB, ns *natsServer, dest *jetstream.RePublish) *jetstream.RePublish {
+	t.Helper()
+	s := onlyStream(t, ns)
+	nc, err := nats.Connect(ns.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	cfg := s.CachedInfo().Config
+	was := cfg.RePublish
+	cfg.RePublish = dest
+	if _, err := js.UpdateStream(context.Background(), cfg); err != nil {
+		t.Fatalf("UpdateStream: %v", err)
+	}
+	return was
+}
+
+// Follow hears the copies JetStream republishes; an event whose copy never reached the Host
+// (lost with a NATS node or the connection) is read from the stream: before the next copy
+// when one comes, and when the stream has been quiet for a while (5 s) when none does.
+func TestJetStreamFollowReadsTheEventsWhoseLiveCopiesWereLost(t *testing.T) {
+	ns := startNATS(t)
+	a, b := ns.connect(t, nil), ns.connect(t, nil)
+	jsAppendN(t, a, "s", 0, 1)
+	got := follow(t, b, "s")
+
+	live := onlyStream(t, ns).CachedInfo().Config.RePublish
+	if live == nil {
+		t.Fatal("the stream was made without RePublish")
+	}
+	elsewhere := &jetstream.RePublish{Source: live.Source, Destination: "nobody.listens"}
+	republishTo(t, ns, elsewhere)
+	jsAppendN(t, a, "s", 1, 3) // seqs 2–4: their copies go where nobody listens
+	republishTo(t, ns, live)
+	jsAppendN(t, a, "s", 4, 1) // seq 5: its copy shows the gap
+	if seqs := seqsOf(got.wait(t, bound, 4)); fmt.Sprint(seqs) != "[2 3 4 5]" {
+		t.Fatalf("followed %v, want [2 3 4 5]", seqs)
+	}
+
+	republishTo(t, ns, elsewhere)
+	jsAppendN(t, a, "s", 5, 2) // seqs 6–7, and nothing after them
+	republishTo(t, ns, live)
+	events := got.wait(t, 5*time.Second+bound, 6)
+	if seqs := seqsOf(events); fmt.Sprint(seqs) != "[2 3 4 5 6 7]" {
+		t.Fatalf("followed %v, want [2 3 4 5 6 7]", seqs)
+	}
+	for _, ev := range events {
+		if string(ev.Data) != fmt.Sprintf(`{"i":%d}`, ev.Seq-1) {
+			t.Fatalf("seq %d delivered with %s, want {\"i\":%d}", ev.Seq, ev.Data, ev.Seq-1)
+		}
+	}
+}
+
+// A stream made without RePublish (by an older Lifeline) is given it by the first Follow.
+func TestJetStreamFollowGivesAStreamWithoutRePublishOne(t *testing.T) {
+	ns := startNATS(t)
+	a, b := ns.connect(t, nil), ns.connect(t, nil)
+	jsAppendN(t, a, "s", 0, 1)
+	live := republishTo(t, ns, nil)
+	got := follow(t, b, "s")
+	waitFor(t, "the stream to republish again", func() bool {
+		rp := onlyStream(t, ns).CachedInfo().Config.RePublish
+		return rp != nil && rp.Destination == live.Destination
+	})
+	jsAppendN(t, a, "s", 1, 3)
+	if seqs := seqsOf(got.wait(t, bound, 3)); fmt.Sprint(seqs) != "[2 3 4]" {
+		t.Fatalf("followed %v, want [2 3 4]", seqs)
+	}
+}
+
+// A stream deleted and made again under the same name starts its seqs over in a new epoch:
+// Follow moves to it instead of taking its first events for copies it has seen.
+func TestJetStreamFollowMovesToAStreamMadeAgain(t *testing.T) {
+	ns := startNATS(t)
+	a, b := ns.connect(t, nil), ns.connect(t, nil)
+	old := jsAppendN(t, a, "s", 0, 3)
+	got := follow(t, b, "s")
+	jsAppendN(t, a, "s", 3, 1)
+	got.wait(t, bound, 1)
+
+	s := onlyStream(t, ns)
+	nc, err := nats.Connect(ns.url())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	if err := js.DeleteStream(context.Background(), s.CachedInfo().Config.Name); err != nil {
+		t.Fatal(err)
+	}
+	again := jsAppendN(t, a, "s", 0, 2)
+	events := got.wait(t, bound, 3)
+	if events[0].Seq != 4 || events[0].Epoch != old[0].Epoch {
+		t.Fatalf("first followed event %+v, want seq 4 of epoch %q", events[0], old[0].Epoch)
+	}
+	for i, ev := range events[1:] {
+		if ev.Seq != uint64(i+1) || ev.Epoch != again[0].Epoch || ev.Epoch == old[0].Epoch {
+			t.Fatalf("after the stream was made again: %+v, want seq %d of the new epoch %q", ev, i+1, again[0].Epoch)
+		}
+	}
+}
+
 func TestAppendUniqueStoresOneEventPerIDAcrossHosts(t *testing.T) {
 	ns := startNATS(t)
 	a, b := ns.connect(t, nil), ns.connect(t, nil)
@@ -361,4 +526,365 @@ func newLogFixture(t testing.TB, log hostplugin.StreamLog) *fixture {
 		srv.Close()
 	})
 	return &fixture{h: h, srv: srv, logs: l}
+}
+
+// failoverBound is how soon publishing and live delivery must resume on every Host after a
+// NATS node is SIGKILLed, counted from the moment the stream has a leader again.
+const failoverBound = 3 * time.Second
+
+// A SIGKILLed node of a 3-node NATS cluster costs the Hosts of a fleet no more than the
+// stream's own failover: whichever node dies, every surviving Host publishes and delivers
+// live again within failoverBound of the stream having a leader (at once when the stream
+// kept its leader; after JetStream elected a new one when the leader died), and each Host's
+// Follow delivers every stored event exactly once, in order. One Host is connected to the
+// node that dies (it reconnects), one to a node that lives; both publish the same ids every
+// 100 ms, as fleet ticks do.
+func TestJetStreamLogResumesWithinThreeSecondsOfANATSNodeCrash(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SIGKILLs a node of a 3-node NATS cluster in three cases: about 40 s")
+	}
+	tests := []struct {
+		name   string
+		victim func(streamLeader, metaLeader, other string) string
+	}{
+		{"the stream leader dies", func(sl, _, _ string) string { return sl }},
+		{"the meta leader, leading no stream, dies", func(_, ml, _ string) string { return ml }},
+		{"a node leading nothing dies", func(_, _, o string) string { return o }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := startNATSCluster(t)
+			stream := arrangeLeaders(t, c)
+			sl, ml := stream.leader(t), c.meta(c.nodes[0]).Leader
+			other := ""
+			for _, n := range c.nodes {
+				if n.name != sl && n.name != ml {
+					other = n.name
+				}
+			}
+			victim := c.node(tt.victim(sl, ml, other))
+			var survivor *natsNode
+			for _, n := range c.nodes {
+				if n != victim {
+					survivor = n
+					break
+				}
+			}
+			t.Logf("stream leader %s, meta leader %s; killing %s", sl, ml, victim.name)
+			elected := watchLeaderElections(t, survivor)
+
+			hosts := []*failoverHost{
+				newFailoverHost(t, "the Host on the dying node", victim),
+				newFailoverHost(t, "the Host on a living node", survivor),
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			for _, h := range hosts {
+				wg.Go(func() { h.publish(ctx) })
+			}
+			defer func() {
+				cancel()
+				wg.Wait()
+			}()
+			waitUntil(t, 10*time.Second, "both Hosts to deliver 5 live events", func() bool {
+				return hosts[0].delivered() >= 5 && hosts[1].delivered() >= 5
+			})
+
+			killed := time.Now()
+			c.kill(victim)
+			leaderBack := killed
+			if victim.name == sl {
+				leaderBack = elected.wait(t, killed)
+				t.Logf("kill → new stream leader elected: %v", leaderBack.Sub(killed).Round(time.Millisecond))
+			}
+			waitUntil(t, failoverBound+5*time.Second, "both Hosts to deliver 20 events published after the stream had a leader", func() bool {
+				return hosts[0].deliveredAfter(leaderBack) >= 20 && hosts[1].deliveredAfter(leaderBack) >= 20
+			})
+			cancel()
+			wg.Wait()
+			if at, ok := elected.firstAfter(killed); ok && victim.name != sl {
+				t.Errorf("the stream's leader lived, yet JetStream elected one %v after %s died: the 3 s are the server's to lose", at.Sub(killed).Round(time.Millisecond), victim.name)
+			}
+			_, head, _, _ := hosts[1].log.Since(context.Background(), "ticks", hostplugin.Cursor{})
+			for _, h := range hosts {
+				waitUntil(t, bound, h.name+" to deliver up to the head "+fmt.Sprint(head.Seq), func() bool { return h.last().Seq >= head.Seq })
+			}
+			allowed := leaderBack.Sub(killed) + failoverBound
+			for _, h := range hosts {
+				h.check(t, head)
+				pub, live := h.silences(killed)
+				t.Logf("%s: kill → first publish %v, first live delivery %v; longest silence: publishing %v, delivery %v",
+					h.name, h.firstPublish(killed).Round(time.Millisecond), h.firstDelivery(killed).Round(time.Millisecond),
+					pub.Round(time.Millisecond), live.Round(time.Millisecond))
+				if pub > allowed || live > allowed {
+					t.Errorf("%s stopped for %v (publishing) and %v (delivery) after %s died; want at most %v (%v after the stream had a leader again)",
+						h.name, pub.Round(time.Millisecond), live.Round(time.Millisecond), victim.name, allowed.Round(time.Millisecond), failoverBound)
+				}
+			}
+		})
+	}
+}
+
+// waitUntil polls cond until it holds, failing the test after d.
+func waitUntil(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// clusterStream is the ticks stream of a natsCluster, read through a connection of its own.
+type clusterStream struct {
+	js   jetstream.JetStream
+	name string
+}
+
+func (s clusterStream) leader(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	st, err := s.js.Stream(ctx, s.name)
+	if err != nil {
+		return ""
+	}
+	if info := st.CachedInfo(); info.Cluster != nil {
+		return info.Cluster.Leader
+	}
+	return ""
+}
+
+// arrangeLeaders creates the ticks stream (R3) and, if its leader is the meta leader, asks it
+// to step down until the two are different nodes, so that each role can be killed alone.
+func arrangeLeaders(t testing.TB, c *natsCluster) clusterStream {
+	t.Helper()
+	setup, err := hostplugin.ConnectJetStream(c.nodes[0].addrs.Client, &hostplugin.JetStreamOptions{Replicas: 3, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("ConnectJetStream: %v", err)
+	}
+	defer setup.Close()
+	waitUntil(t, 20*time.Second, "the ticks stream to be created", func() bool {
+		_, _, err := setup.AppendUnique(context.Background(), "ticks", "setup", func(seq uint64) json.RawMessage {
+			return json.RawMessage(fmt.Sprintf(`{"n":%d}`, seq))
+		})
+		return err == nil
+	})
+	nc, err := nats.Connect(c.nodes[0].addrs.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	var s clusterStream
+	for name := range js.StreamNames(context.Background()).Name() {
+		s = clusterStream{js: js, name: name}
+	}
+	waitUntil(t, 20*time.Second, "the stream leader and the meta leader to be different nodes", func() bool {
+		sl, ml := s.leader(t), c.meta(c.nodes[0]).Leader
+		if sl == "" || ml == "" {
+			return false
+		}
+		if sl != ml {
+			return true
+		}
+		_, _ = nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+s.name, nil, 2*time.Second)
+		return false
+	})
+	return s
+}
+
+// elections records when the stream leader elections advised by JetStream were seen.
+type elections struct {
+	mu sync.Mutex
+	at []time.Time
+}
+
+func watchLeaderElections(t testing.TB, n *natsNode) *elections {
+	t.Helper()
+	nc, err := nats.Connect(n.addrs.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	e := &elections{}
+	if _, err := nc.Subscribe("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.>", func(*nats.Msg) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.at = append(e.at, time.Now())
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// electionBound is the longest a JetStream stream may take to elect a leader: its raft
+// election timeout is 4–9 s, and a split vote takes another round.
+const electionBound = 30 * time.Second
+
+// wait returns when the first election after t0 was seen, failing the test after electionBound.
+func (e *elections) wait(t testing.TB, t0 time.Time) time.Time {
+	t.Helper()
+	var at time.Time
+	waitUntil(t, electionBound, "JetStream to elect a new stream leader", func() bool {
+		var ok bool
+		at, ok = e.firstAfter(t0)
+		return ok
+	})
+	return at
+}
+
+func (e *elections) firstAfter(t0 time.Time) (time.Time, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, at := range e.at {
+		if at.After(t0) {
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// failoverHost is one Host of the failover test: a JetStreamLog that publishes fleet ticks
+// and follows them, with the time of every publish and every delivery.
+type failoverHost struct {
+	name string
+	log  *hostplugin.JetStreamLog
+
+	mu        sync.Mutex
+	events    []hostplugin.Event
+	eventAt   []time.Time
+	published []time.Time // returns of successful AppendUnique calls (stored or duplicate)
+	stop      func()
+}
+
+func newFailoverHost(t testing.TB, name string, seed *natsNode) *failoverHost {
+	t.Helper()
+	log, err := hostplugin.ConnectJetStream(seed.addrs.Client, &hostplugin.JetStreamOptions{Replicas: 3, Logger: slog.New(slog.DiscardHandler), Name: name})
+	if err != nil {
+		t.Fatalf("ConnectJetStream: %v", err)
+	}
+	h := &failoverHost{name: name, log: log}
+	h.stop = log.Follow("ticks", func(ev hostplugin.Event) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.events = append(h.events, ev)
+		h.eventAt = append(h.eventAt, time.Now())
+	})
+	t.Cleanup(func() {
+		h.stop()
+		_ = log.Close()
+	})
+	return h
+}
+
+// publish appends a tick every 100 ms with the slot as its id, until ctx ends.
+func (h *failoverHost) publish(ctx context.Context) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			id := fmt.Sprintf("tick-%d", now.UnixMilli()/100)
+			_, _, err := h.log.AppendUnique(ctx, "ticks", id, func(seq uint64) json.RawMessage {
+				return json.RawMessage(fmt.Sprintf(`{"n":%d}`, seq))
+			})
+			if err == nil {
+				h.mu.Lock()
+				h.published = append(h.published, time.Now())
+				h.mu.Unlock()
+			}
+		}
+	}
+}
+
+func (h *failoverHost) delivered() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.events)
+}
+
+func (h *failoverHost) deliveredAfter(t0 time.Time) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, at := range h.eventAt {
+		if at.After(t0) {
+			n++
+		}
+	}
+	return n
+}
+
+func (h *failoverHost) last() hostplugin.Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.events) == 0 {
+		return hostplugin.Event{}
+	}
+	return h.events[len(h.events)-1]
+}
+
+// check asserts that the Host delivered every event from its first to head exactly once, in
+// order, in one epoch, each with its own data.
+func (h *failoverHost) check(t testing.TB, head hostplugin.Cursor) {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	first := h.events[0].Seq
+	for i, ev := range h.events {
+		if want := first + uint64(i); ev.Seq != want || ev.Epoch != head.Epoch || string(ev.Data) != fmt.Sprintf(`{"n":%d}`, ev.Seq) {
+			t.Fatalf("%s: delivery %d is seq %d epoch %q data %s; want seq %d of epoch %q: an event was lost or duplicated", h.name, i, ev.Seq, ev.Epoch, ev.Data, want, head.Epoch)
+		}
+	}
+	if last := h.events[len(h.events)-1].Seq; last != head.Seq {
+		t.Fatalf("%s delivered up to seq %d; the stream holds %d", h.name, last, head.Seq)
+	}
+}
+
+// silences returns the longest time without a successful publish, and without a delivery,
+// among the intervals that end after t0.
+func (h *failoverHost) silences(t0 time.Time) (publish, deliver time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	longest := func(ts []time.Time) time.Duration {
+		var d time.Duration
+		for i := 1; i < len(ts); i++ {
+			if ts[i].After(t0) {
+				d = max(d, ts[i].Sub(ts[i-1]))
+			}
+		}
+		return d
+	}
+	return longest(h.published), longest(h.eventAt)
+}
+
+func (h *failoverHost) firstPublish(t0 time.Time) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, at := range h.published {
+		if at.After(t0) {
+			return at.Sub(t0)
+		}
+	}
+	return -1
+}
+
+// firstDelivery is how long after t0 the Host delivered its first event.
+func (h *failoverHost) firstDelivery(t0 time.Time) time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, at := range h.eventAt {
+		if at.After(t0) {
+			return at.Sub(t0)
+		}
+	}
+	return -1
 }

@@ -38,6 +38,7 @@ func main() {
 	opts := &server.Options{
 		ServerName: *name, Host: host, Port: port,
 		JetStream: true, StoreDir: *dir, NoSigs: true,
+		Logtime: true, // the fleet test lines NATS's elections up with the Hosts' logs
 	}
 	if *cluster != "" {
 		ch, cp := split(*cluster)

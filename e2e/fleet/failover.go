@@ -1,0 +1,244 @@
+//go:build !js
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// failoverBound is how soon every Host must publish and deliver ticks again once the ticks
+// stream has a leader after a NATS node died.
+const failoverBound = 3 * time.Second
+
+// electionBound is the longest JetStream may take to elect a new stream leader: its raft
+// election timeout is 4–9 s, and a split vote takes another round.
+const electionBound = 30 * time.Second
+
+// ticksStream finds the JetStream stream of the ticks Lifeline stream (its metadata names
+// it) and the NATS node leading it.
+func ticksStream(urls string) (name, leader string, err error) {
+	nc, err := nats.Connect(urls)
+	if err != nil {
+		return "", "", err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return "", "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	streams := js.ListStreams(ctx)
+	for info := range streams.Info() {
+		if info.Config.Metadata["lifeline_stream"] == "ticks" {
+			if info.Cluster == nil || info.Cluster.Leader == "" {
+				return "", "", fmt.Errorf("stream %s has no leader", info.Config.Name)
+			}
+			return info.Config.Name, info.Cluster.Leader, nil
+		}
+	}
+	if err := streams.Err(); err != nil {
+		return "", "", err
+	}
+	return "", "", errors.New("no JetStream stream holds the ticks")
+}
+
+// electionWatch records when JetStream advised a new leader of one stream, seen from a NATS
+// node that stays up.
+type electionWatch struct {
+	nc *nats.Conn
+	mu sync.Mutex
+	at []time.Time
+	by []string
+}
+
+func watchElections(url, stream string) (*electionWatch, error) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return nil, err
+	}
+	w := &electionWatch{nc: nc}
+	if _, err := nc.Subscribe("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED."+stream, func(m *nats.Msg) {
+		var adv struct {
+			Leader string `json:"leader"`
+		}
+		_ = json.Unmarshal(m.Data, &adv)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.at = append(w.at, time.Now())
+		w.by = append(w.by, adv.Leader)
+	}); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	if err := nc.Flush(); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *electionWatch) close() { w.nc.Close() }
+
+// first returns the first election advised after t0 and the node elected.
+func (w *electionWatch) first(t0 time.Time) (time.Time, string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, at := range w.at {
+		if at.After(t0) {
+			return at, w.by[i], true
+		}
+	}
+	return time.Time{}, "", false
+}
+
+// probeState reads one bin/client connected straight to one Host (not through nginx): the
+// times that Host delivered ticks.
+type probeState struct {
+	mu  sync.Mutex
+	buf []byte
+	at  []time.Time
+}
+
+func (p *probeState) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.buf = append(p.buf, b...)
+	for {
+		i := strings.IndexByte(string(p.buf), '\n')
+		if i < 0 {
+			break
+		}
+		var l line
+		if json.Unmarshal(p.buf[:i], &l) == nil && l.Event == "delivery" && !l.Reset {
+			p.at = append(p.at, time.UnixMicro(int64(l.T*1000)))
+		}
+		p.buf = p.buf[i+1:]
+	}
+	return len(b), nil
+}
+
+// after returns the first delivery after t0.
+func (p *probeState) after(t0 time.Time) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, at := range p.at {
+		if at.After(t0) {
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// longestSilence returns the longest time between two deliveries among those that end after t0.
+func (p *probeState) longestSilence(t0 time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var d time.Duration
+	for i := 1; i < len(p.at); i++ {
+		if p.at[i].After(t0) {
+			d = max(d, p.at[i].Sub(p.at[i-1]))
+		}
+	}
+	return d
+}
+
+// startProbes connects one bin/client to each Host directly and waits for each to deliver two
+// ticks.
+func (f *fleet) startProbes() ([3]*probeState, error) {
+	var probes [3]*probeState
+	for i := range 3 {
+		probes[i] = &probeState{}
+		if _, err := f.start(fmt.Sprintf("probe-h%d", i+1), probes[i], f.bin+"/client", "-url", "ws://"+f.hostAddr[i]+"/_lifeline/events",
+			"-n", "1", "-sub", "ticks", "-deliveries"); err != nil {
+			return probes, err
+		}
+	}
+	since := time.Now()
+	err := f.waitFor("a client on each Host to receive ticks", 20*time.Second, func() bool {
+		for _, p := range probes {
+			if _, ok := p.after(since.Add(time.Second)); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	return probes, err
+}
+
+// killTicksLeader SIGKILLs the NATS node leading the ticks stream and checks that every Host
+// delivers ticks again within failoverBound of the new leader's election. It returns the
+// index of the node killed.
+func (f *fleet) killTicksLeader() (int, error) {
+	probes, err := f.startProbes()
+	if err != nil {
+		return -1, err
+	}
+	stream, leader, err := ticksStream(f.natsURLs)
+	if err != nil {
+		return -1, fmt.Errorf("finding the ticks stream's leader: %w", err)
+	}
+	victim := -1
+	for i := range 3 {
+		if leader == fmt.Sprintf("n%d", i+1) {
+			victim = i
+		}
+	}
+	if victim < 0 {
+		return -1, fmt.Errorf("the ticks stream's leader %q is none of n1–n3", leader)
+	}
+	watch, err := watchElections("nats://"+f.natsAddr[(victim+1)%3], stream)
+	if err != nil {
+		return -1, err
+	}
+	defer watch.close()
+
+	logf("SIGKILL NATS node %s, the leader of the ticks stream", leader)
+	killed := time.Now()
+	f.nats[victim].signal(syscall.SIGKILL)
+	_ = f.nats[victim].wait(10 * time.Second)
+	var elected time.Time
+	var by string
+	if err := f.waitFor("JetStream to elect a new leader of the ticks stream", electionBound, func() bool {
+		var ok bool
+		elected, by, ok = watch.first(killed)
+		return ok
+	}); err != nil {
+		return victim, err
+	}
+	if err := f.waitFor("every Host to deliver a tick after the election", failoverBound+5*time.Second, func() bool {
+		for _, p := range probes {
+			if _, ok := p.after(elected); !ok {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		return victim, err
+	}
+	logf("  new leader %s elected %v after the kill", by, elected.Sub(killed).Round(time.Millisecond))
+	var slow []string
+	for i, p := range probes {
+		first, _ := p.after(elected)
+		gap := first.Sub(elected)
+		logf("  h%d: first tick %v after the kill, %v after the election; longest silence %v",
+			i+1, first.Sub(killed).Round(time.Millisecond), gap.Round(time.Millisecond), p.longestSilence(killed).Round(time.Millisecond))
+		if gap > failoverBound {
+			slow = append(slow, fmt.Sprintf("h%d %v", i+1, gap.Round(time.Millisecond)))
+		}
+	}
+	if len(slow) > 0 {
+		return victim, fmt.Errorf("ticks came back more than %v after the new stream leader was elected: %s", failoverBound, strings.Join(slow, ", "))
+	}
+	return victim, nil
+}
