@@ -177,8 +177,8 @@ func (f *fleet) startProbes() ([3]*probeState, error) {
 }
 
 // killTicksLeader SIGKILLs the NATS node leading the ticks stream and checks that every Host
-// delivers ticks again within failoverBound of the new leader's election. It returns the
-// index of the node killed.
+// publishes and delivers ticks again within failoverBound of the kill (the demo cluster's
+// elections take 1–2 s: see natsnode/raft.go). It returns the index of the node killed.
 func (f *fleet) killTicksLeader() (int, error) {
 	probes, err := f.startProbes()
 	if err != nil {
@@ -233,12 +233,12 @@ func (f *fleet) killTicksLeader() (int, error) {
 		gap := first.Sub(elected)
 		logf("  h%d: first tick %v after the kill, %v after the election; longest silence %v",
 			i+1, first.Sub(killed).Round(time.Millisecond), gap.Round(time.Millisecond), p.longestSilence(killed).Round(time.Millisecond))
-		if gap > failoverBound {
-			slow = append(slow, fmt.Sprintf("h%d %v", i+1, gap.Round(time.Millisecond)))
+		if back := first.Sub(killed); back > failoverBound {
+			slow = append(slow, fmt.Sprintf("h%d %v (%v after the election)", i+1, back.Round(time.Millisecond), gap.Round(time.Millisecond)))
 		}
 	}
 	if len(slow) > 0 {
-		return victim, fmt.Errorf("ticks came back more than %v after the new stream leader was elected: %s", failoverBound, strings.Join(slow, ", "))
+		return victim, fmt.Errorf("ticks came back more than %v after the stream leader's SIGKILL: %s", failoverBound, strings.Join(slow, ", "))
 	}
 	return victim, nil
 }

@@ -29,7 +29,11 @@ func main() {
 	cluster := flag.String("cluster", "", "cluster `address` (empty: a single server)")
 	routes := flag.String("routes", "", "the other nodes' cluster `urls`, comma-separated")
 	dir := flag.String("dir", "", "JetStream store `directory` (required)")
+	stock := flag.Bool("stock-raft", false, "keep nats-server's raft election timers (4-9 s after a leader crash; see raft.go)")
 	flag.Parse()
+	if !*stock {
+		fastRaft()
+	}
 	if *dir == "" {
 		fmt.Fprintln(os.Stderr, "natsnode: -dir is required")
 		os.Exit(2)
