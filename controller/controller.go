@@ -174,6 +174,21 @@ func (c *Controller) SetOnline(online bool) {
 	}
 }
 
+// Wake tells the controller that the page may have been asleep or held back: it became
+// visible, it resumed after a freeze, or one of its timers fired far later than due (the
+// machine slept; a hidden tab's timers are throttled). A wait that is already over — its
+// timer was held back — ends now, and the attempt goes at the ladder's current rung: waking is
+// no evidence that the Host is back, so the ladder keeps its position, and a wait still
+// running is kept as it is. Wake never adds an attempt the ladder would not make.
+func (c *Controller) Wake() {
+	c.mu.Lock()
+	l := c.cur
+	c.mu.Unlock()
+	if l != nil {
+		l.send(cmdWake)
+	}
+}
+
 // publish records s and queues it for OnChange. Called only by the loop (the one writer).
 func (c *Controller) publish(s Status) {
 	c.mu.Lock()
@@ -223,6 +238,7 @@ const (
 	cmdReconnect
 	cmdOffline
 	cmdOnline
+	cmdWake
 )
 
 // order is a command on its way to the loop; done is closed once the loop has acted on it and
@@ -464,6 +480,11 @@ func (l *loop) command(cmd command) {
 		l.cancelAll(ErrOffline)
 		l.retryT.Stop()
 		l.pending = false
+	case cmdWake:
+		if l.pending && !l.due && !time.Now().Before(l.next) {
+			l.retryT.Stop()
+			l.due = true
+		}
 	case cmdOnline:
 		if !l.offline {
 			return

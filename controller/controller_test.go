@@ -1057,3 +1057,41 @@ func TestDialsFailingDuringASamePlaceHandoverDoNotClimbTheLadder(t *testing.T) {
 		h.ctl.Stop()
 	})
 }
+
+func TestWakeNeverDialsEarlyNorResetsTheLadder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, controller.Recovery{}, fullCap)
+		h.ctl.Start()
+		for range 3 {
+			synctest.Wait()
+			h.failAndWait(t, h.next(t))
+			time.Sleep(time.Until(h.ctl.Status().NextAttempt))
+		}
+		synctest.Wait()
+		h.failAndWait(t, h.next(t)) // failure 4: a wait of 4 s
+		before := h.ctl.Status()
+		time.Sleep(time.Second)
+		h.ctl.Wake() // the page became visible mid-wait: the wait is kept
+		synctest.Wait()
+		h.none(t)
+		if s := h.wantState(t, controller.Reconnecting); !s.NextAttempt.Equal(before.NextAttempt) || s.Failures != 4 {
+			t.Fatalf("after Wake mid-wait: %s, want the same wait and rung as %s", describe(s), describe(before))
+		}
+		time.Sleep(time.Until(before.NextAttempt))
+		synctest.Wait()
+		a := h.next(t) // the ladder's attempt, on time
+		if !a.started.Equal(before.NextAttempt) {
+			t.Fatalf("attempt at %v, want %v", a.started, before.NextAttempt)
+		}
+		h.ctl.Wake() // during a handshake: nothing to wake
+		synctest.Wait()
+		h.none(t)
+		a.end <- errRefused
+		synctest.Wait()
+		if s := h.wantState(t, controller.Reconnecting); s.Failures != 5 || time.Until(s.NextAttempt) != 8*time.Second {
+			t.Fatalf("after the next failure: %s, want rung 5 (8 s): Wake kept the ladder", describe(s))
+		}
+		h.ctl.Stop()
+		h.ctl.Wake() // stopped: nothing
+	})
+}

@@ -70,6 +70,8 @@ const (
 	DefaultReadLimit  = 1 << 20
 	DefaultQueueLen   = 1024
 	DefaultCloseGrace = time.Second
+	// DefaultProbeTimeout is how long a liveness probe waits for a frame (see Probe).
+	DefaultProbeTimeout = 2 * time.Second
 )
 
 // Options tune a [Gateway]. A nil *Options means all defaults; zero fields take their default.
@@ -90,6 +92,9 @@ type Options struct {
 	// Header is sent with the WebSocket handshake (for example an Origin). Native builds
 	// only: a browser sets its own headers. Default none.
 	Header http.Header
+	// ProbeTimeout is how long [Gateway.Probe] waits for a frame before it declares the link
+	// dead. Default DefaultProbeTimeout (2 s).
+	ProbeTimeout time.Duration
 	// AbortDial is called under js/wasm when an attempt is cancelled while its browser
 	// WebSocket is still connecting, to abort that socket (the page's wasm/main.go installs
 	// one; see doc.go). The library cannot do it itself, and a connecting socket left
@@ -110,6 +115,7 @@ type Gateway struct {
 	readLimit int64
 	queueLen  int
 	grace     time.Duration
+	probeWait time.Duration
 	header    http.Header
 	abortDial func(url string)
 
@@ -148,6 +154,9 @@ func New(rawURL string, opts *Options) (*Gateway, error) {
 	if o.CloseGrace <= 0 {
 		o.CloseGrace = DefaultCloseGrace
 	}
+	if o.ProbeTimeout <= 0 {
+		o.ProbeTimeout = DefaultProbeTimeout
+	}
 	life, finish := context.WithCancelCause(context.Background())
 	return &Gateway{
 		url:       u.String(),
@@ -155,6 +164,7 @@ func New(rawURL string, opts *Options) (*Gateway, error) {
 		readLimit: o.ReadLimit,
 		queueLen:  o.QueueLen,
 		grace:     o.CloseGrace,
+		probeWait: o.ProbeTimeout,
 		header:    o.Header.Clone(),
 		abortDial: o.AbortDial,
 		life:      life,
@@ -327,6 +337,26 @@ func closedError(cause error) error {
 		return cause
 	}
 	return fmt.Errorf("%w: %w", ErrClosed, cause)
+}
+
+// Probe checks that the links are alive now, instead of waiting for the watchdog (2.5 ×
+// heartbeat of silence, 37.5 s by default): every ready session sends a ping, which the Host
+// answers at once, and a session that receives no frame within Options.ProbeTimeout ends with
+// ErrLinkDead. Call it when the world may have changed: the page became visible or resumed,
+// the network changed, the machine slept. A probe is one small frame on an open socket;
+// probes while one is outstanding on a session are folded into it, so calls never storm.
+//
+// A Host that does not know the frame answers it with an error frame, which proves the link
+// alive all the same; the session then sends no more pings (such a Host would close a session
+// after enough frames it does not know) and relies on its watchdog.
+func (g *Gateway) Probe() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for s := range g.sessions {
+		if s.ready {
+			s.probe()
+		}
+	}
 }
 
 // kickAll asks every session to reconcile its subscriptions. g.mu must be held.

@@ -533,3 +533,71 @@ func TestHandlerFaultsDoNotTouchTheConnection(t *testing.T) {
 		t.Fatalf("%d dials: a handler fault touched the connection", s.Dials)
 	}
 }
+
+func TestAProbeFindsAHalfOpenLinkInTwoSecondsNotTheWatchdogs37(t *testing.T) {
+	sc := newScenario(t)
+	// Default heartbeat (15 s: the watchdog would wait 37.5 s); the link goes silent at once.
+	script(t, sc, "a", []ts.Step{{Ready: true}, {Serve: true}, {Silent: true}})
+	r := newRig(t, sc.URL("a"), fast(), &gateway.Options{ProbeTimeout: 500 * time.Millisecond})
+	r.ctl.Start()
+	r.waitConnected()
+	probed := time.Now()
+	r.gw.Probe()
+	r.gw.Probe() // folded into the first
+	st := r.waitFailure()
+	took := time.Since(probed)
+	if !errors.Is(st.Err, gateway.ErrLinkDead) || !strings.Contains(st.Err.Error(), "probe") {
+		t.Fatalf("failure %v, want ErrLinkDead from the probe", st.Err)
+	}
+	if took < 500*time.Millisecond || took > 500*time.Millisecond+settleBound {
+		t.Fatalf("declared dead %v after the probe, want about its 500ms", took)
+	}
+	pings := 0
+	for _, f := range stats(t, sc).Hosts["a"].Received {
+		if f.T == wire.TypePing {
+			pings++
+		}
+	}
+	if pings != 1 {
+		t.Fatalf("the Host received %d pings, want 1 (two probes fold into one)", pings)
+	}
+}
+
+func TestAProbeOnAHealthyLinkChangesNothing(t *testing.T) {
+	sc := newScenario(t)
+	r := newRig(t, sc.URL("a"), fast(), &gateway.Options{ProbeTimeout: 300 * time.Millisecond})
+	r.ctl.Start()
+	r.waitConnected()
+	for range 5 {
+		r.gw.Probe()
+		time.Sleep(400 * time.Millisecond) // past the probe's bound: an unanswered one would have ended it
+	}
+	if s := r.ctl.Status(); s.State != controller.Connected || s.Attempt != 1 {
+		t.Fatalf("after five probes: %v attempt %d, want still the first connection", s.State, s.Attempt)
+	}
+	checkStayedConnected(t, r)
+}
+
+func TestAnOlderHostThatDoesNotKnowPingKeepsThePage(t *testing.T) {
+	sc := newScenario(t)
+	script(t, sc, "a", []ts.Step{{Ready: true}, {NoPing: true}, {Serve: true}})
+	r := newRig(t, sc.URL("a"), fast(), &gateway.Options{ProbeTimeout: 300 * time.Millisecond})
+	r.ctl.Start()
+	r.waitConnected()
+	for range 4 {
+		r.gw.Probe()
+		time.Sleep(400 * time.Millisecond)
+	}
+	if s := r.ctl.Status(); s.State != controller.Connected || s.Attempt != 1 {
+		t.Fatalf("with an older Host: %v attempt %d, want still connected", s.State, s.Attempt)
+	}
+	pings := 0
+	for _, f := range stats(t, sc).Hosts["a"].Received {
+		if f.T == wire.TypePing {
+			pings++
+		}
+	}
+	if pings != 1 {
+		t.Fatalf("the older Host received %d pings, want 1: its error answer proves the link, and no more are sent", pings)
+	}
+}

@@ -36,7 +36,7 @@ func (s *session) run() error {
 		return fmt.Errorf("%w: host did not agree on subprotocol %q, got %q", ErrProtocol, wire.Subprotocol, p)
 	}
 
-	l := &link{start: time.Now(), fail: make(chan error, 1), armed: make(chan time.Duration, 1)}
+	l := &link{start: time.Now(), fail: make(chan error, 1), armed: make(chan time.Duration, 1), ping: make(chan struct{}, 1)}
 	quit := make(chan struct{})
 	pumpDone, writerDone := make(chan struct{}), make(chan struct{})
 	go s.pump(c, l, pumpDone)
@@ -44,10 +44,17 @@ func (s *session) run() error {
 
 	watchdog := time.NewTimer(time.Hour)
 	watchdog.Stop()
+	probeT := time.NewTimer(time.Hour)
+	probeT.Stop()
+	var probeSent int64 = -1 // since(l.start) when the outstanding probe went out; -1 for none
 	var limit, heartbeat time.Duration
 	force := false
 loop:
 	for {
+		probes := s.probes
+		if probeSent >= 0 {
+			probes = nil // one probe at a time: later requests wait for this one's answer
+		}
 		select {
 		case <-s.ctx.Done():
 			err = context.Cause(s.ctx)
@@ -68,9 +75,26 @@ loop:
 				break loop
 			}
 			watchdog.Reset(limit - quiet)
+		case <-probes:
+			probeSent = since(l.start)
+			probeT.Reset(g.probeWait)
+			l.ping <- struct{}{} // the writer sends it; its capacity is this one probe
+		case <-probeT.C:
+			if l.lastFrame.Load() > probeSent {
+				probeSent = -1 // answered: the link is alive
+				continue
+			}
+			err = fmt.Errorf("%w: no answer to a liveness probe within %v", ErrLinkDead, g.probeWait)
+			force = true
+			break loop
+		}
+		if probeSent >= 0 && l.lastFrame.Load() > probeSent {
+			probeT.Stop()
+			probeSent = -1
 		}
 	}
 	watchdog.Stop()
+	probeT.Stop()
 	s.cancel(err) // from here on, frames still in flight are dropped, not dispatched
 	close(quit)
 	c.hangup(closeReason(err), force, g.grace)
@@ -84,6 +108,7 @@ type link struct {
 	lastFrame atomic.Int64       // since(start) at the last frame read
 	fail      chan error         // the first error ending the session (capacity 1)
 	armed     chan time.Duration // the heartbeat, once ready arrived (capacity 1)
+	ping      chan struct{}      // a probe for the writer to send (capacity 1)
 }
 
 func (l *link) report(err error) {
@@ -137,10 +162,17 @@ func (s *session) pump(c *carrier, l *link, done chan<- struct{}) {
 // writer sends what reconcile asks for, each time it is kicked.
 func (s *session) writer(c *carrier, l *link, quit <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
+	ping, _ := wire.ClientFrame{T: wire.TypePing}.Encode()
 	for {
 		select {
 		case <-quit:
 			return
+		case <-l.ping:
+			if err := c.write(ping); err != nil {
+				l.report(fmt.Errorf("%w: writing a ping: %w", ErrSessionClosed, err))
+				return
+			}
+			continue
 		case <-s.kick:
 		}
 		for _, f := range s.g.reconcile(s) {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"strings"
 	"maps"
 	"net/url"
 	"slices"
@@ -24,7 +25,10 @@ type session struct {
 	cancel   context.CancelCauseFunc
 	stopLife func() bool
 
-	kick chan struct{} // wakes the writer to reconcile subscriptions (capacity 1)
+	kick   chan struct{} // wakes the writer to reconcile subscriptions (capacity 1)
+	probes chan struct{} // a liveness probe is wanted (capacity 1): run sends it and times it
+
+	noPing atomic.Bool // the Host does not know the ping frame (an older Host)
 
 	// Owned by the pump goroutine.
 	readyFrame wire.ServerFrame
@@ -51,11 +55,23 @@ func newSession(g *Gateway, gen *controller.Generation, target *url.URL) *sessio
 		gen:    gen,
 		target: target,
 		kick:   make(chan struct{}, 1),
+		probes: make(chan struct{}, 1),
 		wire:   make(map[string]wireSub),
 	}
 	s.retryAfter.Store(-1)
 	s.restart.Store(-1)
 	return s
+}
+
+// probe asks run for a liveness probe; one already wanted or outstanding absorbs it.
+func (s *session) probe() {
+	if s.noPing.Load() {
+		return
+	}
+	select {
+	case s.probes <- struct{}{}:
+	default:
+	}
 }
 
 func (s *session) kickWriter() {
@@ -78,6 +94,9 @@ func (s *session) handle(f wire.ServerFrame) error {
 		}
 		if d, ok := wire.ParseRestart(f.Message); ok {
 			s.restart.Store(d.Milliseconds())
+		}
+		if strings.Contains(f.Message, `unknown type "`+wire.TypePing+`"`) {
+			s.noPing.Store(true) // an older Host: its answer proved the link, but ask no more
 		}
 		s.g.log.Warn("gateway: host reported an error", "url", s.target.String(), "message", f.Message)
 		return nil

@@ -735,3 +735,18 @@ func churn(conn *websocket.Conn) error {
 	}
 	return nil
 }
+
+func TestAPingIsAnsweredAtOnceWithAHeartbeat(t *testing.T) {
+	// A heartbeat of ten minutes: only the ping can explain an hb within the test.
+	f := newFixture(t, `{"heartbeatMs":600000}`, true)
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+	for range 3 {
+		c.send(`{"t":"ping"}`)
+		c.expect(wire.TypeHeartbeat)
+	}
+	c.send(`{"t":"ping","stream":"s"}`) // a malformed probe is a bad frame, not a probe
+	if fr := c.next(); fr.T != wire.TypeError {
+		t.Fatalf("answer to a malformed ping: %+v, want an error frame", fr)
+	}
+}

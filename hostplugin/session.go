@@ -126,6 +126,10 @@ func (s *session) run() {
 			s.subscribe(f)
 		case wire.TypeUnsub:
 			s.unsubscribe(f.Stream)
+		case wire.TypePing:
+			// A liveness probe: the page wants a frame now, not at the next heartbeat. (A
+			// session that is not ready yet answers once its ready frame is out.)
+			s.send(hbFrame)
 		}
 	}
 }

@@ -11,7 +11,8 @@ import (
 // In is one message from a client. T says which; the other fields are its arguments.
 type In struct {
 	// T is "hello" (Bootstrap, Options, Href, Online), "command" (Command: reconnect, stop,
-	// start), "online" (Online), "subscribe" (ID, Stream), "unsubscribe" (ID) or "bye".
+	// start), "online" (Online), "subscribe" (ID, Stream), "unsubscribe" (ID), "life" (Event)
+	// or "bye".
 	T string
 	// Bootstrap is the text of the page's #lifeline-bootstrap element; Options the JSON of
 	// its lifelineOptions ("" for none); Href the page's URL, which a path endpoint is
@@ -19,7 +20,11 @@ type In struct {
 	Bootstrap, Options, Href string
 	Online                   bool
 	Command                  string
-	ID                       int
+	// Event is what a "life" message reports of the page: "visible" (it became visible),
+	// "pageshow", "resume" (after a freeze), "network" (the connection type changed),
+	// "late" (a timer fired far later than due: the machine slept), "hidden", "freeze".
+	Event string
+	ID    int
 	Stream                   string
 
 	ack chan struct{} // closed once every message before it was acted on (tests)
@@ -128,6 +133,8 @@ func (conn *Conn) act(m In) bool {
 		}
 	case "online":
 		h.setOnline(m.Online)
+	case "life":
+		h.life(m.Event)
 	case "subscribe":
 		conn.subscribe(m.ID, m.Stream)
 	case "unsubscribe":

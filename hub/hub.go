@@ -27,6 +27,7 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
+	"github.com/lifeline-go/lifeline/gateway/wire"
 )
 
 // Options tune a [Hub]. A nil *Options means all defaults.
@@ -243,10 +244,38 @@ func (h *Hub) command(cmd string) error {
 func (h *Hub) setOnline(online bool) {
 	h.mu.Lock()
 	h.online = online
-	ctl := h.ctl
+	ctl, gw := h.ctl, h.gw
 	h.mu.Unlock()
-	if ctl != nil {
-		ctl.SetOnline(online)
+	if ctl == nil {
+		return
+	}
+	ctl.SetOnline(online)
+	if online {
+		gw.Probe() // the network came back, maybe another one: is the link still there?
+	}
+}
+
+// life acts on what a page saw happen to it. Anything after which the world may have changed
+// (it became visible, resumed, was shown again, changed network, or slept) probes the link,
+// which the Host answers at once, instead of waiting for the watchdog; and a wait for the next
+// attempt that the browser held back ends now (controller.Wake). In shared mode any tab's
+// reason is the hub's. Hiding and freezing change nothing: a hidden page adds no dials.
+func (h *Hub) life(event string) {
+	h.mu.Lock()
+	ctl, gw := h.ctl, h.gw
+	h.mu.Unlock()
+	if ctl == nil {
+		return
+	}
+	switch event {
+	case "visible", "pageshow", "resume", "late":
+		ctl.Wake()
+		gw.Probe()
+	case "network":
+		gw.Probe()
+	case "hidden", "freeze":
+	default:
+		h.log.Warn("hub: a client reported an unknown page event; ignored", "event", wire.Truncate(event))
 	}
 }
 

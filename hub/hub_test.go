@@ -384,3 +384,25 @@ func TestSubscriptionsMadeBeforeHelloStartOnceTheHubIsBuilt(t *testing.T) {
 		t.Fatalf("a subscription removed before hello got %d deliveries", n)
 	}
 }
+
+func TestAPageThatWokeUpProbesTheLink(t *testing.T) {
+	x := newHost(t)
+	h := newHub(t)
+	a := newClient()
+	ca := h.Attach(a)
+	ca.Handle(hello(x))
+	a.wait(t, "connected", func(c *client) bool { return c.state() == "connected" })
+	// Every event after which the link may be gone probes it; a live link answers, and
+	// nothing changes.
+	for _, ev := range []string{"visible", "resume", "pageshow", "late", "network", "hidden", "freeze", "bogus"} {
+		ca.Handle(hub.In{T: "life", Event: ev})
+	}
+	ca.Handle(hub.In{T: "online", Online: true})
+	hub.Sync(ca)
+	time.Sleep(gateway.DefaultProbeTimeout + 200*time.Millisecond) // past every probe's bound
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if last := a.statuses[len(a.statuses)-1]; last.State != controller.Connected || last.Attempt != 1 {
+		t.Fatalf("after the page's events: %v attempt %d, want the first connection still", last.State, last.Attempt)
+	}
+}

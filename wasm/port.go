@@ -13,7 +13,8 @@ import (
 // port is one tab's MessagePort, as a hub.Client.
 //
 // Tab → hub: {t:"hello", bootstrap, options, href, online}, {t:"command", command},
-// {t:"online", online}, {t:"subscribe", id, stream}, {t:"unsubscribe", id}, {t:"bye"}.
+// {t:"online", online}, {t:"subscribe", id, stream}, {t:"unsubscribe", id},
+// {t:"life", event} (see hub.In.Event), {t:"bye"}.
 // Hub → tab: {t:"status", state, slow, attempt, failures, nextAttempt (ms since the epoch, 0
 // for none), error, kind, retryAfter (ms)}, {t:"delivery", id, stream, seq, reset, epoch,
 // data, baseline} (data and baseline as JSON text: the tab parses them),
@@ -65,6 +66,7 @@ func inbound(d js.Value) hub.In {
 		Href:      str("href"),
 		Online:    d.Get("online").Truthy(),
 		Command:   str("command"),
+		Event:     str("event"),
 		ID:        num("id"),
 		Stream:    str("stream"),
 	}

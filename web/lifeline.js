@@ -198,11 +198,33 @@
 
   // ---- the browser's events
 
+  // The network and the page's lifecycle. Whenever the world may have changed while the page
+  // was not looking (shown again, resumed after a freeze, a new network, a machine that
+  // slept), the hub probes its link: a dead one is found in seconds, not at the watchdog.
+  const life = (event) => send({ t: 'life', event });
   window.addEventListener('online', () => send({ t: 'online', online: true }));
   window.addEventListener('offline', () => send({ t: 'online', online: false }));
   // Stop on hide so the page can enter the back-forward cache; a fresh sequence when shown.
   window.addEventListener('pagehide', () => send({ t: 'command', command: 'stop' }));
-  window.addEventListener('pageshow', (e) => { if (e.persisted) send({ t: 'command', command: 'start' }); });
+  window.addEventListener('pageshow', (e) => {
+    if (e.persisted) send({ t: 'command', command: 'start' });
+    else life('pageshow');
+  });
+  document.addEventListener('visibilitychange', () => life(document.visibilityState === 'visible' ? 'visible' : 'hidden'));
+  document.addEventListener('freeze', () => life('freeze'));
+  document.addEventListener('resume', () => life('resume'));
+  if (navigator.connection && navigator.connection.addEventListener) {
+    navigator.connection.addEventListener('change', () => life('network'));
+  }
+  // A timer that fires far later than due means the machine slept (or the page was frozen).
+  // Only while visible: a hidden tab's timers are throttled on purpose, and it adds no dials.
+  const TICK = 5000, LATE = 10000;
+  let lastTick = Date.now();
+  setInterval(() => {
+    const now = Date.now();
+    if (now - lastTick > TICK + LATE && document.visibilityState === 'visible') life('late');
+    lastTick = now;
+  }, TICK);
 
   // ---- start
 

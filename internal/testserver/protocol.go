@@ -35,6 +35,9 @@ type Step struct {
 	Silent bool `json:"silent,omitempty"`
 	// Deaf stops reading too: the session neither reads nor writes (a half-open link).
 	Deaf bool `json:"deaf,omitempty"`
+	// NoPing answers a ping as a Host that predates the frame does: with an error frame
+	// naming the unknown type, from this step on.
+	NoPing bool `json:"noPing,omitempty"`
 	// Send sends a raw text frame; SendBinary a binary one.
 	Send       string `json:"send,omitempty"`
 	SendBinary string `json:"sendBinary,omitempty"`

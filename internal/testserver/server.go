@@ -466,6 +466,7 @@ type ssession struct {
 	out     []outFrame
 	ready   bool
 	silent  bool
+	noPing  bool
 	serving bool
 	waiting []wire.ClientFrame // subs received before Serve
 
@@ -522,6 +523,10 @@ func (ss *ssession) steps(steps []Step) {
 		case st.Silent:
 			ss.mu.Lock()
 			ss.silent = true
+			ss.mu.Unlock()
+		case st.NoPing:
+			ss.mu.Lock()
+			ss.noPing = true
 			ss.mu.Unlock()
 		case st.Send != "":
 			ss.enqueue(false, []byte(st.Send))
@@ -598,6 +603,19 @@ func (ss *ssession) serve(f wire.ClientFrame) {
 	sc := ss.sc
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
+	if f.T == wire.TypePing {
+		ss.mu.Lock()
+		old := ss.noPing
+		ss.mu.Unlock()
+		if old {
+			b, _ := wire.ServerFrame{T: wire.TypeError, Message: `wire: bad frame: unknown type "ping"`}.Encode()
+			ss.enqueue(false, b)
+			return
+		}
+		b, _ := wire.ServerFrame{T: wire.TypeHeartbeat}.Encode()
+		ss.enqueue(true, b) // a silent session does not answer: that is what a probe finds out
+		return
+	}
 	l := sc.log(f.Stream)
 	if f.T == wire.TypeUnsub {
 		delete(l.subs, ss)
