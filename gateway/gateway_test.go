@@ -13,8 +13,8 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
-	ts "github.com/lifeline-go/lifeline/internal/testserver"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	ts "github.com/lifeline-go/lifeline/internal/testserver"
 )
 
 const isJS = runtime.GOOS == "js"

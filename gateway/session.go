@@ -3,10 +3,10 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"strings"
 	"maps"
 	"net/url"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/lifeline-go/lifeline/controller"

@@ -103,9 +103,9 @@ type Host struct {
 // request sees one config from start to end.
 type hostState struct {
 	cfg       Config
-	script    []byte // the bootstrap element, and the client's tags, injected into pages
+	script    []byte          // the bootstrap element, and the client's tags, injected into pages
 	clients   map[string]bool // the prefixes the client is served under: every one announced
-	hash      string // identifies script in derived ETags
+	hash      string          // identifies script in derived ETags
 	at        time.Time
 	endpoints map[string]bool // every endpoint announced so far: older pages still use theirs
 }

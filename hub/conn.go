@@ -23,9 +23,9 @@ type In struct {
 	// Event is what a "life" message reports of the page: "visible" (it became visible),
 	// "pageshow", "resume" (after a freeze), "network" (the connection type changed),
 	// "late" (a timer fired far later than due: the machine slept), "hidden", "freeze".
-	Event string
-	ID    int
-	Stream                   string
+	Event  string
+	ID     int
+	Stream string
 
 	ack chan struct{} // closed once every message before it was acted on (tests)
 }
