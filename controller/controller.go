@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 )
@@ -578,8 +579,8 @@ func (l *loop) goAway(g *gen, uri string) error {
 		uri = g.h.target
 		l.openRestartWindow()
 	} else {
-		loop := contains(l.chain, uri)
-		if !contains(l.chain, g.h.target) {
+		loop := slices.Contains(l.chain, uri)
+		if !slices.Contains(l.chain, g.h.target) {
 			l.chain = append(l.chain, g.h.target)
 		}
 		if loop {
@@ -772,13 +773,4 @@ func stoppedTimer() *time.Timer {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
 	return t
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

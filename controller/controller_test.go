@@ -888,9 +888,8 @@ func TestAttemptNumbersRunOnForTheControllersLife(t *testing.T) {
 
 func TestStatusReflectsEveryCallOnceItReturns(t *testing.T) {
 	// Ready, GoAway and every command publish before they return, so a caller that reads
-	// Status right away (no synctest.Wait, no sleep) sees what it did. A reply that preceded
-	// the publish made such reads flaky (about 1 run in 1,000). Settles take a second here,
-	// so that nothing else can move the state on before the test reads it.
+	// Status right away (no synctest.Wait, no sleep) sees what it did. Settles take a second
+	// here, so that nothing else can move the state on before the test reads it.
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, controller.Recovery{}, fullCap)
 		h.src.settleDelay.Store(int64(time.Second))

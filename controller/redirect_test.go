@@ -46,9 +46,8 @@ func pingPong(t *testing.T, h *harness, session, window time.Duration) []time.Du
 
 func TestRedirectLoopDampingHoldsAtEveryStableAfter(t *testing.T) {
 	// SPEC §4: two Hosts that say ready and redirect to each other after 40 ms, with a 10 ms
-	// first cap, get at most 6 dials a second, whatever stableAfterMs is (every ready used to
-	// clear the chain at stableAfterMs 0: 24 dials a second). u = 0.999… is the draw that
-	// makes every delay shortest at jitter 0.5.
+	// first cap, get at most 6 dials a second, whatever stableAfterMs is (undamped, every
+	// 40 ms: 26). u = 0.999… is the draw that makes every delay shortest at jitter 0.5.
 	for _, stable := range []float64{0, 1, 20, 40, 100, 1000, 10000, controller.MaxTimerMs} {
 		for _, u := range []float64{0, 0.5, 0.999999} {
 			t.Run(fmt.Sprintf("stableAfterMs=%v/u=%v", stable, u), func(t *testing.T) {

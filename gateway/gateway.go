@@ -227,9 +227,8 @@ func (g *Gateway) Subscribe(stream string, handler func(Delivery)) *Subscription
 	switch {
 	case handler == nil:
 		g.end(s, fmt.Errorf("%w: Subscribe(%q)", ErrNilHandler, stream))
-	case stream == "" || len(stream) > wire.MaxStreamName:
-		g.end(s, fmt.Errorf("%w: must be 1..%d bytes, got %d bytes (%.40q)",
-			ErrBadStream, wire.MaxStreamName, len(stream), stream))
+	case wire.CheckStream(stream) != nil:
+		g.end(s, fmt.Errorf("%w: %q: %w", ErrBadStream, wire.Truncate(stream), wire.CheckStream(stream)))
 	case g.cause != nil:
 		g.end(s, g.cause)
 	default:

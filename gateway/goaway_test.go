@@ -203,7 +203,7 @@ func TestRedirectChainResetsOnStopStart(t *testing.T) {
 func TestGoAwayToATargetThatCannotBeReachedComesHome(t *testing.T) {
 	// A drains to a target that refuses every socket, then closes the session; the Host that
 	// answers next on A's endpoint is a fresh one. The page tries the target twice and comes
-	// home (before: it dialled the dead target forever and never returned).
+	// home: a redirect is a hint, never a new home that could strand it.
 	sc := newScenario(t)
 	defaultScript(t, sc, "x", ts.Step{Reject: 503})
 	script(t, sc, "a", append(goAwaySession(50, sc.URL("x")), ts.Step{SleepMs: 300}, ts.Step{Close: 1001, Reason: "drained"}))

@@ -118,7 +118,7 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// request, its buffers and this goroutine's stack: an idle session then costs one small
 	// goroutine.
 	go s.run()
-	if h.gateOpen() {
+	if h.Ready() {
 		s.sendReady()
 	}
 }

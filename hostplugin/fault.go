@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/lifeline-go/lifeline/gateway/wire"
 	"io"
 	"net"
 	"net/http"
@@ -86,19 +87,19 @@ func ParseFault(s string) (Fault, error) {
 		case FaultFlap, FaultOverload:
 			ms, err := strconv.ParseInt(arg, 10, 64)
 			if !hasArg || err != nil || ms < 0 || ms > 24*3600*1000 {
-				return Fault{}, fmt.Errorf("%w: %s needs =<ms> with ms in 0..86400000, got %q", ErrFault, name, truncate(s))
+				return Fault{}, fmt.Errorf("%w: %s needs =<ms> with ms in 0..86400000, got %q", ErrFault, name, wire.Truncate(s))
 			}
 			f.After = time.Duration(ms) * time.Millisecond
 		case FaultDrain:
 			f.URI = arg
 		default:
 			if hasArg {
-				return Fault{}, fmt.Errorf("%w: %s takes no argument, got %q", ErrFault, name, truncate(s))
+				return Fault{}, fmt.Errorf("%w: %s takes no argument, got %q", ErrFault, name, wire.Truncate(s))
 			}
 		}
 		return f, nil
 	}
-	return Fault{}, fmt.Errorf("%w: %q is not one of up, refuse, stall-open, stall-ready, flap=<ms>, drain=<uri>, overload=<ms>, outage", ErrFault, truncate(s))
+	return Fault{}, fmt.Errorf("%w: %q is not one of up, refuse, stall-open, stall-ready, flap=<ms>, drain=<uri>, overload=<ms>, outage", ErrFault, wire.Truncate(s))
 }
 
 // faultState is the fault in force and a channel closed when it is replaced, which wakes the

@@ -282,11 +282,8 @@ func (h *Host) SetReady(ready bool) {
 // Ready reports whether the readiness gate is open.
 func (h *Host) Ready() bool { return h.ready.Load() }
 
-// gateOpen reports whether sessions may get their ready frame now.
-func (h *Host) gateOpen() bool { return h.ready.Load() }
-
 func (h *Host) openGate() {
-	if !h.gateOpen() {
+	if !h.Ready() {
 		return
 	}
 	for _, s := range h.snapshot() {
@@ -395,17 +392,10 @@ func (h *Host) Publish(ctx context.Context, stream string, data json.RawMessage)
 }
 
 func checkStreamName(stream string) error {
-	if stream == "" || len(stream) > wire.MaxStreamName {
-		return fmt.Errorf("%w: %q must be 1..%d bytes", ErrStreamName, truncate(stream), wire.MaxStreamName)
+	if err := wire.CheckStream(stream); err != nil {
+		return fmt.Errorf("%w: %q: %w", ErrStreamName, wire.Truncate(stream), err)
 	}
 	return nil
-}
-
-func truncate(s string) string {
-	if len(s) > 32 {
-		return s[:32] + "…"
-	}
-	return s
 }
 
 // SetBaseline sets the function that supplies stream's baseline in reset frames; nil removes

@@ -5,6 +5,7 @@ package hostplugin
 import (
 	"context"
 	"encoding/json"
+	"github.com/lifeline-go/lifeline/gateway/wire"
 	"strconv"
 	"time"
 
@@ -36,7 +37,7 @@ func (l *JetStreamLog) Follow(stream string, fn func(Event)) (stop func()) {
 	})
 	if err != nil {
 		// Only a closed connection refuses a subscription: nothing will be delivered.
-		l.logger.Warn("hostplugin: cannot follow a stream", "stream", truncate(stream), "err", err)
+		l.logger.Warn("hostplugin: cannot follow a stream", "stream", wire.Truncate(stream), "err", err)
 	} else {
 		l.mu.Lock()
 		l.followers[sub] = f
@@ -214,7 +215,7 @@ func (f *follower) catchUp(ctx context.Context, through uint64) bool {
 	events, err := f.l.read(ctx, f.s, f.epoch, from, through)
 	if err != nil {
 		if ctx.Err() == nil {
-			f.l.logger.Debug("hostplugin: cannot read a followed stream; trying again", "stream", truncate(f.stream), "from", from, "to", through, "err", err)
+			f.l.logger.Debug("hostplugin: cannot read a followed stream; trying again", "stream", wire.Truncate(f.stream), "from", from, "to", through, "err", err)
 		}
 		return false
 	}
@@ -272,9 +273,9 @@ func (f *follower) republish(ctx context.Context, info *jetstream.StreamInfo, st
 	_, err := f.l.js.UpdateStream(rctx, cfg)
 	switch {
 	case err == nil:
-		f.l.logger.Info("hostplugin: the stream now republishes its events for live delivery", "stream", truncate(f.stream), "subject", st.live)
+		f.l.logger.Info("hostplugin: the stream now republishes its events for live delivery", "stream", wire.Truncate(f.stream), "subject", st.live)
 	case !f.warn && ctx.Err() == nil:
 		f.warn = true
-		f.l.logger.Warn("hostplugin: cannot make the stream republish its events; live delivery waits for reads of the stream", "stream", truncate(f.stream), "err", err)
+		f.l.logger.Warn("hostplugin: cannot make the stream republish its events; live delivery waits for reads of the stream", "stream", wire.Truncate(f.stream), "err", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/lifeline-go/lifeline/gateway/wire"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -342,7 +343,7 @@ func (l *JetStreamLog) ensure(ctx context.Context, stream string) (jsStream, err
 	defer cancel()
 	cfg := jetstream.StreamConfig{
 		Name:        st.name,
-		Description: "Lifeline stream " + truncate(stream),
+		Description: "Lifeline stream " + wire.Truncate(stream),
 		Subjects:    []string{st.subject},
 		Storage:     jetstream.FileStorage,
 		Retention:   jetstream.LimitsPolicy,
@@ -351,7 +352,7 @@ func (l *JetStreamLog) ensure(ctx context.Context, stream string) (jsStream, err
 		Replicas:    l.opts.Replicas,
 		Duplicates:  2 * time.Minute,
 		RePublish:   &jetstream.RePublish{Source: st.subject, Destination: st.live},
-		Metadata:    map[string]string{epochKey: newID(8), nameKey: truncate(stream)},
+		Metadata:    map[string]string{epochKey: newID(8), nameKey: wire.Truncate(stream)},
 	}
 	s, err := l.js.CreateStream(ctx, cfg)
 	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
@@ -359,7 +360,7 @@ func (l *JetStreamLog) ensure(ctx context.Context, stream string) (jsStream, err
 		s, err = l.js.Stream(ctx, st.name)
 	}
 	if err != nil {
-		return jsStream{}, fmt.Errorf("%w: stream %q: %v", ErrLogUnavailable, truncate(stream), err)
+		return jsStream{}, fmt.Errorf("%w: stream %q: %v", ErrLogUnavailable, wire.Truncate(stream), err)
 	}
 	info := s.CachedInfo()
 	l.learn(stream, epochOf(info), info.State.LastSeq)
@@ -404,7 +405,7 @@ func (l *JetStreamLog) append(ctx context.Context, stream string, build func(uin
 	}
 	deadline := time.Now().Add(l.opts.Timeout)
 	fail := func(err error) (Event, bool, error) {
-		return Event{}, false, fmt.Errorf("%w: append to %q: %v", ErrLogUnavailable, truncate(stream), err)
+		return Event{}, false, fmt.Errorf("%w: append to %q: %v", ErrLogUnavailable, wire.Truncate(stream), err)
 	}
 	checked := false // whether a missing stream leader was told from a deleted stream
 	for refusals := 0; ; {
@@ -515,7 +516,7 @@ func (l *JetStreamLog) Since(ctx context.Context, stream string, cur Cursor) ([]
 			st.epoch = l.unborn // never seen: all the page can hold is nothing
 		}
 		l.logger.Warn("hostplugin: cannot read the stream log; resetting the page to the last known head",
-			"stream", truncate(stream), "epoch", st.epoch, "seq", st.head, "err", err)
+			"stream", wire.Truncate(stream), "epoch", st.epoch, "seq", st.head, "err", err)
 		return nil, Cursor{Epoch: st.epoch, Seq: st.head}, false, nil
 	}
 	// A NATS node failing over (a stream leader elected again) takes a few seconds: retry

@@ -163,7 +163,7 @@ func (s *session) badFrame(msg string) bool {
 
 func (s *session) subscribe(f wire.ClientFrame) {
 	if _, ok := s.subs[f.Stream]; !ok && len(s.subs) >= maxSubs {
-		s.send(errorFrame(fmt.Sprintf("sub %q refused: a session follows at most %d streams", truncate(f.Stream), maxSubs)))
+		s.send(errorFrame(fmt.Sprintf("sub %q refused: a session follows at most %d streams", wire.Truncate(f.Stream), maxSubs)))
 		return
 	}
 	if s.subs == nil {
@@ -173,7 +173,7 @@ func (s *session) subscribe(f wire.ClientFrame) {
 	if err != nil {
 		delete(s.subs, f.Stream) // join has left the hub
 		s.h.logger.Error("hostplugin: cannot read stream log", "stream", f.Stream, "err", err)
-		s.send(errorFrame(fmt.Sprintf("sub %q failed: the stream log is unavailable", truncate(f.Stream))))
+		s.send(errorFrame(fmt.Sprintf("sub %q failed: the stream log is unavailable", wire.Truncate(f.Stream))))
 		return
 	}
 	s.subs[f.Stream] = hb

@@ -299,9 +299,9 @@ func wsURL(base string) string {
 	return "ws" + strings.TrimPrefix(base, "http") + wire.DefaultPath
 }
 
-// The figure of the issue: a Host told to stop with nobody to take its pages used to keep
-// them (and the process) for drainTimeoutMs; now every page reads the restart message and
-// 1012 at once, and the process exits.
+// A Host told to stop with nobody to take its pages does not hold them (nor the process) for
+// drainTimeoutMs: every page reads the restart message and 1012 at once, and the process
+// exits.
 func TestSIGTERMClosesEverySessionAtOnceWith1012(t *testing.T) {
 	const n = 50
 	g := startGroup(t, nil, nil, nil, "-addr", "127.0.0.1:0", "-web", webDir(t), "-stop-retry-after", "250ms",
