@@ -40,6 +40,27 @@ type Options struct {
 	// Log is the stream log that Publish appends to and subscriptions replay from.
 	// Default: NewRing(cfg.RingSize()), resized when a config with another ringSize is applied.
 	Log StreamLog
+	// Authenticate decides who may connect. It is called for every request to the events
+	// endpoint, before the upgrade (after the per-address rate, before the session cap and
+	// the accept rate, so a refused credential costs no slot and no token), and for every
+	// probe (see the package documentation). It returns the identity that Authorize is given
+	// for the session's streams, or an error that refuses the request: HTTP 401 when it wraps
+	// ErrUnauthenticated, 403 otherwise (ErrForbidden, or any other error), with a JSON body
+	// whose reason is the error's first line, truncated. The page is shown that reason: it
+	// must name no secret. A hook that panics refuses with 500 and is logged with its stack.
+	// It is not called for an origin that allowedOrigins refuses.
+	// Default nil: every page may connect, with the identity "".
+	Authenticate func(r *http.Request) (identity string, err error)
+	// Authorize decides what a session may read. It is called for every sub frame, a
+	// resubscription by cursor after a reconnect included, so a page that lost access cannot
+	// resume by cursor. An error refuses that one subscription with a denied frame carrying
+	// the error's first line, truncated (the page is shown it); nothing else of that stream
+	// is sent, and the session and its other streams carry on. A hook that panics denies the
+	// subscription ("internal error") and is logged with its stack. It runs on the session's
+	// reading goroutine: a slow Authorize delays that page's later frames, no one else's.
+	// Default nil: every session may read every stream. An application with private streams
+	// must set it.
+	Authorize func(identity, stream string) error
 }
 
 // BaselineFunc returns the state of stream as of head (the position a reset carries), sent
@@ -57,6 +78,8 @@ type Host struct {
 	logger *slog.Logger
 	log    StreamLog
 	ring   *Ring // the default log, resized on Apply; nil with Options.Log
+	authn  func(*http.Request) (string, error)
+	authz  func(identity, stream string) error
 
 	applyMu sync.Mutex // serialises apply, so that concurrent reloads cannot drop an endpoint
 	state   atomic.Pointer[hostState]
@@ -86,6 +109,7 @@ type Host struct {
 
 	// Refusals and bad frames can come in floods; their logs are thinned.
 	logOrigin, logOverload, logPerIP, logBadFrame, logPassThrough rate.Sometimes
+	logAuth, logDenied, logAuthPanic                              rate.Sometimes
 }
 
 // hostState is everything derived from one applied Config, swapped as a whole so that a
@@ -110,6 +134,8 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	h := &Host{
 		logger:    o.Logger,
 		log:       o.Log,
+		authn:     o.Authenticate,
+		authz:     o.Authorize,
 		sessions:  map[*session]struct{}{},
 		idle:      make(chan struct{}),
 		hubs:      map[string]*hub{},
@@ -121,6 +147,9 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		logPerIP:       rate.Sometimes{First: 5, Interval: 10 * time.Second},
 		logBadFrame:    rate.Sometimes{First: 5, Interval: 10 * time.Second},
 		logPassThrough: rate.Sometimes{First: 5, Interval: time.Minute},
+		logAuth:        rate.Sometimes{First: 5, Interval: 10 * time.Second},
+		logDenied:      rate.Sometimes{First: 5, Interval: 10 * time.Second},
+		logAuthPanic:   rate.Sometimes{First: 5, Interval: 10 * time.Second},
 	}
 	close(h.idle)
 	if h.logger == nil {
