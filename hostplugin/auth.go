@@ -3,7 +3,6 @@
 package hostplugin
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -58,7 +57,7 @@ func reasonText(err error) string {
 // refusal is the answer to a request that Authenticate did not let through.
 type refusal struct {
 	status int    // 401, 403 or 500
-	kind   string // the body's "error": unauthorized, forbidden or internal error
+	kind   string // the body's "error": wire.RefusalUnauthorized, RefusalForbidden or RefusalInternal
 	reason string // the body's "reason"
 	err    error  // for the log: the hook's error, or the panic
 	stack  []byte // the panic's stack, for the log only
@@ -75,7 +74,7 @@ func (h *Host) authenticate(r *http.Request) (identity string, ref *refusal) {
 		if p := recover(); p != nil {
 			identity = ""
 			ref = &refusal{
-				status: http.StatusInternalServerError, kind: "internal error", reason: "internal error",
+				status: http.StatusInternalServerError, kind: wire.RefusalInternal, reason: wire.RefusalInternal,
 				err: fmt.Errorf("hostplugin: Authenticate panicked: %v", p), stack: debug.Stack(),
 			}
 		}
@@ -84,9 +83,9 @@ func (h *Host) authenticate(r *http.Request) (identity string, ref *refusal) {
 	if err == nil {
 		return id, nil
 	}
-	ref = &refusal{status: http.StatusForbidden, kind: "forbidden", reason: reasonText(err), err: err}
+	ref = &refusal{status: http.StatusForbidden, kind: wire.RefusalForbidden, reason: reasonText(err), err: err}
 	if errors.Is(err, ErrUnauthenticated) {
-		ref.status, ref.kind = http.StatusUnauthorized, "unauthorized"
+		ref.status, ref.kind = http.StatusUnauthorized, wire.RefusalUnauthorized
 	}
 	if ref.reason == "" {
 		ref.reason = ref.kind
@@ -143,27 +142,17 @@ func (h *Host) refuse(w http.ResponseWriter, r *http.Request, ref *refusal, prob
 				"remote", r.RemoteAddr, "err", ref.err)
 		})
 	}
-	writeJSON(w, ref.status, probeBody{Error: ref.kind, Reason: ref.reason})
+	writeJSON(w, ref.status, wire.Refusal{Error: ref.kind, Reason: ref.reason})
 }
 
-// probeBody is the JSON body of the endpoint's HTTP answers (see doc.go, "The probe").
-type probeBody struct {
-	Error  string `json:"error"`
-	Reason string `json:"reason,omitempty"`
-}
-
-func writeJSON(w http.ResponseWriter, status int, body probeBody) {
-	b, err := json.Marshal(body)
-	if err != nil {
-		// Two strings: Marshal cannot fail.
-		panic(fmt.Sprintf("hostplugin: encoding an HTTP answer: %v", err))
-	}
+// writeJSON answers with the JSON body the page reads (see doc.go, "The probe").
+func writeJSON(w http.ResponseWriter, status int, body wire.Refusal) {
 	hd := w.Header()
 	hd.Set("Content-Type", "application/json; charset=utf-8")
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(append(body.Encode(), '\n'))
 }
 
 // isUpgrade reports whether r asks for a WebSocket, as coder/websocket checks it: a
@@ -189,13 +178,13 @@ func headerHasToken(hd http.Header, key, token string) bool {
 func (h *Host) serveProbe(w http.ResponseWriter, r *http.Request, originOK bool) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeJSON(w, http.StatusMethodNotAllowed, probeBody{Error: "method not allowed"})
+		writeJSON(w, http.StatusMethodNotAllowed, wire.Refusal{Error: wire.RefusalMethod})
 		return
 	}
 	if !originOK {
 		// Authenticate is never asked for a foreign origin, here as in the upgrade: its
 		// answer would tell that origin whether its visitor is signed in.
-		writeJSON(w, http.StatusForbidden, probeBody{Error: "origin not allowed"})
+		writeJSON(w, http.StatusForbidden, wire.Refusal{Error: wire.RefusalOrigin})
 		return
 	}
 	if _, ref := h.authenticate(r); ref != nil {
@@ -204,7 +193,7 @@ func (h *Host) serveProbe(w http.ResponseWriter, r *http.Request, originOK bool)
 	}
 	w.Header().Set("Upgrade", "websocket")
 	w.Header().Set("Connection", "Upgrade")
-	writeJSON(w, http.StatusUpgradeRequired, probeBody{Error: "upgrade required"})
+	writeJSON(w, http.StatusUpgradeRequired, wire.Refusal{Error: wire.RefusalUpgradeRequired})
 }
 
 // probeHeaders sets the headers of every answer to a probe, refusals before it included:
