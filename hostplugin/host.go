@@ -310,8 +310,8 @@ type Stats struct {
 	// Open counts the sockets at the endpoint: sessions plus upgrades in progress or held
 	// (stall-open). For a moment after an upgrade a socket counts twice.
 	Open int `json:"open"`
-	// Accepted counts the requests that reached the endpoint since the Host started,
-	// admitted or not.
+	// Accepted counts the upgrade requests that reached the endpoint since the Host started,
+	// admitted or not (not the probes, which are no sockets).
 	Accepted uint64 `json:"accepted"`
 }
 
