@@ -30,7 +30,8 @@ type dialResult struct {
 // dial opens the socket. If ctx ends first, dial asks abort (Options.AbortDial) to fail the
 // browser's connecting socket, returns at once, and a reaper goroutine waits for the browser:
 // should the socket open after all, it is closed there and then, so a dial that completes
-// late (during Stop or Close) leaves no socket open.
+// late (during Stop or Close) leaves no socket open. A dial that failed is followed by the
+// probe (probe_js.go), which finds out whether the Host refused the page's credentials.
 func dial(ctx context.Context, url string, _ http.Header, abort func(string)) (*carrier, error) {
 	res := make(chan dialResult, 1)
 	go func() {
@@ -42,7 +43,7 @@ func dial(ctx context.Context, url string, _ http.Header, abort func(string)) (*
 	select {
 	case r := <-res:
 		if r.err != nil {
-			return nil, r.err
+			return nil, probe(ctx, url, r.err)
 		}
 		return &carrier{c: r.c}, nil
 	case <-ctx.Done():

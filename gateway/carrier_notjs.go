@@ -4,6 +4,7 @@ package gateway
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"time"
 
@@ -22,13 +23,21 @@ type carrier struct {
 }
 
 // dial opens the socket. Cancelling ctx aborts the HTTP upgrade, so a socket that never
-// opens is released at once.
+// opens is released at once. A Host that refuses the page's credentials (401, 403) fails it
+// with an *UnauthorizedError: natively the handshake's own answer says so.
 func dial(ctx context.Context, url string, header http.Header, _ func(string)) (*carrier, error) {
-	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{
+	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
 		Subprotocols: []string{wire.Subprotocol},
 		HTTPHeader:   header,
 	})
 	if err != nil {
+		if resp != nil && resp.Body != nil {
+			// The library keeps the first KiB of a failed handshake's body, in memory.
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, wire.MaxRefusalBody))
+			if refused := refusedBy(resp.StatusCode, body); refused != nil {
+				return nil, refused
+			}
+		}
 		return nil, err
 	}
 	fctx, force := context.WithCancel(context.Background())

@@ -34,6 +34,12 @@
 // "retry-after=<ms>") makes Run return a *controller.RetryAfterError, capped at 60 s; the
 // controller waits the longer of it and its ladder.
 //
+// A Host that refuses the page's credentials answers the upgrade with HTTP 401 or 403; Run
+// then fails with a *[UnauthorizedError] carrying the Host's reason, which wraps ErrDial and
+// satisfies errors.Is(err, controller.ErrUnauthorized): the controller shows it as
+// Unauthorized and retries at its top cap only, since retrying sooner would not change the
+// credential.
+//
 // # Streams
 //
 // A subscription's cursor (the log's epoch and the last seq delivered) is shared by every
@@ -90,6 +96,14 @@
 //   - The close code and reason are not visible to the page (the library reports every close
 //     as net.ErrClosed), so a Host refusing a page with 1013 should send an error frame
 //     "retry-after=<ms>" first.
+//   - The HTTP status of a refused handshake is not visible either (the WebSocket API reports
+//     a generic error). So a failed dial is followed by the probe: a fetch of the endpoint's
+//     http(s) URL without upgrade headers, with the page's cookies (credentials "include"),
+//     no cache and no redirects, at most 2 s and within the attempt's deadline. A Host that
+//     answers it 401 or 403 (hostplugin does, with the status its upgrade had) turns the
+//     failure into the *UnauthorizedError; any other answer, a network error, or an answer a
+//     cross-origin page may not read (no CORS header for its origin) leaves the dial's own
+//     error. Natively the handshake's answer is read directly and nothing probes.
 //   - Options.Header and Options.ReadLimit's close code 1009 do not apply: the browser sets
 //     its own headers, and a frame over the limit ends the session with 1000.
 package gateway

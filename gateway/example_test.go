@@ -80,5 +80,5 @@ func ExampleGateway_Subscribe() {
 	fmt.Println(bad.Err())
 	// Output:
 	// gateway: subscription replaced by a newer Subscribe on the same stream
-	// gateway: bad stream name: must be 1..256 bytes, got 0 bytes ("")
+	// gateway: Subscribe(""): wire: bad stream name: must be 1..256 bytes, got 0
 }

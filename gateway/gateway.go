@@ -28,8 +28,9 @@ var (
 	// ErrDenied ends a subscription the Host's application refused (a denied frame). It is
 	// never retried; errors.As finds the *DeniedError with the Host's reason.
 	ErrDenied = errors.New("gateway: subscription denied by the host")
-	// ErrBadStream ends a subscription whose stream name the protocol cannot carry.
-	ErrBadStream = errors.New("gateway: bad stream name")
+	// ErrBadStream ends a subscription whose stream name the protocol cannot carry (it is
+	// wire.ErrStreamName: the rule is the protocol's).
+	ErrBadStream = wire.ErrStreamName
 	// ErrNilHandler ends a subscription made without a handler.
 	ErrNilHandler = errors.New("gateway: nil handler")
 	// ErrBadURL is returned for an events URL that is not an absolute ws, wss, http or https URL.
@@ -228,7 +229,7 @@ func (g *Gateway) Subscribe(stream string, handler func(Delivery)) *Subscription
 	case handler == nil:
 		g.end(s, fmt.Errorf("%w: Subscribe(%q)", ErrNilHandler, stream))
 	case wire.CheckStream(stream) != nil:
-		g.end(s, fmt.Errorf("%w: %q: %w", ErrBadStream, wire.Truncate(stream), wire.CheckStream(stream)))
+		g.end(s, fmt.Errorf("gateway: Subscribe(%q): %w", wire.Truncate(stream), wire.CheckStream(stream)))
 	case g.cause != nil:
 		g.end(s, g.cause)
 	default:

@@ -29,6 +29,51 @@
 // of Hosts plugs in through [Options].Log. Sessions deduplicate by sequence number and turn
 // any gap or epoch change into a reset, so a log only has to keep its own promises.
 //
+// # Who may connect, and what they may read
+//
+// The application decides, through two hooks of [Options]; without them every page may
+// connect and read every stream, so an application with private streams must set Authorize.
+//
+//   - Authenticate(r) runs before the upgrade, for every socket (after the per-address rate,
+//     before the session cap and the accept rate: a refused credential costs no session slot
+//     and no accept token). It returns the identity kept on the session, or refuses: an error
+//     wrapping [ErrUnauthenticated] answers HTTP 401, [ErrForbidden] or any other error 403,
+//     a panic 500 (logged with its stack; the Host carries on). A refused origin is refused
+//     after the upgrade (close 1008) without asking Authenticate, so that how its handshake
+//     fails tells a foreign page nothing about its visitor's credential.
+//   - Authorize(identity, stream) runs for every sub frame, resubscriptions by cursor after a
+//     reconnect included. A refusal (or a panic, as "internal error") is answered with the
+//     frame {"t":"denied","stream":"S","reason":"…"} and nothing else of that stream; the
+//     session and its other streams carry on.
+//
+// Reasons are the first line of the hook's error, control characters replaced by spaces, at
+// most 160 bytes: the page shows them, so they must name no secret. A panic's text never
+// reaches the page.
+//
+// # The probe
+//
+// A browser does not tell a page the HTTP status of a refused WebSocket handshake (the
+// WebSocket API reports only a generic error), so after a failed dial the page asks: a plain
+// GET (or HEAD) of the events endpoint without upgrade headers, carrying the page's cookies
+// (fetch(url, {credentials: "include", cache: "no-store"})). It runs the same checks as the
+// upgrade, up to Authenticate, and answers with a small JSON body:
+//
+//	401 {"error":"unauthorized","reason":"…"}  Authenticate refused, wrapping ErrUnauthenticated
+//	403 {"error":"forbidden","reason":"…"}     Authenticate refused otherwise
+//	500 {"error":"internal error","reason":"internal error"}  Authenticate panicked
+//	426 {"error":"upgrade required"}           Authenticate let it through (or is nil)
+//	403 {"error":"origin not allowed"}         Origin not in allowedOrigins (Authenticate not asked)
+//	405 {"error":"method not allowed"}         neither GET nor HEAD
+//	429 (text)                                 over the per-address rate, as an upgrade would be
+//
+// Every answer is Cache-Control: no-store and Vary: Origin. A page of an allowed origin
+// (allowedOrigins, or the endpoint's own) is given Access-Control-Allow-Origin: <its origin>
+// and Access-Control-Allow-Credentials: true, so a cross-origin page's fetch can read the
+// status; any other origin gets no CORS header and its browser keeps the answer from it. The
+// probe reveals nothing the upgrade would not: the same request as an upgrade is refused
+// with the same status and body. Probes count against the per-address rate, are not counted
+// in [Stats].Accepted (they are no sockets), and are not subject to fault injection.
+//
 // [Host.SetFault] and [Host.FaultPanel] put the endpoint into failure modes (refuse, stall,
 // flap, drain, overload, outage) for demos and tests of the page's recovery; [Host.Stats]
 // reports sessions and sockets for health checks.

@@ -29,13 +29,22 @@ var acceptOptions = &websocket.AcceptOptions{
 }
 
 // ServeHTTP is the events endpoint (SPEC section 4): it upgrades the request to a WebSocket
-// session speaking lifeline.v1, or refuses it with the protocol's close codes.
+// session speaking lifeline.v1, or refuses it with the protocol's close codes, or before the
+// upgrade with an HTTP status (429 over the per-address rate; 401 or 403 from
+// Options.Authenticate). A request that is not a WebSocket upgrade is a probe, answered with a
+// JSON body (see "The probe" in the package documentation).
 func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.closed.Load() {
 		http.Error(w, "hostplugin: the Host is closed", http.StatusServiceUnavailable)
 		return
 	}
 	st := h.state.Load()
+	origin := r.Header.Get("Origin")
+	originOK := originAllowed(origin, r.Host, st.cfg.allowedOrigins)
+	probe := !isUpgrade(r)
+	if probe {
+		probeHeaders(w, origin, originOK)
+	}
 	if client, ok := clientAddr(r.RemoteAddr, r.Header.Values(xffHeader), st.cfg.trustedProxies); ok {
 		if wait, ok := h.perIP.allow(client, time.Now()); !ok {
 			// Before the upgrade: a client opening sockets in a loop costs one HTTP answer each.
@@ -47,6 +56,10 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "hostplugin: too many sockets from this address", http.StatusTooManyRequests)
 			return
 		}
+	}
+	if probe {
+		h.serveProbe(w, r, originOK)
+		return
 	}
 	h.accepted.Add(1)
 	h.inflight.Add(1)
@@ -65,8 +78,17 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "hostplugin: the client must offer the WebSocket subprotocol "+wire.Subprotocol, http.StatusBadRequest)
 		return
 	}
-	origin := r.Header.Get("Origin")
-	originOK := originAllowed(origin, r.Host, st.cfg.allowedOrigins)
+	var identity string
+	if originOK {
+		// A refused origin is refused after the upgrade, whatever its credential: were
+		// Authenticate asked, how the handshake fails would tell that origin whether its
+		// visitor is signed in.
+		var ref *refusal
+		if identity, ref = h.authenticate(r); ref != nil {
+			h.refuse(w, r, ref, false)
+			return
+		}
+	}
 	admitted := false
 	var retry time.Duration
 	if originOK && fault.Mode != FaultOverload {
@@ -108,6 +130,7 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := newSession(h, conn, st.cfg, r.RemoteAddr)
+	s.identity = identity
 	s.doomed = fault.Mode == FaultStallReady
 	if !h.addSession(s) {
 		h.adm.release()

@@ -293,9 +293,9 @@ func TestMalformedFramesGetAnErrorFrameAndTheSessionGoesOn(t *testing.T) {
 		{name: "text that is not JSON", frame: `hello`, want: "bad frame"},
 		{name: "an unknown type", frame: `{"t":"launch"}`, want: `unknown type "launch"`},
 		{name: "a missing type", frame: `{"stream":"s"}`, want: `missing type`},
-		{name: "a sub without a stream", frame: `{"t":"sub"}`, want: "missing stream name"},
+		{name: "a sub without a stream", frame: `{"t":"sub"}`, want: "bad stream name: must be 1..256 bytes, got 0"},
 		{name: "a sub with a cursor but no epoch", frame: `{"t":"sub","stream":"s","after":3}`, want: "without an epoch"},
-		{name: "a stream name over the limit", frame: `{"t":"sub","stream":"` + strings.Repeat("x", 300) + `"}`, want: "exceeds"},
+		{name: "a stream name over the limit", frame: `{"t":"sub","stream":"` + strings.Repeat("x", 300) + `"}`, want: "bad stream name: must be 1..256 bytes, got 300"},
 		{name: "two frames in one message", frame: `{"t":"unsub","stream":"s"}{"t":"unsub","stream":"s"}`, want: "trailing data"},
 		{name: "a binary message", frame: `{"t":"sub","stream":"s"}`, bin: true, want: "binary frames"},
 	}

@@ -145,3 +145,64 @@ func ExampleParseFault() {
 	// Output:
 	// flap 1.5s
 }
+
+// The application decides who may connect and what they may read: here the cookie "user"
+// names the user, and user U may read the stream "user.U" only. Without a cookie the
+// handshake is refused with 401 before any upgrade; a page asking for another user's stream
+// gets a denied frame for it, and its session carries on.
+func ExampleOptions_authorize() {
+	h, _ := hostplugin.New(hostplugin.DefaultConfig(), &hostplugin.Options{
+		Authenticate: func(r *http.Request) (string, error) {
+			c, err := r.Cookie("user")
+			if err != nil || c.Value == "" {
+				return "", fmt.Errorf("%w: sign in first", hostplugin.ErrUnauthenticated)
+			}
+			return c.Value, nil // a real app checks a signed session here
+		},
+		Authorize: func(identity, stream string) error {
+			if stream != "user."+identity {
+				return errors.New("not your stream")
+			}
+			return nil
+		},
+	})
+	defer h.Close()
+	h.SetReady(true)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	url := "ws" + strings.TrimPrefix(srv.URL, "http")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	dial := func(header http.Header) (*websocket.Conn, *http.Response, error) {
+		return websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}, HTTPHeader: header})
+	}
+
+	_, resp, err := dial(nil)
+	if err != nil && resp != nil {
+		body, _ := io.ReadAll(resp.Body)
+		fmt.Print("no cookie: ", resp.StatusCode, " ", string(body))
+	}
+
+	c, _, err := dial(http.Header{"Cookie": {"user=alice"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.CloseNow()
+	next := func() wire.ServerFrame {
+		_, b, _ := c.Read(ctx)
+		f, _ := wire.DecodeServer(b)
+		return f
+	}
+	fmt.Println("alice:", next().T)
+	_ = c.Write(ctx, websocket.MessageText, []byte(`{"t":"sub","stream":"user.bob"}`))
+	d := next()
+	fmt.Println("user.bob:", d.T, d.Reason)
+	_ = c.Write(ctx, websocket.MessageText, []byte(`{"t":"sub","stream":"user.alice"}`))
+	fmt.Println("user.alice:", next().T)
+	// Output:
+	// no cookie: 401 {"error":"unauthorized","reason":"hostplugin: unauthenticated: sign in first"}
+	// alice: ready
+	// user.bob: denied not your stream
+	// user.alice: reset
+}

@@ -90,3 +90,10 @@ func (p *PerIP) Tracked() int {
 func ClientAddr(remoteAddr string, xff []string, trusted []netip.Prefix) (netip.Addr, bool) {
 	return clientAddr(remoteAddr, xff, trusted)
 }
+
+// AcceptTokens is how many sessions h's accept rate would admit at once now.
+func AcceptTokens(h *Host) float64 {
+	h.adm.mu.Lock()
+	defer h.adm.mu.Unlock()
+	return h.adm.lim.Tokens()
+}

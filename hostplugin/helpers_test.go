@@ -87,8 +87,16 @@ type fixture struct {
 // otherwise) and tears it down with the test.
 func newFixture(t testing.TB, doc string, ready bool) *fixture {
 	t.Helper()
+	return newFixtureWith(t, doc, ready, hostplugin.Options{})
+}
+
+// newFixtureWith is newFixture with options (hooks, a log); its Logger is always the
+// fixture's.
+func newFixtureWith(t testing.TB, doc string, ready bool, opts hostplugin.Options) *fixture {
+	t.Helper()
 	l := &logs{}
-	h, err := hostplugin.New(mustConfig(t, doc), &hostplugin.Options{Logger: slog.New(l)})
+	opts.Logger = slog.New(l)
+	h, err := hostplugin.New(mustConfig(t, doc), &opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

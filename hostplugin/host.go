@@ -30,8 +30,9 @@ var (
 	ErrInvalidConfig = errors.New("hostplugin: config was not resolved (use ParseConfig, LoadConfig or DefaultConfig)")
 	// ErrClosed is returned by methods called after Close.
 	ErrClosed = errors.New("hostplugin: host is closed")
-	// ErrStreamName is returned for an empty stream name or one longer than wire.MaxStreamName.
-	ErrStreamName = errors.New("hostplugin: bad stream name")
+	// ErrStreamName is returned for an empty stream name or one longer than wire.MaxStreamName
+	// (it is wire.ErrStreamName: the rule is the protocol's).
+	ErrStreamName = wire.ErrStreamName
 	// ErrEventData is returned when published data is not one JSON value.
 	ErrEventData = errors.New("hostplugin: event data is not valid JSON")
 )
@@ -48,6 +49,27 @@ type Options struct {
 	// only, and must load a client of their own. Default false: Handler serves the client
 	// under ClientPrefix and every HTML page gets it with the bootstrap.
 	NoClient bool
+	// Authenticate decides who may connect. It is called for every request to the events
+	// endpoint, before the upgrade (after the per-address rate, before the session cap and
+	// the accept rate, so a refused credential costs no slot and no token), and for every
+	// probe (see the package documentation). It returns the identity that Authorize is given
+	// for the session's streams, or an error that refuses the request: HTTP 401 when it wraps
+	// ErrUnauthenticated, 403 otherwise (ErrForbidden, or any other error), with a JSON body
+	// whose reason is the error's first line, truncated. The page is shown that reason: it
+	// must name no secret. A hook that panics refuses with 500 and is logged with its stack.
+	// It is not called for an origin that allowedOrigins refuses.
+	// Default nil: every page may connect, with the identity "".
+	Authenticate func(r *http.Request) (identity string, err error)
+	// Authorize decides what a session may read. It is called for every sub frame, a
+	// resubscription by cursor after a reconnect included, so a page that lost access cannot
+	// resume by cursor. An error refuses that one subscription with a denied frame carrying
+	// the error's first line, truncated (the page is shown it); nothing else of that stream
+	// is sent, and the session and its other streams carry on. A hook that panics denies the
+	// subscription ("internal error") and is logged with its stack. It runs on the session's
+	// reading goroutine: a slow Authorize delays that page's later frames, no one else's.
+	// Default nil: every session may read every stream. An application with private streams
+	// must set it.
+	Authorize func(identity, stream string) error
 }
 
 // BaselineFunc returns the state of stream as of head (the position a reset carries), sent
@@ -66,6 +88,8 @@ type Host struct {
 	log    StreamLog
 	ring   *Ring          // the default log, resized on Apply; nil with Options.Log
 	client *client.Client // the client served and injected; nil with Options.NoClient
+	authn  func(*http.Request) (string, error)
+	authz  func(identity, stream string) error
 
 	applyMu sync.Mutex // serialises apply, so that concurrent reloads cannot drop an endpoint
 	state   atomic.Pointer[hostState]
@@ -97,6 +121,7 @@ type Host struct {
 
 	// Refusals and bad frames can come in floods; their logs are thinned.
 	logOrigin, logOverload, logPerIP, logBadFrame, logPassThrough rate.Sometimes
+	logAuth, logDenied, logAuthPanic                              rate.Sometimes
 }
 
 // hostState is everything derived from one applied Config, swapped as a whole so that a
@@ -122,6 +147,8 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	h := &Host{
 		logger:    o.Logger,
 		log:       o.Log,
+		authn:     o.Authenticate,
+		authz:     o.Authorize,
 		sessions:  map[*session]struct{}{},
 		idle:      make(chan struct{}),
 		hubs:      map[string]*hub{},
@@ -133,6 +160,9 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		logPerIP:       rate.Sometimes{First: 5, Interval: 10 * time.Second},
 		logBadFrame:    rate.Sometimes{First: 5, Interval: 10 * time.Second},
 		logPassThrough: rate.Sometimes{First: 5, Interval: time.Minute},
+		logAuth:        rate.Sometimes{First: 5, Interval: 10 * time.Second},
+		logDenied:      rate.Sometimes{First: 5, Interval: 10 * time.Second},
+		logAuthPanic:   rate.Sometimes{First: 5, Interval: 10 * time.Second},
 	}
 	close(h.idle)
 	if h.logger == nil {
@@ -307,8 +337,8 @@ type Stats struct {
 	// Open counts the sockets at the endpoint: sessions plus upgrades in progress or held
 	// (stall-open). For a moment after an upgrade a socket counts twice.
 	Open int `json:"open"`
-	// Accepted counts the requests that reached the endpoint since the Host started,
-	// admitted or not.
+	// Accepted counts the upgrade requests that reached the endpoint since the Host started,
+	// admitted or not (not the probes, which are no sockets).
 	Accepted uint64 `json:"accepted"`
 }
 
@@ -393,7 +423,7 @@ func (h *Host) Publish(ctx context.Context, stream string, data json.RawMessage)
 
 func checkStreamName(stream string) error {
 	if err := wire.CheckStream(stream); err != nil {
-		return fmt.Errorf("%w: %q: %w", ErrStreamName, wire.Truncate(stream), err)
+		return fmt.Errorf("hostplugin: stream %q: %w", wire.Truncate(stream), err)
 	}
 	return nil
 }

@@ -63,6 +63,7 @@ type session struct {
 	heartbeat time.Duration
 	readLimit int64
 	remote    string
+	identity  string // as Options.Authenticate returned it
 
 	mu      sync.Mutex // guards the fields below
 	ready   bool       // the ready frame is queued; frames flow
@@ -162,6 +163,13 @@ func (s *session) badFrame(msg string) bool {
 }
 
 func (s *session) subscribe(f wire.ClientFrame) {
+	if reason, ok := s.h.authorize(s, f.Stream); !ok {
+		// A stream the session followed until now stops before the denied frame is queued:
+		// nothing of it comes after.
+		s.unsubscribe(f.Stream)
+		s.send(deniedFrame(f.Stream, reason))
+		return
+	}
 	if _, ok := s.subs[f.Stream]; !ok && len(s.subs) >= maxSubs {
 		s.send(errorFrame(fmt.Sprintf("sub %q refused: a session follows at most %d streams", wire.Truncate(f.Stream), maxSubs)))
 		return

@@ -387,7 +387,7 @@ func (f ServerFrame) Validate() error {
 		}
 	case TypeHeartbeat, TypeGoAway, TypeError:
 	case TypeEvent:
-		if err := CheckStream(f.Stream); err != nil {
+		if err := checkFrameStream(f.Stream); err != nil {
 			return err
 		}
 		if f.Seq == 0 {
@@ -397,14 +397,14 @@ func (f ServerFrame) Validate() error {
 			return fmt.Errorf("%w: event %q/%d without data", ErrFrame, f.Stream, f.Seq)
 		}
 	case TypeReset:
-		if err := CheckStream(f.Stream); err != nil {
+		if err := checkFrameStream(f.Stream); err != nil {
 			return err
 		}
 		if f.Epoch == "" {
 			return fmt.Errorf("%w: reset on stream %q without an epoch", ErrFrame, f.Stream)
 		}
 	case TypeDenied:
-		if err := CheckStream(f.Stream); err != nil {
+		if err := checkFrameStream(f.Stream); err != nil {
 			return err
 		}
 	case "":
@@ -436,14 +436,14 @@ func DecodeClient(b []byte) (ClientFrame, error) {
 	}
 	switch f.T {
 	case TypeSub:
-		if err := CheckStream(f.Stream); err != nil {
+		if err := checkFrameStream(f.Stream); err != nil {
 			return ClientFrame{}, err
 		}
 		if f.Epoch == "" && f.After != 0 {
 			return ClientFrame{}, fmt.Errorf("%w: sub %q has after=%d without an epoch", ErrFrame, f.Stream, f.After)
 		}
 	case TypeUnsub:
-		if err := CheckStream(f.Stream); err != nil {
+		if err := checkFrameStream(f.Stream); err != nil {
 			return ClientFrame{}, err
 		}
 	case TypePing:
@@ -458,13 +458,22 @@ func DecodeClient(b []byte) (ClientFrame, error) {
 	return f, nil
 }
 
-// CheckStream is the one rule for stream names, on both sides: 1..MaxStreamName bytes.
+// ErrStreamName is wrapped by every error of CheckStream.
+var ErrStreamName = errors.New("wire: bad stream name")
+
+// CheckStream is the one rule for stream names, on both sides and in every API that takes
+// one: 1..MaxStreamName bytes.
 func CheckStream(s string) error {
-	if s == "" {
-		return fmt.Errorf("%w: missing stream name", ErrFrame)
+	if s == "" || len(s) > MaxStreamName {
+		return fmt.Errorf("%w: must be 1..%d bytes, got %d", ErrStreamName, MaxStreamName, len(s))
 	}
-	if len(s) > MaxStreamName {
-		return fmt.Errorf("%w: stream name of %d bytes exceeds %d", ErrFrame, len(s), MaxStreamName)
+	return nil
+}
+
+// checkFrameStream is CheckStream for a frame: its error is a bad frame too.
+func checkFrameStream(s string) error {
+	if err := CheckStream(s); err != nil {
+		return fmt.Errorf("%w: %w", ErrFrame, err)
 	}
 	return nil
 }

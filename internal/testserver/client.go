@@ -176,3 +176,11 @@ func (s *Scenario) Wait(ctx context.Context, host, field, cmp string, value int,
 	rep, err := s.Do(ctx, Request{Op: "wait", Host: host, Field: field, Cmp: cmp, Value: value, TimeoutMs: timeout.Milliseconds()})
 	return rep.Hosts[host], err
 }
+
+// Auth makes host refuse, from now on, every upgrade and probe with status (401 or 403; 0
+// lets everyone in again) and reason, except requests carrying cookie ("name=value"; ""
+// refuses all); noCORS leaves out the CORS headers of the probe's answer.
+func (s *Scenario) Auth(ctx context.Context, host string, status int, reason, cookie string, noCORS bool) error {
+	_, err := s.Do(ctx, Request{Op: "auth", Host: host, Code: status, Reason: reason, Cookie: cookie, NoCORS: noCORS})
+	return err
+}

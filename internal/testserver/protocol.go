@@ -71,6 +71,13 @@ type Request struct {
 	Code   int    `json:"code,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	URI    string `json:"uri,omitempty"`
+	// auth: from now on Host refuses every upgrade and every probe with the HTTP status Code
+	// (401 or 403; 0 lets everyone in again) and the JSON refusal carrying Reason, as
+	// hostplugin's Authenticate does, except requests carrying the cookie Cookie ("name=value";
+	// "" refuses all). A refused upgrade runs no script. NoCORS leaves out the CORS headers a
+	// cross-origin page needs to read the probe's answer.
+	Cookie string `json:"cookie,omitempty"`
+	NoCORS bool   `json:"noCors,omitempty"`
 	// wait: until Field of Host compares (Cmp: "==", ">=", "<=") to Value, up to TimeoutMs.
 	Field     string `json:"field,omitempty"`
 	Cmp       string `json:"cmp,omitempty"`
@@ -97,11 +104,25 @@ type HostStats struct {
 	Held     int `json:"held"`     // upgrades held now
 	// DialMs is when each upgrade request arrived, in ms since the scenario began.
 	DialMs []int64 `json:"dialMs"`
+	// Refused counts the upgrades refused by auth; Probes lists every request that was no
+	// upgrade (a page's probe), in order of arrival.
+	Refused int     `json:"refused"`
+	Probes  []Probe `json:"probes"`
 	// Received is every frame the pages sent, in order of arrival.
 	Received []wire.ClientFrame `json:"received"`
 }
 
-// Field returns a counter by name: dials, accepted, live, held, received, subs, unsubs.
+// Probe is one request for the events endpoint that was no upgrade: what the page sent and
+// what it was answered.
+type Probe struct {
+	Method string `json:"method"`
+	Origin string `json:"origin"` // the Origin header: set by a browser for a cross-origin fetch
+	Cookie string `json:"cookie"` // the Cookie header: the page's cookies, if it sent them
+	Status int    `json:"status"`
+}
+
+// Field returns a counter by name: dials, accepted, live, held, refused, probes, received,
+// subs, unsubs.
 func (h HostStats) Field(name string) int {
 	switch name {
 	case "dials":
@@ -112,6 +133,10 @@ func (h HostStats) Field(name string) int {
 		return h.Live
 	case "held":
 		return h.Held
+	case "refused":
+		return h.Refused
+	case "probes":
+		return len(h.Probes)
 	case "received":
 		return len(h.Received)
 	case "subs", "unsubs":

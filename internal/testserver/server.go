@@ -138,11 +138,42 @@ type scenario struct {
 
 type host struct {
 	name     string
+	auth     authRule
 	queue    [][]Step
 	def      []Step
 	stats    HostStats
 	sessions map[*ssession]struct{}
 	release  chan struct{}
+}
+
+// authRule is a host's Authenticate: status 0 lets everyone in.
+type authRule struct {
+	status int
+	reason string
+	cookie string
+	noCORS bool
+}
+
+// refuses reports whether the rule refuses r.
+func (a authRule) refuses(r *http.Request) bool {
+	if a.status == 0 {
+		return false
+	}
+	if a.cookie == "" {
+		return true
+	}
+	name, value, _ := strings.Cut(a.cookie, "=")
+	c, err := r.Cookie(name)
+	return err != nil || c.Value != value
+}
+
+// refusal is the JSON body that goes with the rule's status.
+func (a authRule) refusal() []byte {
+	kind := wire.RefusalForbidden
+	if a.status == http.StatusUnauthorized {
+		kind = wire.RefusalUnauthorized
+	}
+	return wire.Refusal{Error: kind, Reason: a.reason}.Encode()
 }
 
 type streamLog struct {
@@ -236,6 +267,8 @@ func (sc *scenario) do(req Request) Reply {
 		for ss := range l.subs {
 			ss.enqueue(true, resetFrame(req.Stream, l))
 		}
+	case "auth":
+		sc.host(req.Host).auth = authRule{status: req.Code, reason: req.Reason, cookie: req.Cookie, noCORS: req.NoCORS}
 	case "release":
 		h := sc.host(req.Host)
 		close(h.release)
@@ -264,6 +297,7 @@ func (sc *scenario) stats() Reply {
 	for name, h := range sc.hosts {
 		st := h.stats
 		st.DialMs = append([]int64(nil), st.DialMs...)
+		st.Probes = append([]Probe(nil), st.Probes...)
 		st.Received = append([]wire.ClientFrame(nil), st.Received...)
 		rep.Hosts[name] = st
 	}
@@ -365,10 +399,21 @@ func resetFrame(stream string, l *streamLog) []byte {
 func (sc *scenario) events(hname string, w http.ResponseWriter, r *http.Request) {
 	sc.wg.Add(1)
 	defer sc.wg.Done()
+	if !isUpgrade(r) {
+		sc.probe(hname, w, r)
+		return
+	}
 	sc.mu.Lock()
 	h := sc.host(hname)
 	h.stats.Dials++
 	h.stats.DialMs = append(h.stats.DialMs, time.Since(sc.start).Milliseconds())
+	if auth := h.auth; auth.refuses(r) {
+		h.stats.Refused++
+		sc.touch()
+		sc.mu.Unlock()
+		writeRefusal(w, auth.status, auth.refusal())
+		return
+	}
 	script := h.def
 	if len(h.queue) > 0 {
 		script, h.queue = h.queue[0], h.queue[1:]
@@ -450,6 +495,56 @@ func (sc *scenario) events(hname string, w http.ResponseWriter, r *http.Request)
 	bg.Go(ss.writer)
 	ss.steps(script[i:])
 	<-ss.ctx.Done()
+}
+
+// probe answers a request that is no upgrade as hostplugin does (its doc.go, "The probe"):
+// the host's refusal, or 426; CORS for every origin (the test Host allows them all) unless
+// the rule says noCORS.
+func (sc *scenario) probe(hname string, w http.ResponseWriter, r *http.Request) {
+	sc.mu.Lock()
+	h := sc.host(hname)
+	auth := h.auth
+	status, body := http.StatusUpgradeRequired, wire.Refusal{Error: wire.RefusalUpgradeRequired}.Encode()
+	if auth.refuses(r) {
+		status, body = auth.status, auth.refusal()
+	}
+	h.stats.Probes = append(h.stats.Probes, Probe{
+		Method: r.Method, Origin: r.Header.Get("Origin"), Cookie: r.Header.Get("Cookie"), Status: status,
+	})
+	sc.touch()
+	sc.mu.Unlock()
+	hd := w.Header()
+	hd.Add("Vary", "Origin")
+	if origin := r.Header.Get("Origin"); origin != "" && !auth.noCORS {
+		hd.Set("Access-Control-Allow-Origin", origin)
+		hd.Set("Access-Control-Allow-Credentials", "true")
+	}
+	if status == http.StatusUpgradeRequired {
+		hd.Set("Upgrade", "websocket")
+	}
+	writeRefusal(w, status, body)
+}
+
+func writeRefusal(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// isUpgrade reports whether r asks for a WebSocket.
+func isUpgrade(r *http.Request) bool {
+	has := func(key, token string) bool {
+		for _, v := range r.Header.Values(key) {
+			for t := range strings.SplitSeq(v, ",") {
+				if strings.EqualFold(strings.TrimSpace(t), token) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return has("Connection", "upgrade") && has("Upgrade", "websocket")
 }
 
 // ssession is one accepted WebSocket.

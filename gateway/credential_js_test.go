@@ -1,0 +1,26 @@
+//go:build js
+
+package gateway_test
+
+import (
+	"net/http"
+	"strings"
+	"syscall/js"
+	"testing"
+)
+
+// inNode reports whether the test runs in Node rather than in a browser page.
+func inNode() bool { return js.Global().Get("document").IsUndefined() }
+
+// pageCredential gives the page the cookie "name=value" for the test: in the browser a
+// cookie of the test page, which the browser adds to its dials and probes of the test Host
+// (another port of the same host: another origin, the same site); it returns the header to
+// give a gateway, none here.
+func pageCredential(t *testing.T, cookie string) http.Header {
+	t.Helper()
+	doc := js.Global().Get("document")
+	doc.Set("cookie", cookie+"; path=/")
+	name, _, _ := strings.Cut(cookie, "=")
+	t.Cleanup(func() { doc.Set("cookie", name+"=; path=/; max-age=0") })
+	return nil
+}
