@@ -3,6 +3,7 @@ package gateway
 import (
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/lifeline-go/lifeline/controller"
@@ -22,7 +23,17 @@ type PageConfig struct {
 type Overrides struct {
 	Recovery wire.RawJSON `json:"recovery,omitempty"`
 	Endpoint string       `json:"endpoint,omitempty"`
+	// Mode is where the page's connection runs: "shared" (one per origin, in a SharedWorker,
+	// where the browser has one: the default) or "in-page". The tab script acts on it; it is
+	// checked here with the rest.
+	Mode string `json:"mode,omitempty"`
 }
+
+// Modes a page may ask for in Overrides.Mode.
+const (
+	ModeShared = "shared"
+	ModeInPage = "in-page"
+)
 
 // optionsPath prefixes the paths of problems found in the overrides.
 const optionsPath = "lifelineOptions"
@@ -48,6 +59,11 @@ func ResolvePage(bootstrap, overrides []byte, pageURL string) (PageConfig, error
 		if _, err := controller.DecodeDocument("gateway: options", overrides, &o, optionsPath); err != nil {
 			return PageConfig{}, err
 		}
+	}
+	if o.Mode != "" && o.Mode != ModeShared && o.Mode != ModeInPage {
+		return PageConfig{}, &controller.ConfigError{Package: "gateway: options", Fields: []controller.FieldError{{
+			Path: optionsPath + ".mode", Rule: `must be "` + ModeShared + `" or "` + ModeInPage + `"`, Value: strconv.Quote(wire.Truncate(o.Mode)),
+		}}}
 	}
 	// The override is decoded onto the bootstrap's recovery: a field it names replaces the
 	// bootstrap's, whatever the field.

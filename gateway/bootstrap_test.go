@@ -42,7 +42,9 @@ func TestResolvePage(t *testing.T) {
 		{"a trailing bracket is refused", `{}]`, ``, page, "", 0, "gateway: bootstrap: must hold one JSON value and nothing after it (line 1, column 3), got ]"},
 		{"values print as written", `{"recovery":{"deadlineMs":2147483648}}`, ``, page, "", 0, "controller: recovery.deadlineMs: must be an integer in 1..2147483647, got 2147483648"},
 		{"override values print as written", `{}`, `{"recovery":{"maxDelayMs":1e300}}`, page, "", 0, "controller: lifelineOptions.recovery.maxDelayMs: must be an integer in 1..2147483647, got 1e300"},
-		{"an override with an unknown key is refused", `{}`, `{"recovery":{},"mode":"x"}`, page, "", 0, "gateway: options: lifelineOptions.mode: is not a known field (known: recovery, endpoint)"},
+		{"an override with an unknown key is refused", `{}`, `{"recovery":{},"modes":"x"}`, page, "", 0, "gateway: options: lifelineOptions.modes: is not a known field (known: recovery, endpoint, mode)"},
+		{"a mode is shared or in-page", `{}`, `{"mode":"in-page"}`, page, "ws://127.0.0.1:8080/_lifeline/events", 15 * time.Second, ""},
+		{"another mode is refused", `{}`, `{"mode":"worker"}`, page, "", 0, `gateway: options: lifelineOptions.mode: must be "shared" or "in-page", got "worker"`},
 		{"an override with a duplicate key is refused", `{}`, `{"endpoint":"/a","endpoint":"/b"}`, page, "", 0, "gateway: options: lifelineOptions.endpoint: appears more than once"},
 	}
 	for _, tt := range tests {

@@ -11,8 +11,8 @@ import (
 // In is one message from a client. T says which; the other fields are its arguments.
 type In struct {
 	// T is "hello" (Bootstrap, Options, Href, Online), "command" (Command: reconnect, stop,
-	// start), "online" (Online), "subscribe" (ID, Stream), "unsubscribe" (ID), "life" (Event)
-	// or "bye".
+	// start), "online" (Online), "subscribe" (ID, Stream), "unsubscribe" (ID), "life" (Event),
+	// "ping" (still here) or "bye".
 	T string
 	// Bootstrap is the text of the page's #lifeline-bootstrap element; Options the JSON of
 	// its lifelineOptions ("" for none); Href the page's URL, which a path endpoint is
@@ -146,6 +146,8 @@ func (conn *Conn) act(m In) bool {
 			mem.s.leave(mem)
 		}
 		conn.early = slices.DeleteFunc(conn.early, func(e *member) bool { return e == mem })
+	case "ping":
+		// A tab saying it is still there; the glue drops ports that stay silent.
 	case "bye":
 		conn.leave()
 		return false

@@ -39,7 +39,19 @@ type Options struct {
 	AbortDial func(url string)
 	// Rand is handed to the controller (controller.Options.Rand). Default its own.
 	Rand func() float64
+	// OnIdle, when set, is called once no client has been attached for IdleAfter: the hub
+	// has nobody left to serve (a SharedWorker's last tab closed) and should be closed. A
+	// client attaching meanwhile (the only tab reloading) cancels it. Default none: a hub
+	// in a page lives as long as the page.
+	OnIdle func()
+	// IdleAfter is how long the hub waits for a client before OnIdle. Default 10 s: long
+	// enough for a reload or a navigation within the site to come back to a live connection,
+	// short enough that the Host does not keep a session nobody reads.
+	IdleAfter time.Duration
 }
+
+// DefaultIdleAfter is the default of Options.IdleAfter.
+const DefaultIdleAfter = 10 * time.Second
 
 // Client is the hub's way back to one page. Its methods are called from the hub's goroutines,
 // one at a time per client, and must not block (postMessage does not).
@@ -82,6 +94,7 @@ type Hub struct {
 	streams map[string]*stream
 	online  bool
 	closed  bool
+	idle    *time.Timer // running while no client is attached (with Options.OnIdle)
 }
 
 // New returns a hub with no clients. It connects once a client says Hello.
@@ -93,6 +106,9 @@ func New(opts *Options) *Hub {
 	if o.Logger == nil {
 		o.Logger = controller.DefaultLogger()
 	}
+	if o.IdleAfter <= 0 {
+		o.IdleAfter = DefaultIdleAfter
+	}
 	return &Hub{opts: o, log: o.Logger, conns: map[*Conn]struct{}{}, streams: map[string]*stream{}, online: true}
 }
 
@@ -101,6 +117,10 @@ func (h *Hub) Attach(c Client) *Conn {
 	conn := &Conn{h: h, c: c, subs: map[int]*member{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	h.mu.Lock()
 	h.conns[conn] = struct{}{}
+	if h.idle != nil {
+		h.idle.Stop()
+		h.idle = nil
+	}
 	h.mu.Unlock()
 	go conn.serve()
 	return conn
@@ -281,8 +301,21 @@ func (h *Hub) life(event string) {
 
 func (h *Hub) detach(conn *Conn) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	delete(h.conns, conn)
-	h.mu.Unlock()
+	if len(h.conns) == 0 && h.opts.OnIdle != nil && h.idle == nil && !h.closed {
+		var t *time.Timer
+		t = time.AfterFunc(h.opts.IdleAfter, func() {
+			h.mu.Lock()
+			fire := h.idle == t && len(h.conns) == 0 && !h.closed
+			h.idle = nil
+			h.mu.Unlock()
+			if fire {
+				h.opts.OnIdle()
+			}
+		})
+		h.idle = t
+	}
 }
 
 // ErrDetached ends the subscriptions of a client that left.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
@@ -405,4 +406,37 @@ func TestAPageThatWokeUpProbesTheLink(t *testing.T) {
 	if last := a.statuses[len(a.statuses)-1]; last.State != controller.Connected || last.Attempt != 1 {
 		t.Fatalf("after the page's events: %v attempt %d, want the first connection still", last.State, last.Attempt)
 	}
+}
+
+func TestAHubWithNoClientLeftIsIdleAfterItsLinger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		idle := make(chan time.Time, 4)
+		h := hub.New(&hub.Options{Logger: quiet, OnIdle: func() { idle <- time.Now() }})
+		a := h.Attach(newClient())
+		a.Detach()
+		synctest.Wait()
+		t0 := time.Now()
+		// The only tab reloads: it is back within the linger, and the hub stays.
+		time.Sleep(hub.DefaultIdleAfter - time.Second)
+		b := h.Attach(newClient())
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if len(idle) != 0 {
+			t.Fatalf("idle while a client was attached")
+		}
+		b.Detach()
+		synctest.Wait()
+		t1 := time.Now()
+		time.Sleep(hub.DefaultIdleAfter)
+		synctest.Wait()
+		select {
+		case at := <-idle:
+			if got := at.Sub(t1); got != hub.DefaultIdleAfter {
+				t.Fatalf("idle %v after the last client left, want %v", got, hub.DefaultIdleAfter)
+			}
+		default:
+			t.Fatalf("not idle %v after the last client left (first left at %v)", hub.DefaultIdleAfter, t0)
+		}
+		h.Close(nil)
+	})
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the client the Host plugin serves and embeds (hostplugin/internal/client/dist): the
 # wasm (pre-compressed: .br and .gz; the plugin derives identity from the .gz), the tab script
-# (web/settings.js + web/lifeline.js) and the runner (Go's wasm_exec.js + web/runner.js).
+# (web/settings.js + web/lifeline.js), the runner (Go's wasm_exec.js + web/runner.js) and the
+# shared hub's worker script (web/worker.js).
 # The assets are committed, so that an embedder who only ran `go get` has them; CI checks that
 # they match a fresh build (scripts/check-assets.sh). Run this after changing anything that
 # the wasm links (controller, gateway, hub, wasm, internal/strictjson) or web/*.js.
@@ -18,6 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 GOOS=js GOARCH=wasm go build -trimpath -buildvcs=false -ldflags="-s -w" -o "$tmp/lifeline.wasm" ./wasm
 cat web/settings.js web/lifeline.js >"$out/lifeline.js"
 cat "$(go env GOROOT)/lib/wasm/wasm_exec.js" web/runner.js >"$out/run.js"
+cp web/worker.js "$out/worker.js"
 # Node's zlib has brotli; gzip -9 likewise, with no file name or time in the header.
 node -e '
 const fs = require("fs"), zlib = require("zlib");

@@ -10,7 +10,7 @@ trap 'rm -rf "$tmp"' EXIT
 ./scripts/assets.sh "$tmp" >/dev/null
 GOOS=js GOARCH=wasm go build -trimpath -buildvcs=false -ldflags="-s -w" -o "$tmp/fresh.wasm" ./wasm
 stale=()
-for f in lifeline.js run.js; do
+for f in lifeline.js run.js worker.js; do
   cmp -s "$dist/$f" "$tmp/$f" || stale+=("$f")
 done
 node -e '

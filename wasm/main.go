@@ -12,14 +12,32 @@
 package main
 
 import (
+	"errors"
 	"syscall/js"
 
 	"github.com/lifeline-go/lifeline/hub"
 )
 
+// current is the program's hub.
+var current *hub.Hub
+
+var errNoTab = errors.New("lifeline: no tab left")
+
 func main() {
-	h := hub.New(&hub.Options{Logger: console{}, AbortDial: abortDial})
+	opts := &hub.Options{Logger: console{}, AbortDial: abortDial}
 	g := js.Global()
+	if inWorker() {
+		// Shared mode: the hub outlives no tab for long (hub.DefaultIdleAfter), and drops tabs
+		// that vanished without a word.
+		opts.OnIdle = func() {
+			h := current
+			h.Close(errNoTab)
+			g.Call("__lifelineClose")
+		}
+		go sweep.run()
+	}
+	h := hub.New(opts)
+	current = h
 	// Lives as long as the program.
 	g.Set("__lifelineAttach", js.FuncOf(func(_ js.Value, args []js.Value) any {
 		defer contain("attaching a port")

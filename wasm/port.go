@@ -32,14 +32,18 @@ func attach(h *hub.Hub, v js.Value) {
 	onMessage = js.FuncOf(func(_ js.Value, args []js.Value) any {
 		defer contain("reading a message from the page")
 		in := inbound(args[0].Get("data"))
+		sweep.heard(p)
 		p.conn.Handle(in)
-		if in.T == "bye" {
-			v.Set("onmessage", js.Null())
-			go func() { <-p.conn.Done(); onMessage.Release() }()
-		}
 		return nil
 	})
 	v.Set("onmessage", onMessage)
+	sweep.heard(p)
+	go func() {
+		<-p.conn.Done() // bye, or dropped as silent
+		sweep.forget(p)
+		v.Set("onmessage", js.Null())
+		onMessage.Release()
+	}()
 }
 
 // inbound reads a tab's message; anything missing reads as its zero value.

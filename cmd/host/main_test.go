@@ -281,7 +281,7 @@ func TestServesTheClientThePageNames(t *testing.T) {
 	// The demo takes the embedder's path: the Host plugin injects and serves its own client.
 	h := startHost(t, "-web", webDir(t))
 	_, page := h.get("/", nil)
-	m := regexp.MustCompile(`<script src="(/_lifeline/client/[^"]+)" data-wasm="([^"]+)" data-run="([^"]+)" async>`).FindStringSubmatch(string(page))
+	m := regexp.MustCompile(`<script src="(/_lifeline/client/[^"]+)" data-wasm="([^"]+)" data-run="([^"]+)" data-worker="([^"]+)" async>`).FindStringSubmatch(string(page))
 	if m == nil {
 		t.Fatalf("the page does not load the client:\n%s", page)
 	}

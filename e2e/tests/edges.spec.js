@@ -93,6 +93,9 @@ test('misuse is reported with the call and the value, and what it returns is har
 
 for (const [lang, label] of [['en', 'Connection stopped working: reload the page'], ['zh', '连接已失效，请刷新页面']]) {
   test(`a program that ends anyway shows failed, never connected (${lang})`, async ({ page, hosts }) => {
+    // In-page, where the program is the page's own (a shared hub that ends is replaced: see
+    // shared.spec.js).
+    await page.addInitScript(() => { globalThis.lifelineOptions = Object.assign({}, globalThis.lifelineOptions, { mode: 'in-page' }); });
     const host = await hosts.start({});
     const errors = consoleErrors(page);
     await recordStates(page);

@@ -11,7 +11,19 @@ function writeLog(testInfo, i, host) {
   return p;
 }
 
+// The page's mode, for every page a test opens: LIFELINE_MODE=in-page or shared (make test
+// runs the whole suite in both); unset leaves the page to choose (shared where it can).
+const mode = process.env.LIFELINE_MODE || '';
+
 const test = base.test.extend({
+  context: async ({ context }, use) => {
+    if (mode) {
+      await context.addInitScript((m) => {
+        globalThis.lifelineOptions = Object.assign({}, globalThis.lifelineOptions, { mode: m });
+      }, mode);
+    }
+    await use(context);
+  },
   hosts: async ({}, use, testInfo) => {
     const started = [];
     await use({
@@ -30,4 +42,4 @@ const test = base.test.extend({
   },
 });
 
-module.exports = { test, expect: base.expect, ...h };
+module.exports = { test, expect: base.expect, mode, ...h };

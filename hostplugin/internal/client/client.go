@@ -43,7 +43,7 @@ type asset struct {
 
 // Client is the set of assets, read once.
 type Client struct {
-	wasm, script, run *asset
+	wasm, script, run, worker *asset
 	byName            map[string]*asset
 
 	identityOnce sync.Once
@@ -79,6 +79,7 @@ func load() (*Client, error) {
 	}{
 		{&c.script, "lifeline", "lifeline.js", "text/javascript; charset=utf-8"},
 		{&c.run, "run", "run.js", "text/javascript; charset=utf-8"},
+		{&c.worker, "worker", "worker.js", "text/javascript; charset=utf-8"},
 	} {
 		b, err := read(f.file)
 		if err != nil {
@@ -129,8 +130,8 @@ func (c *Client) Tags(prefix string) []byte {
 	attr := func(s string) string { return html.EscapeString((&url.URL{Path: s}).EscapedPath()) }
 	var b strings.Builder
 	fmt.Fprintf(&b, `<link rel="preload" href="%s" as="fetch" type="application/wasm" crossorigin>`, attr(prefix+c.wasm.name))
-	fmt.Fprintf(&b, `<script src="%s" data-wasm="%s" data-run="%s" async></script>`,
-		attr(prefix+c.script.name), attr(prefix+c.wasm.name), attr(prefix+c.run.name))
+	fmt.Fprintf(&b, `<script src="%s" data-wasm="%s" data-run="%s" data-worker="%s" async></script>`,
+		attr(prefix+c.script.name), attr(prefix+c.wasm.name), attr(prefix+c.run.name), attr(prefix+c.worker.name))
 	return []byte(b.String())
 }
 

@@ -378,8 +378,17 @@
 // globalThis.lifelineOptions = {recovery, endpoint}, set before this script runs, overrides
 // the bootstrap; the hub resolves it the same way.
 //
+// Two modes, the same API and behaviour. Shared (the default where the browser has
+// SharedWorker): one hub per origin in a SharedWorker serves every tab over one socket; this
+// script then loads no wasm at all. In-page (where SharedWorker is missing, or with
+// lifelineOptions.mode = "in-page"): the hub runs in this page. A shared hub is named after
+// the page's bootstrap and options, so a tab of another config (a Host whose config changed)
+// gets a hub of its own; if the hub's program ends, every tab moves to a fresh one, and after
+// repeated failures this page falls back to in-page.
+//
 // Data attributes of this script's tag: data-wasm (the wasm URL, default /lifeline.wasm),
-// data-run (the runner with wasm_exec.js, loaded when the page has no Go yet).
+// data-run (the runner with wasm_exec.js, loaded when the page has no Go yet), data-worker
+// (the shared hub's worker script; without it, in-page mode).
 (function () {
   'use strict';
 
@@ -389,6 +398,7 @@
   const attr = (name, def) => (me && me.dataset[name]) || def;
   const wasmURL = attr('wasm', '/lifeline.wasm');
   const runURL = attr('run', '');
+  const workerURL = attr('worker', '');
   const MAX_STREAM = 256; // bytes of UTF-8 (gateway/wire.MaxStreamName)
 
   let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', retryAfter: 0 };
@@ -457,6 +467,11 @@
           at: m.at || Date.now(),
         };
         if (s.state === 'misconfigured') console.error('lifeline: connection settings are invalid: ' + s.error);
+        else if (mode === 'shared' && s.error && s.error !== status.error) {
+          // The shared hub logs to its worker's console, which the page's developer does not
+          // see: each new failure is logged here too.
+          console.warn('lifeline: the shared connection failed: attempt=' + s.attempt + ' failures=' + s.failures + ' err=' + s.error);
+        }
         setStatus(s);
         break;
       }
@@ -478,6 +493,13 @@
         try { sub.fn(d); } catch (err) { report('the lifeline.subscribe("' + short(sub.stream) + '") handler', err); }
         break;
       }
+      case 'exited': // shared mode: the hub's program ended; every tab moves to a fresh hub
+        hubFailed(m.error, m.next);
+        break;
+      case 'dropped': // shared mode: the hub took this tab for gone (it was silent too long)
+        disconnect();
+        startShared();
+        break;
       case 'ended': {
         const sub = subs.get(m.id);
         if (!sub) return;
@@ -490,10 +512,20 @@
     }
   }
 
+  // connect makes p the port to the hub: the hello goes first, then every subscription still
+  // wanted (a hub that replaced another gives each a fresh baseline), then what waited.
   function connect(p) {
     port = p;
     port.onmessage = onHubMessage;
+    if (helloMsg) port.postMessage(helloMsg);
+    for (const [id, sub] of subs) port.postMessage({ t: 'subscribe', id, stream: sub.stream });
     for (const m of outbox.splice(0)) port.postMessage(m);
+  }
+
+  function disconnect() {
+    if (!port) return;
+    port.onmessage = null;
+    port = null;
   }
 
   // ---- the API
@@ -532,7 +564,7 @@
       if (dead) return noop;
       const id = nextID++;
       subs.set(id, { stream, fn });
-      send({ t: 'subscribe', id, stream });
+      if (port) port.postMessage({ t: 'subscribe', id, stream }); // else connect sends it
       return once(() => {
         if (subs.delete(id)) send({ t: 'unsubscribe', id });
       });
@@ -562,11 +594,21 @@
   const life = (event) => send({ t: 'life', event });
   window.addEventListener('online', () => send({ t: 'online', online: true }));
   window.addEventListener('offline', () => send({ t: 'online', online: false }));
-  // Stop on hide so the page can enter the back-forward cache; a fresh sequence when shown.
-  window.addEventListener('pagehide', () => send({ t: 'command', command: 'stop' }));
+  // On hide the page lets go, so it can enter the back-forward cache: in-page it stops its
+  // connection; shared, it leaves the hub (the other tabs keep it). Shown again, it starts a
+  // fresh sequence, or rejoins the hub (fresh baselines for its streams).
+  window.addEventListener('pagehide', () => {
+    if (mode === 'shared') {
+      send({ t: 'bye' });
+      disconnect();
+    } else {
+      send({ t: 'command', command: 'stop' });
+    }
+  });
   window.addEventListener('pageshow', (e) => {
-    if (e.persisted) send({ t: 'command', command: 'start' });
-    else life('pageshow');
+    if (!e.persisted) life('pageshow');
+    else if (mode === 'shared') startShared();
+    else send({ t: 'command', command: 'start' });
   });
   document.addEventListener('visibilitychange', () => life(document.visibilityState === 'visible' ? 'visible' : 'hidden'));
   document.addEventListener('freeze', () => life('freeze'));
@@ -583,8 +625,14 @@
     if (now - lastTick > TICK + LATE && document.visibilityState === 'visible') life('late');
     lastTick = now;
   }, TICK);
+  // Shared mode: a tab that closes without a word (a crash) is dropped by the hub once it
+  // has been silent long enough (wasm/scope.go); a live one says so every 10 s.
+  setInterval(() => { if (mode === 'shared' && port) port.postMessage({ t: 'ping' }); }, 10000);
 
   // ---- start
+
+  let helloMsg = null;
+  let mode = 'in-page';
 
   function hello() {
     const el = document.getElementById('lifeline-bootstrap');
@@ -601,12 +649,19 @@
         misuse('lifelineOptions cannot be read as JSON; ignored:', e);
       }
     }
-    // First of all, ahead of whatever the page asked for before the hub was up.
-    outbox.unshift({ t: 'hello', bootstrap: el.textContent, options, href: location.href, online: navigator.onLine });
+    helloMsg = { t: 'hello', bootstrap: el.textContent, options, href: location.href, online: navigator.onLine };
     return true;
   }
 
+  function pickMode() {
+    const o = globalThis.lifelineOptions;
+    const want = o && typeof o === 'object' ? o.mode : undefined;
+    if (want === 'in-page' || !workerURL || typeof SharedWorker !== 'function') return 'in-page';
+    return 'shared'; // the hub checks the option's value and names a bad one
+  }
+
   function startInPage() {
+    mode = 'in-page';
     const channel = new MessageChannel();
     connect(channel.port1);
     const run = () => globalThis.__lifelineRun({ wasm: wasmURL, onExit: failed });
@@ -627,6 +682,63 @@
     }
   }
 
+  // The shared hub's name: one hub per config (FNV-1a of the bootstrap and the options),
+  // and a generation, which a hub that ended names for the fresh one.
+  let generation = '';
+  const failures = []; // when shared hubs ended, for the fallback to in-page
+
+  function hubName() {
+    let h = 0x811c9dc5;
+    for (const c of helloMsg.bootstrap + '\u0000' + helloMsg.options) {
+      h = Math.imul(h ^ c.codePointAt(0), 0x01000193) >>> 0;
+    }
+    return 'lifeline:' + h.toString(16) + (generation ? ':' + generation : '');
+  }
+
+  function startShared() {
+    mode = 'shared';
+    let worker;
+    try {
+      const url = new URL(workerURL, location.href);
+      url.searchParams.set('run', new URL(runURL, location.href).href);
+      url.searchParams.set('wasm', new URL(wasmURL, location.href).href);
+      // extendedLifetime keeps the hub, and its socket, through a reload of the only tab.
+      worker = new SharedWorker(url.href, { name: hubName(), extendedLifetime: true });
+    } catch (e) {
+      console.warn('lifeline: no shared hub (' + e + '); this page keeps its own connection');
+      startInPage();
+      return;
+    }
+    worker.onerror = (e) => {
+      if (port !== worker.port) return;
+      disconnect();
+      hubFailed('the shared worker failed to start: ' + (e.message || 'error'), '');
+    };
+    connect(worker.port);
+  }
+
+  // hubFailed moves this tab to a fresh shared hub (the one the ended hub named, so that
+  // every tab meets in it), or to in-page after two failures within a minute.
+  function hubFailed(why, next) {
+    console.error('lifeline: the shared hub stopped: ' + why);
+    disconnect();
+    const now = Date.now();
+    failures.push(now);
+    while (failures.length && failures[0] < now - 60000) failures.shift();
+    if (failures.length > 2) {
+      console.warn('lifeline: the shared hub keeps failing; this page keeps its own connection');
+      startInPage();
+      return;
+    }
+    generation = next || Math.random().toString(36).slice(2, 10);
+    startShared();
+  }
+
+  function start() {
+    if (pickMode() === 'shared') startShared();
+    else startInPage();
+  }
+
   // lifeline:ready fires once the document has parsed, so that every page script has had
   // the chance to listen for it; globalThis.lifeline is usable before.
   function ready() {
@@ -636,7 +748,7 @@
   }
 
   function boot() {
-    if (hello()) startInPage();
+    if (hello()) start();
     ready();
   }
 
