@@ -15,6 +15,7 @@
 //	go run ./e2e/fleet            # the short run (make test), about 1–2 minutes
 //	go run ./e2e/fleet -long      # the long run (make soak): more rounds, longer settles
 //	go run ./e2e/fleet -bench     # figures: publish-to-deliver latency, events/s (ring vs JetStream)
+//	go run ./e2e/fleet -bench -out bench/FLEET.md   # … and rewrite their part of bench/FLEET.md
 //
 // It needs web/lifeline.wasm (scripts/build.sh) and nginx (installed when missing). Every
 // child runs in a process group of its own (internal/testbed), stopped when the run ends or is
@@ -47,9 +48,10 @@ func main() {
 	clients := flag.Int("clients", 200, "bin/client clients")
 	pages := flag.Int("pages", 2, "Chromium pages")
 	keep := flag.Bool("keep", false, "keep the run directory")
+	out := flag.String("out", "", "with -bench: the figures file whose -bench part to rewrite (bench/FLEET.md)")
 	flag.Parse()
 	if *bench {
-		if err := runBench(os.Stdout); err != nil {
+		if err := benchTo(*out); err != nil {
 			fmt.Fprintln(os.Stderr, "fleet -bench:", err)
 			os.Exit(1)
 		}
