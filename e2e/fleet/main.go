@@ -440,7 +440,8 @@ func (f *fleet) startNginx() error {
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		return err
 	}
-	if _, err := f.start("nginx", nil, "nginx", "-p", dir, "-c", path, "-e", filepath.Join(dir, "error.log")); err != nil {
+	// nginx's workers die with their master only if it stops them: its death signal is SIGTERM.
+	if _, err := f.start("nginx", &testbed.Options{DeathSig: syscall.SIGTERM}, "nginx", "-p", dir, "-c", path, "-e", filepath.Join(dir, "error.log")); err != nil {
 		return err
 	}
 	return waitHTTP("http://127.0.0.1:"+port+"/_lifeline/health", 10*time.Second)
