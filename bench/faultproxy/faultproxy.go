@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"slices"
 	"strings"
@@ -26,9 +27,17 @@ const (
 	Blackhole
 	// Flap forwards and resets each connection FlapAfter after its accept.
 	Flap
+	// Latency forwards, each direction's bytes held for the latency (± the jitter) first.
+	Latency
+	// Reset resets every open connection at once, stalled or held ones too, and each new
+	// one at the first byte its upstream sends back.
+	Reset
+	// Stall freezes every connection, open or new: nothing is forwarded either way, nothing
+	// is closed.
+	Stall
 )
 
-var modeNames = [...]string{"up", "refuse", "blackhole", "flap"}
+var modeNames = [...]string{"up", "refuse", "blackhole", "flap", "latency", "reset", "stall"}
 
 func (m Mode) String() string {
 	if m < 0 || int(m) >= len(modeNames) {
@@ -43,22 +52,26 @@ func (m Mode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
 // ErrMode is wrapped by ParseMode's error.
 var ErrMode = errors.New("faultproxy: bad mode")
 
-// ParseMode reads "up", "refuse", "blackhole" or "flap".
+// ParseMode reads a mode's name: up, refuse, blackhole, flap, latency, reset or stall.
 func ParseMode(s string) (Mode, error) {
 	s = strings.TrimSpace(s)
-	for i, n := range modeNames {
-		if n == s {
-			return Mode(i), nil
-		}
+	if i := slices.Index(modeNames[:], s); i >= 0 {
+		return Mode(i), nil
 	}
-	return 0, fmt.Errorf("%w: %q is not one of up, refuse, blackhole, flap", ErrMode, s)
+	return 0, fmt.Errorf("%w: %q is not one of %s", ErrMode, s, strings.Join(modeNames[:], ", "))
 }
+
+// forwards reports whether a connection accepted in m is forwarded and follows the modes
+// after it: up, latency, reset. (Flap forwards too, but each of its connections ends on its
+// own clock.)
+func (m Mode) forwards() bool { return m == Up || m == Latency || m == Reset }
 
 // How a connection ended, as recorded in [Record.End].
 const (
 	EndRefused   = "refused"  // reset at accept (refuse)
 	EndFlapped   = "flapped"  // reset FlapAfter after accept (flap)
-	EndOutage    = "outage"   // a forwarded connection reset when the mode left up
+	EndOutage    = "outage"   // a forwarded connection reset when the mode went to refuse, blackhole or flap
+	EndReset     = "reset"    // a forwarded connection reset by reset
 	EndClient    = "client"   // the client closed or reset it
 	EndUpstream  = "upstream" // the upstream closed it, or could not be dialled
 	EndProxyDown = "proxy-closed"
@@ -88,6 +101,10 @@ type Options struct {
 	FlapAfter time.Duration
 	// DialTimeout bounds the dial to the upstream. Default 5 s.
 	DialTimeout time.Duration
+	// Latency is what latency adds to each direction; Jitter spreads it, uniformly in
+	// [Latency-Jitter, Latency+Jitter], drawn per chunk of bytes (the order of the bytes
+	// is kept). Defaults 200 ms and 0; [Proxy.SetLatency] changes them.
+	Latency, Jitter time.Duration
 	// Log receives one JSON line per accepted connection and one per ended connection.
 	// Default: none. Writes are serialised.
 	Log io.Writer
@@ -100,13 +117,15 @@ type Proxy struct {
 	flap     time.Duration
 	dialTO   time.Duration
 
-	mu      sync.Mutex
-	mode    Mode
-	records []Record
-	live    map[int64]*link // open connections
-	logw    io.Writer
-	closed  bool
-	wg      sync.WaitGroup
+	mu              sync.Mutex
+	mode            Mode
+	changed         chan struct{} // closed and replaced at every SetMode and SetLatency
+	latency, jitter time.Duration
+	records         []Record
+	live            map[int64]*link // open connections
+	logw            io.Writer
+	closed          bool
+	wg              sync.WaitGroup
 }
 
 // link is one open connection and whatever it is joined to.
@@ -114,7 +133,8 @@ type link struct {
 	id     int64
 	client *net.TCPConn
 	up     net.Conn // nil unless forwarded
-	mode   Mode
+	mode   Mode     // the mode at accept
+	frozen bool     // stalled: its bytes are dropped from then on (guarded by Proxy.mu)
 }
 
 // Listen starts a proxy on addr ("127.0.0.1:0" for any free port) in front of upstream.
@@ -129,12 +149,16 @@ func Listen(addr, upstream string, opts *Options) (*Proxy, error) {
 	if o.DialTimeout <= 0 {
 		o.DialTimeout = 5 * time.Second
 	}
+	if o.Latency <= 0 {
+		o.Latency = 200 * time.Millisecond
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: %w", err)
 	}
 	p := &Proxy{
 		ln: ln, upstream: upstream, flap: o.FlapAfter, dialTO: o.DialTimeout,
+		changed: make(chan struct{}), latency: o.Latency, jitter: max(o.Jitter, 0),
 		live: make(map[int64]*link), logw: o.Log,
 	}
 	p.wg.Go(p.acceptLoop)
@@ -154,23 +178,56 @@ func (p *Proxy) Mode() Mode {
 	return p.mode
 }
 
-// SetMode switches the proxy. Leaving up resets every forwarded connection.
+// SetMode switches the proxy. The connections it forwards (those accepted in up, latency or
+// reset) follow: refuse, blackhole and flap reset them, stall freezes them, up and latency
+// keep them. A frozen connection stays frozen whatever comes next, but for reset, which
+// resets every open connection, whatever it came in.
 func (p *Proxy) SetMode(m Mode) {
 	p.mu.Lock()
-	old := p.mode
 	p.mode = m
+	p.changedLocked()
 	var cut []*link
-	if old == Up && m != Up {
-		for _, l := range p.live {
-			if l.mode == Up {
-				cut = append(cut, l)
-			}
+	for _, l := range p.live {
+		switch {
+		case m == Reset:
+			cut = append(cut, l)
+		case !l.mode.forwards() || l.frozen:
+			// Held, flapping on its own clock, or as lost as it was: left as it is.
+		case m == Refuse, m == Blackhole, m == Flap:
+			cut = append(cut, l)
+		case m == Stall:
+			l.frozen = true
 		}
 	}
 	p.mu.Unlock()
-	for _, l := range cut {
-		p.reset(l, EndOutage)
+	why := EndOutage
+	if m == Reset {
+		why = EndReset
 	}
+	for _, l := range cut {
+		p.reset(l, why)
+	}
+}
+
+// SetLatency sets what latency adds to each direction, and its jitter (see [Options]).
+func (p *Proxy) SetLatency(latency, jitter time.Duration) {
+	p.mu.Lock()
+	p.latency, p.jitter = max(latency, 0), max(jitter, 0)
+	p.changedLocked()
+	p.mu.Unlock()
+}
+
+// Latency returns what latency adds to each direction, and its jitter.
+func (p *Proxy) Latency() (latency, jitter time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.latency, p.jitter
+}
+
+// changedLocked wakes every chunk held for the latency, to weigh it again.
+func (p *Proxy) changedLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
 }
 
 // Records returns every connection accepted so far, in accept order.
@@ -242,15 +299,16 @@ func (p *Proxy) acceptLoop() {
 		switch l.mode {
 		case Refuse:
 			p.reset(l, EndRefused)
-		case Blackhole:
+		case Blackhole, Stall:
 			p.wg.Go(func() { p.hold(l) })
-		case Up, Flap:
+		default:
 			p.wg.Go(func() { p.forward(l) })
 		}
 	}
 }
 
-// hold reads and discards until the client gives up: a blackhole never answers.
+// hold reads and discards until the client gives up: a blackhole (or a stalled link) never
+// answers.
 func (p *Proxy) hold(l *link) {
 	_, _ = io.Copy(io.Discard, l.client)
 	p.finish(l, EndClient)
@@ -275,44 +333,120 @@ func (p *Proxy) forward(l *link) {
 		t := time.AfterFunc(p.flap, func() { p.reset(l, EndFlapped) })
 		defer t.Stop()
 	}
-	done := make(chan string, 2)
-	go func() {
-		_, _ = io.Copy(up, l.client)
-		done <- EndClient
-	}()
-	go func() {
-		p.copyReplies(l, up)
-		done <- EndUpstream
-	}()
-	first := <-done
+	ends := make(chan string, 2)
+	go func() { ends <- p.pipe(l, l.client, up, false) }()
+	go func() { ends <- p.pipe(l, up, l.client, true) }()
+	first, pending := <-ends, 1
+	if first == EndUpstream && p.isFrozen(l) {
+		// A stalled link tells the client nothing, not even that the upstream has gone: it
+		// is held until the client gives up.
+		_ = up.Close()
+		first, pending = <-ends, 0
+	}
 	p.finish(l, first)
 	_ = l.client.Close()
 	_ = up.Close()
-	<-done
+	for range pending {
+		<-ends
+	}
 }
 
-// copyReplies copies the upstream's bytes to the client, noting when the first one came.
-func (p *Proxy) copyReplies(l *link, up net.Conn) {
-	buf := make([]byte, 32<<10)
-	first := true
-	for {
-		n, err := up.Read(buf)
-		if n > 0 {
-			if first {
-				first = false
-				now := time.Now()
-				p.mu.Lock()
-				p.records[l.id-1].FirstReply = now
-				p.mu.Unlock()
+// chunk is bytes read from one side, and when.
+type chunk struct {
+	b  []byte
+	at time.Time
+}
+
+// pipe copies src to dst, one direction of a forwarded link, as the mode says: latency
+// holds each chunk, a frozen link drops it, reset resets the link at its first reply. It
+// returns who ended the direction: src by closing, dst by failing a write.
+func (p *Proxy) pipe(l *link, src, dst net.Conn, downstream bool) string {
+	srcEnd, dstEnd := EndClient, EndUpstream
+	if downstream {
+		srcEnd, dstEnd = EndUpstream, EndClient
+	}
+	chunks := make(chan chunk, 64)
+	quit := make(chan struct{})
+	defer close(quit)
+	p.wg.Go(func() {
+		defer close(chunks)
+		buf := make([]byte, 32<<10)
+		first := downstream
+		for {
+			n, err := src.Read(buf)
+			if n > 0 {
+				c := chunk{b: slices.Clone(buf[:n]), at: time.Now()}
+				if first {
+					first = false
+					p.mu.Lock()
+					p.records[l.id-1].FirstReply = c.at
+					p.mu.Unlock()
+				}
+				select {
+				case chunks <- c:
+				case <-quit:
+					return
+				}
 			}
-			if _, werr := l.client.Write(buf[:n]); werr != nil {
+			if err != nil {
 				return
 			}
 		}
-		if err != nil {
-			return
+	})
+	for c := range chunks {
+		if p.isFrozen(l) {
+			continue // lost, as on a link that went down
+		}
+		p.await(c.at)
+		if p.isFrozen(l) {
+			continue
+		}
+		if downstream && p.Mode() == Reset {
+			p.reset(l, EndReset)
+			return EndReset
+		}
+		if _, err := dst.Write(c.b); err != nil {
+			if p.isFrozen(l) {
+				continue // frozen while writing: what follows is dropped
+			}
+			return dstEnd
 		}
 	}
+	return srcEnd
+}
+
+// await returns when a chunk read at at has been held as long as the latency mode says
+// (at once in any other mode); a change of mode or latency weighs it again.
+func (p *Proxy) await(at time.Time) {
+	for {
+		p.mu.Lock()
+		var d time.Duration
+		if p.mode == Latency {
+			d = p.latency
+			if p.jitter > 0 {
+				d += time.Duration(rand.Int64N(int64(2*p.jitter)+1)) - p.jitter
+			}
+		}
+		changed := p.changed
+		p.mu.Unlock()
+		wait := time.Until(at.Add(d))
+		if wait <= 0 {
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+			return
+		case <-changed:
+			t.Stop()
+		}
+	}
+}
+
+func (p *Proxy) isFrozen(l *link) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return l.frozen
 }
 
 // reset ends l with an RST to the client and closes its upstream side.

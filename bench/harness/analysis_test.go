@@ -48,7 +48,7 @@ func TestPctIsNearestRank(t *testing.T) {
 
 func feed(f *fleet, lines ...string) {
 	for _, l := range lines {
-		f.line(l)
+		f.line([]byte(l))
 	}
 }
 

@@ -3,14 +3,19 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"slices"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/lifeline-go/lifeline/internal/testbed"
+	"github.com/lifeline-go/lifeline/internal/testbed/clientline"
 )
 
-// Event is one line of a client process: {"t": ms since the epoch, "id": client, "event": …}.
+// Event is one line of a client process (clientline.Line: {"t": ms since the epoch, "id":
+// client, "event": …}), with its time as a time.
 type Event struct {
 	T  time.Time
 	ID int
@@ -23,9 +28,9 @@ type Event struct {
 
 // Client events.
 const (
-	evAttempt      = "attempt"
-	evConnected    = "connected"
-	evDisconnected = "disconnected"
+	evAttempt      = clientline.Attempt
+	evConnected    = clientline.Connected
+	evDisconnected = clientline.Disconnected
 )
 
 // fleet collects the event lines of one client process of n clients.
@@ -41,29 +46,21 @@ type fleet struct {
 
 func newFleet(n int) *fleet { return &fleet{n: n, up: make([]bool, n)} }
 
-// line is the process's onLine callback.
-func (f *fleet) line(s string) {
-	s = strings.TrimSpace(s)
-	if !strings.HasPrefix(s, "{") {
+// line is the process's line callback: a line that is not a JSON object is not an event
+// (a peer's own message), one that does not decode is counted as bad.
+func (f *fleet) line(b []byte) {
+	b = bytes.TrimSpace(b)
+	if !bytes.HasPrefix(b, []byte("{")) {
 		return
 	}
-	var l struct {
-		T     float64         `json:"t"`
-		ID    *int            `json:"id"`
-		Event string          `json:"event"`
-		Seq   uint64          `json:"seq"`
-		Reset bool            `json:"reset"`
-		Want  json.RawMessage `json:"want"`
-	}
-	if err := json.Unmarshal([]byte(s), &l); err != nil || l.ID == nil || l.Event == "" {
+	l, err := clientline.Decode(b)
+	if err != nil {
 		f.mu.Lock()
 		f.bad++
 		f.mu.Unlock()
 		return
 	}
-	ms := int64(l.T)
-	e := Event{T: time.UnixMilli(ms).Add(time.Duration((l.T - float64(ms)) * float64(time.Millisecond))), ID: *l.ID, Ev: l.Event,
-		Seq: l.Seq, Reset: l.Reset, Want: l.Want}
+	e := Event{T: l.At(), ID: l.ID, Ev: l.Event, Seq: l.Seq, Reset: l.Reset, Want: l.Want}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.events = append(f.events, e)
@@ -165,14 +162,5 @@ func maxTime(a, b time.Time) time.Time {
 
 // waitFor polls cond every 50 ms until it holds or d has passed; it reports whether it held.
 func waitFor(d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if cond() {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return testbed.Poll(context.Background(), d, 50*time.Millisecond, cond)
 }

@@ -5,9 +5,7 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/testbed"
 )
 
 // openHostCfg lets a benchmark's load through: no session cap or accept rate in the way.
@@ -42,19 +41,9 @@ func (e *env) s7Host(r *report) error {
 	return nil
 }
 
-type health struct {
-	Sessions int `json:"sessions"`
-}
-
-func getHealth(addr string) (health, error) {
-	var h health
-	c := &http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get("http://" + addr + "/_lifeline/health")
-	if err != nil {
-		return h, err
-	}
-	defer resp.Body.Close()
-	return h, json.NewDecoder(resp.Body).Decode(&h)
+// getHealth reads the health of the Host at addr.
+func getHealth(addr string) (testbed.Health, error) {
+	return testbed.GetHealth(context.Background(), "http://"+addr)
 }
 
 func (e *env) s7Memory(r *report, t *table, n int) error {
@@ -62,9 +51,9 @@ func (e *env) s7Memory(r *report, t *table, n int) error {
 	if err != nil {
 		return err
 	}
-	defer host.proc.stop(5 * time.Second)
+	defer host.proc.Stop(5 * time.Second)
 	time.Sleep(time.Second)
-	before, err := rssBytes(host.proc.pid())
+	before, err := rssBytes(host.proc.Pid())
 	if err != nil {
 		return err
 	}
@@ -72,12 +61,12 @@ func (e *env) s7Memory(r *report, t *table, n int) error {
 	if err != nil {
 		return err
 	}
-	defer clients.stop(10 * time.Second)
+	defer clients.Stop(10 * time.Second)
 	start := time.Now()
 	all := waitFor(180*time.Second, func() bool { return fl.connectedNow() >= n })
 	took := time.Since(start)
 	time.Sleep(2 * time.Second) // let the connect burst's garbage go
-	after, err := rssBytes(host.proc.pid())
+	after, err := rssBytes(host.proc.Pid())
 	if err != nil {
 		return err
 	}
@@ -97,7 +86,7 @@ func (e *env) s7Ready(r *report, t *table, n int) error {
 	if err != nil {
 		return err
 	}
-	defer host.proc.stop(5 * time.Second)
+	defer host.proc.Stop(5 * time.Second)
 	url := clientURL(kLifeline, host.addr())
 	lat := make([]float64, n)
 	conns := make([]*websocket.Conn, n)

@@ -7,14 +7,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/lifeline-go/lifeline/internal/testbed"
 )
 
 // maxStall is the longest stall of the harness's process a scenario's figures tolerate.
@@ -81,6 +81,7 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "harness:", err)
 		return 1
 	}
+	e.bed = testbed.New(e.raw)
 
 	var chosen []scenario
 	for _, s := range scenarios {
@@ -96,15 +97,8 @@ func run() int {
 		}
 	}
 
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		<-sigs
-		fmt.Fprintln(os.Stderr, "harness: interrupted, stopping every child process")
-		stopAll()
-		os.Exit(130)
-	}()
-	defer stopAll()
+	defer e.bed.StopOnSignal("harness", 2*time.Second)()
+	defer e.bed.StopAll(2 * time.Second)
 
 	started := time.Now()
 	fmt.Printf("harness: scale %g, raw logs in %s\n", e.scale, e.raw)
@@ -128,7 +122,7 @@ func run() int {
 			if err := s.run(e, rep); err != nil {
 				rep.fail(s.id+" "+s.name, err)
 			}
-			stopAll() // nothing of one scenario outlives it
+			e.bed.StopAll(2 * time.Second) // nothing of one scenario outlives it
 			fmt.Printf("### scenario %s took %.0f s\n", s.id, time.Since(t0).Seconds())
 			worst := rep.stalls.worst(t0, time.Now())
 			if worst <= maxStall || try == 2 {

@@ -3,14 +3,16 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/lifeline-go/lifeline/internal/testbed"
 )
 
 // buildWeb builds the page into bench/.bin/web, apart from web/ (which `make run` owns): the
@@ -94,25 +96,28 @@ func (e *env) s6Page(r *report) error {
 	if err != nil {
 		return err
 	}
-	defer host.proc.stop(5 * time.Second)
+	defer host.proc.Stop(5 * time.Second)
 	sio, err := e.startServer(kSIO, "s6-sio", 0, "")
 	if err != nil {
 		return err
 	}
-	defer sio.proc.stop(3 * time.Second)
+	defer sio.proc.Stop(3 * time.Second)
 
-	cmd := exec.Command(e.node, filepath.Join(e.root, "bench/browser/pageload.js"),
-		"--lifeline", "http://"+host.addr()+"/", "--sio", "http://"+sio.addr()+"/page.html", "--n", fmt.Sprint(loads))
-	cmd.Dir = filepath.Join(e.root, "bench")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	timer := time.AfterFunc(5*time.Minute, func() { _ = cmd.Process.Kill() })
-	out, err := cmd.Output()
-	timer.Stop()
-	_ = os.WriteFile(filepath.Join(e.raw, "s6-pageload.json"), out, 0o644)
-	_ = os.WriteFile(filepath.Join(e.raw, "s6-pageload.err"), stderr.Bytes(), 0o644)
+	// The driver gets SIGTERM if the harness dies, so that it closes its browser.
+	p, err := e.bed.Start("s6-pageload", []string{e.node, filepath.Join(e.root, "bench/browser/pageload.js"),
+		"--lifeline", "http://" + host.addr() + "/", "--sio", "http://" + sio.addr() + "/page.html", "--n", fmt.Sprint(loads)},
+		&testbed.Options{Dir: filepath.Join(e.root, "bench"), DeathSig: syscall.SIGTERM})
 	if err != nil {
-		return fmt.Errorf("pageload.js: %v: %s", err, lastLines(stderr.String(), 5))
+		return err
+	}
+	if err := p.Wait(5 * time.Minute); err != nil {
+		_ = p.Stop(5 * time.Second)
+		return fmt.Errorf("pageload.js: %w", err)
+	}
+	out, _ := os.ReadFile(p.OutLog())
+	if err := p.Err(); err != nil {
+		stderr, _ := os.ReadFile(p.ErrLog())
+		return fmt.Errorf("pageload.js: %v: %s", err, lastLines(string(stderr), 5))
 	}
 	var res struct {
 		Lifeline, Sio []float64

@@ -3,10 +3,9 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"math"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/bench/faultproxy"
+	"github.com/lifeline-go/lifeline/internal/testbed"
+	"github.com/lifeline-go/lifeline/internal/testbed/clientline"
 )
 
 // accepts returns the times of the connections p accepted in [from, to).
@@ -360,7 +361,7 @@ func (e *env) s5Restart(r *report) error {
 	for i, st := range g.stacks {
 		wg.Go(func() {
 			stopAt[i] = time.Now()
-			st.srv.proc.stop(10 * time.Second)
+			_ = st.srv.proc.Stop(10 * time.Second)
 			ns, err := e.startServer(st.kind, "s5p-"+short(st.kind)+"-server-restarted", st.srv.port, "")
 			if err != nil {
 				errs[i] = err
@@ -405,17 +406,17 @@ func (e *env) s5Handoff(r *report, t *table, n int) error {
 	if err != nil {
 		return err
 	}
-	defer host.proc.stop(5 * time.Second)
+	defer host.proc.Stop(5 * time.Second)
 	clients, fl, err := e.startClients(kLifeline, "s5-handoff-clients", clientURL(kLifeline, host.addr()), n, "-sub", "ticks", "-deliveries")
 	if err != nil {
 		return err
 	}
-	defer clients.stop(5 * time.Second)
+	defer clients.Stop(5 * time.Second)
 	if !waitFor(60*time.Second, func() bool { return fl.connectedNow() >= n }) {
 		return fmt.Errorf("only %d/%d clients connected", fl.connectedNow(), n)
 	}
 	time.Sleep(2500 * time.Millisecond) // a few ticks on the first process
-	oldPID := host.proc.pid()
+	oldPID := host.proc.Pid()
 	tS := time.Now()
 	if err := syscall.Kill(oldPID, syscall.SIGUSR2); err != nil {
 		return fmt.Errorf("SIGUSR2 to %d: %w", oldPID, err)
@@ -434,9 +435,10 @@ func (e *env) s5Handoff(r *report, t *table, n int) error {
 	}) {
 		return fmt.Errorf("no successor of %d became ready within 30 s (see s5-handoff-host.err)", oldPID)
 	}
-	// The successor is not the harness's child: it is stopped here, not by host.proc.stop.
+	// The successor is not the harness's child: it is stopped here (and with the old
+	// process's group, which it is still in, by host.proc.Stop).
 	defer stopPID(newPID, 5*time.Second)
-	if !waitForEvery(2*time.Millisecond, 30*time.Second, host.proc.exited) {
+	if !waitForEvery(2*time.Millisecond, 30*time.Second, host.proc.Exited) {
 		return fmt.Errorf("the old process %d did not exit within 30 s of SIGUSR2", oldPID)
 	}
 	gone := time.Since(tReady)
@@ -466,14 +468,7 @@ func (e *env) s5Handoff(r *report, t *table, n int) error {
 
 // waitForEvery is waitFor polling every step: the moments it reports are figures.
 func waitForEvery(step, d time.Duration, cond func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(step)
-	}
-	return true
+	return testbed.Poll(context.Background(), d, step, cond)
 }
 
 // stopPID stops a process the harness did not start (a handoff's successor): SIGTERM, then
@@ -502,11 +497,11 @@ func running(pid int) bool {
 // their stream logs in one NATS JetStream (embedded in the second Host, which outlives the
 // first), so the pages can resume by cursor; without, each has its own in-memory ring.
 func (e *env) s5Drain(r *report, t *table, n int, shared bool) error {
-	portA, err := freePort()
+	portA, err := testbed.FreePort()
 	if err != nil {
 		return err
 	}
-	portB, err := freePort()
+	portB, err := testbed.FreePort()
 	if err != nil {
 		return err
 	}
@@ -514,7 +509,7 @@ func (e *env) s5Drain(r *report, t *table, n int, shared bool) error {
 	var argsA, argsB []string
 	if shared {
 		base = "s5-drain-shared"
-		natsPort, err := freePort()
+		natsPort, err := testbed.FreePort()
 		if err != nil {
 			return err
 		}
@@ -550,13 +545,8 @@ func (e *env) s5Drain(r *report, t *table, n int, shared bool) error {
 	time.Sleep(2500 * time.Millisecond) // a few ticks on the first Host
 	tD := time.Now()
 	target := clientURL(kLifeline, stB.proxy.Addr())
-	resp, err := http.Post("http://"+stA.srv.addr()+"/_lifeline/faults", "text/plain", strings.NewReader("drain="+target))
-	if err != nil {
-		return fmt.Errorf("fault panel: %w", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("fault panel answered %s to drain=%s", resp.Status, target)
+	if err := testbed.SetFault(context.Background(), "http://"+stA.srv.addr(), "drain="+target); err != nil {
+		return err
 	}
 	moved := waitFor(30*time.Second, func() bool {
 		h, err := getHealth(stB.srv.addr())
@@ -564,7 +554,7 @@ func (e *env) s5Drain(r *report, t *table, n int, shared bool) error {
 	})
 	tMoved := time.Since(tD)
 	hB, _ := getHealth(stB.srv.addr())
-	stA.srv.proc.stop(15 * time.Second)
+	_ = stA.srv.proc.Stop(15 * time.Second)
 	time.Sleep(3 * time.Second) // ticks on the second Host, after the first is gone
 	end := time.Now()
 	down := secs(fl.downTime(tD, end))
@@ -610,8 +600,8 @@ func (e *env) streamIntegrity(r *report, t *table, fl *fleet, logs string, drain
 			}
 		case "violation":
 			violations++
-			var want uint64
-			if json.Unmarshal(ev.Want, &want) != nil {
+			want, ok := clientline.Line{Want: ev.Want}.WantSeq()
+			if !ok {
 				dup++ // an event before any reset: nothing to place it after
 				continue
 			}

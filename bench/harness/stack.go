@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/bench/faultproxy"
+	"github.com/lifeline-go/lifeline/internal/testbed"
 )
 
 // The client kinds, in the order their rows are printed.
@@ -30,6 +31,7 @@ type env struct {
 	raw   string // bench/raw/<run>
 	scale float64
 	node  string
+	bed   *testbed.Bed // every process of the run, logging into raw
 }
 
 // n scales a client count, keeping at least lo.
@@ -44,7 +46,7 @@ func (e *env) d(full, lo time.Duration) time.Duration {
 type server struct {
 	kind string
 	port int
-	proc *proc
+	proc *testbed.Proc
 	cfg  string // the Host's config file (lifeline)
 }
 
@@ -55,7 +57,7 @@ func (s *server) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 func (e *env) startServer(kind, name string, port int, hostCfg string, extra ...string) (*server, error) {
 	if port == 0 {
 		var err error
-		if port, err = freePort(); err != nil {
+		if port, err = testbed.FreePort(); err != nil {
 			return nil, err
 		}
 	}
@@ -80,21 +82,19 @@ func (e *env) startServer(kind, name string, port int, hostCfg string, extra ...
 	default:
 		return nil, fmt.Errorf("unknown kind %q", kind)
 	}
-	p, err := startProc(name, e.raw, nil, argv...)
+	p, err := e.bed.Start(name, argv, nil)
 	if err != nil {
 		return nil, err
 	}
 	s.proc = p
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
 	if kind == kLifeline {
-		err = waitHTTP(ctx, "http://"+s.addr()+"/_lifeline/health")
+		err = testbed.WaitHTTP(context.Background(), "http://"+s.addr()+"/_lifeline/health", 20*time.Second)
 	} else {
-		err = waitTCP(ctx, s.addr())
+		err = testbed.WaitTCP(context.Background(), s.addr(), 20*time.Second)
 	}
 	if err != nil {
-		p.stop(time.Second)
-		return nil, fmt.Errorf("%s: %w (see %s.err)", name, err, filepath.Join(e.raw, name))
+		_ = p.Stop(time.Second)
+		return nil, fmt.Errorf("%s: %w (see %s)", name, err, p.ErrLog())
 	}
 	return s, nil
 }
@@ -112,7 +112,7 @@ func clientURL(kind, addr string) string {
 }
 
 // startClients starts one process of n clients of kind, pointed at url.
-func (e *env) startClients(kind, name, url string, n int, extra ...string) (*proc, *fleet, error) {
+func (e *env) startClients(kind, name, url string, n int, extra ...string) (*testbed.Proc, *fleet, error) {
 	var argv []string
 	switch kind {
 	case kLifeline:
@@ -123,7 +123,7 @@ func (e *env) startClients(kind, name, url string, n int, extra ...string) (*pro
 		argv = []string{e.node, filepath.Join(e.root, "bench/peers/rws-clients.js"), "--url", url, "--n", strconv.Itoa(n)}
 	}
 	f := newFleet(n)
-	p, err := startProc(name, e.raw, f.line, argv...)
+	p, err := e.bed.Start(name, argv, &testbed.Options{Lines: f.line})
 	return p, f, err
 }
 
@@ -133,7 +133,7 @@ type stack struct {
 	srv     *server
 	proxy   *faultproxy.Proxy
 	proxyF  *os.File
-	clients *proc
+	clients *testbed.Proc
 	fleet   *fleet
 	n       int
 }
@@ -174,13 +174,15 @@ func (st *stack) addProxy(e *env, base, upstream string) error {
 
 // close stops clients, proxy and server, in that order.
 func (st *stack) close() {
-	st.clients.stop(3 * time.Second)
+	if st.clients != nil {
+		_ = st.clients.Stop(3 * time.Second)
+	}
 	if st.proxy != nil {
 		st.proxy.Close()
 		st.proxyF.Close()
 	}
 	if st.srv != nil {
-		st.srv.proc.stop(3 * time.Second)
+		_ = st.srv.proc.Stop(3 * time.Second)
 	}
 }
 

@@ -1,6 +1,6 @@
 // Command client is Lifeline's native load and demo client: N independent pages' worth of
 // controller + gateway against one Host, each with its own random source, printing one JSON
-// line per event on stdout:
+// line per event on stdout (internal/testbed/clientline is the format, and its readers'):
 //
 //	{"t":1764438000123.456,"id":0,"event":"attempt"}
 //
@@ -23,7 +23,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -34,13 +33,13 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
+	"github.com/lifeline-go/lifeline/internal/testbed/clientline"
 )
 
 func main() {
@@ -158,7 +157,7 @@ func printStats(ctx context.Context, sigs <-chan os.Signal, out *printer) {
 			runtime.GC()
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
-			out.event(-1, "stats", "goroutines", runtime.NumGoroutine(), "heapInuse", ms.HeapInuse)
+			out.print(clientline.Line{ID: -1, Event: clientline.Stats, Goroutines: runtime.NumGoroutine(), HeapInuse: ms.HeapInuse})
 		}
 	}
 }
@@ -172,31 +171,20 @@ type printer struct {
 	buf     []byte
 }
 
-func (p *printer) event(id int, ev string, extra ...any) {
-	t := float64(time.Now().UnixMicro()) / 1000
+// print stamps l with the time and writes it.
+func (p *printer) print(l clientline.Line) {
+	l.T = clientline.Stamp(time.Now())
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped || p.werr != nil {
 		return
 	}
-	b := p.buf[:0]
-	b = append(b, `{"t":`...)
-	b = strconv.AppendFloat(b, t, 'f', 3, 64)
-	b = append(b, `,"id":`...)
-	b = strconv.AppendInt(b, int64(id), 10)
-	b = append(b, `,"event":`...)
-	b = strconv.AppendQuote(b, ev)
-	for i := 0; i+1 < len(extra); i += 2 {
-		v, _ := json.Marshal(extra[i+1])
-		b = append(b, ',')
-		b = strconv.AppendQuote(b, extra[i].(string))
-		b = append(b, ':')
-		b = append(b, v...)
-	}
-	b = append(b, "}\n"...)
-	p.buf = b
-	_, p.werr = p.w.Write(b)
+	p.buf = l.Append(p.buf[:0])
+	_, p.werr = p.w.Write(p.buf)
 }
+
+// event prints one of the events that carry nothing but the client's id.
+func (p *printer) event(id int, ev string) { p.print(clientline.Line{ID: id, Event: ev}) }
 
 func (p *printer) quiet() {
 	p.mu.Lock()
@@ -231,18 +219,18 @@ type client struct {
 func (c *client) onChange(s controller.Status) {
 	if s.Attempt != c.attempt && s.Attempt != 0 {
 		c.attempt = s.Attempt
-		c.out.event(c.id, "attempt")
+		c.out.event(c.id, clientline.Attempt)
 	}
 	if s.Slow && !c.slow {
-		c.out.event(c.id, "slow")
+		c.out.event(c.id, clientline.Slow)
 	}
 	c.slow = s.Slow
 	up := s.State == controller.Connected
 	switch {
 	case up && !c.up:
-		c.out.event(c.id, "connected")
+		c.out.event(c.id, clientline.Connected)
 	case !up && c.up:
-		c.out.event(c.id, "disconnected")
+		c.out.event(c.id, clientline.Disconnected)
 	}
 	c.up = up
 }
@@ -252,15 +240,18 @@ func (c *client) onChange(s controller.Status) {
 func (c *client) check(print bool) func(gateway.Delivery) {
 	return func(d gateway.Delivery) {
 		if print {
-			c.out.event(c.id, "delivery", "stream", d.Stream, "seq", d.Seq, "reset", d.Reset)
+			c.out.print(clientline.Line{ID: c.id, Event: clientline.Delivery, Stream: d.Stream, Seq: d.Seq, Reset: d.Reset})
+		}
+		violation := func(want []byte) {
+			c.out.print(clientline.Line{ID: c.id, Event: clientline.Violation, Stream: d.Stream, Seq: d.Seq, Want: want})
 		}
 		switch {
 		case d.Reset:
 			c.next, c.seen = d.Seq+1, true
 		case !c.seen:
-			c.out.event(c.id, "violation", "stream", d.Stream, "seq", d.Seq, "want", "a reset first")
+			violation(clientline.WantText("a reset first"))
 		case d.Seq != c.next:
-			c.out.event(c.id, "violation", "stream", d.Stream, "seq", d.Seq, "want", c.next)
+			violation(clientline.WantSeq(c.next))
 			c.next = d.Seq + 1
 		default:
 			c.next++

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/testbed/clientline"
 )
 
 // host is a minimal Host: ready, then a reset and two events for every sub.
@@ -66,28 +66,21 @@ func (l *lines) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-type line struct {
-	T     float64 `json:"t"`
-	ID    *int    `json:"id"`
-	Event string  `json:"event"`
-	Seq   uint64  `json:"seq"`
-}
-
 // waitFor waits, at most 10 s, until pred holds for the lines printed so far.
-func (l *lines) waitFor(t *testing.T, what string, pred func([]line) bool) []line {
+func (l *lines) waitFor(t *testing.T, what string, pred func([]clientline.Line) bool) []clientline.Line {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
 		l.mu.Lock()
 		text, ch := l.buf.String(), l.changed
 		l.mu.Unlock()
-		var got []line
+		var got []clientline.Line
 		for _, s := range strings.Split(strings.TrimSpace(text), "\n") {
 			if s == "" {
 				continue
 			}
-			var ln line
-			if err := json.Unmarshal([]byte(s), &ln); err != nil || ln.ID == nil || ln.Event == "" || ln.T < 1e12 {
+			ln, err := clientline.Decode([]byte(s))
+			if err != nil || ln.T < 1e12 {
 				t.Fatalf("line %q is not {\"t\":ms,\"id\":n,\"event\":...}: %v", s, err)
 			}
 			got = append(got, ln)
@@ -103,7 +96,7 @@ func (l *lines) waitFor(t *testing.T, what string, pred func([]line) bool) []lin
 	}
 }
 
-func count(ls []line, ev string) int {
+func count(ls []clientline.Line, ev string) int {
 	n := 0
 	for _, l := range ls {
 		if l.Event == ev {
@@ -121,7 +114,7 @@ func TestClientsConnectPrintAndStopCleanly(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"-url", url, "-n", "3", "-sub", "s", "-deliveries", "-seed", "7"}, out, io.Discard)
 	}()
-	got := out.waitFor(t, "3 connected clients and their deliveries", func(ls []line) bool {
+	got := out.waitFor(t, "3 connected clients and their deliveries", func(ls []clientline.Line) bool {
 		return count(ls, "connected") == 3 && count(ls, "delivery") == 9
 	})
 	if a := count(got, "attempt"); a != 3 {
@@ -139,7 +132,7 @@ func TestClientsConnectPrintAndStopCleanly(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("run did not return after the signal")
 	}
-	if after := out.waitFor(t, "the final lines", func([]line) bool { return true }); count(after, "disconnected") != 0 {
+	if after := out.waitFor(t, "the final lines", func([]clientline.Line) bool { return true }); count(after, "disconnected") != 0 {
 		t.Errorf("shutdown printed disconnected lines: %+v", after)
 	}
 }
@@ -152,7 +145,7 @@ func TestClientReportsAnUnreachableHost(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"-url", "ws://127.0.0.1:1/_lifeline/events", "-recovery", `{"initialDelayMs":5,"maxDelayMs":10}`}, out, io.Discard)
 	}()
-	out.waitFor(t, "three attempts", func(ls []line) bool { return count(ls, "attempt") >= 3 })
+	out.waitFor(t, "three attempts", func(ls []clientline.Line) bool { return count(ls, "attempt") >= 3 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("run = %v", err)

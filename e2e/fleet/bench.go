@@ -3,14 +3,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -31,6 +35,83 @@ const (
 	benchBurst       = 3 * time.Second
 	benchPublishers  = 4
 )
+
+// The markers around the part of bench/FLEET.md that -bench -out rewrites; the rest of the
+// file is written by hand and kept.
+const (
+	benchBegin = "<!-- begin: written by go run ./e2e/fleet -bench -out bench/FLEET.md; do not edit by hand -->"
+	benchEnd   = "<!-- end: written by go run ./e2e/fleet -bench -out bench/FLEET.md -->"
+)
+
+// benchTo runs the benchmark, prints its table and, with a path, rewrites that file's part
+// between the markers (or creates the file with that part alone).
+func benchTo(path string) error {
+	var table bytes.Buffer
+	started := time.Now()
+	if err := runBench(io.MultiWriter(os.Stdout, &table)); err != nil {
+		return err
+	}
+	if path == "" {
+		return nil
+	}
+	part := benchPart(table.String(), started)
+	old, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return os.WriteFile(path, []byte(part), 0o644)
+	}
+	if err != nil {
+		return err
+	}
+	next, err := splice(string(old), part)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := os.WriteFile(path, []byte(next), 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "fleet -bench: wrote its part of", path)
+	return nil
+}
+
+// splice replaces what lies between the markers in doc (markers included) by part.
+func splice(doc, part string) (string, error) {
+	i, j := strings.Index(doc, benchBegin), strings.Index(doc, benchEnd)
+	if i < 0 || j < i {
+		return "", fmt.Errorf("no %q … %q markers: nothing written, so that no hand-written line is lost", benchBegin, benchEnd)
+	}
+	return doc[:i] + strings.TrimSuffix(part, "\n") + doc[j+len(benchEnd):], nil
+}
+
+// benchPart is the table with what it measured and where, between the markers.
+func benchPart(table string, started time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n", benchBegin)
+	fmt.Fprintf(&b, "Publish-to-deliver latency: one publisher at %d events/s, %s events, %d WebSocket\n", benchRate, thousands(benchEvents), benchSubscribers)
+	fmt.Fprintf(&b, "subscribers in the same process (loopback). In-memory: one Host publishes and delivers. JetStream:\n")
+	fmt.Fprintf(&b, "Host A publishes, Host B (its own NATS connection) follows the stream and delivers; one embedded\n")
+	fmt.Fprintf(&b, "NATS server, file storage, R1. events/s: %d concurrent publishers for %v, no subscribers.\n", benchPublishers, benchBurst)
+	fmt.Fprintf(&b, "Run %s UTC, Lifeline %s, %s, %d cores.\n\n", started.UTC().Format("2006-01-02 15:04"), gitDescribe(), runtime.Version(), runtime.NumCPU())
+	b.WriteString(table)
+	fmt.Fprintf(&b, "%s\n", benchEnd)
+	return b.String()
+}
+
+func gitDescribe() string {
+	out, err := exec.Command("git", "describe", "--always", "--dirty").Output()
+	if err != nil {
+		return "?"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// thousands writes n with a comma every three digits.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
 
 // runBench measures, for one Host with the in-memory ring and for two Hosts sharing an
 // embedded JetStream (publishing on one, subscribers on the other), the publish-to-deliver
@@ -77,7 +158,7 @@ func runBench(out io.Writer) error {
 		q := func(p float64) string {
 			return fmt.Sprintf("%.2f ms", float64(lat[int(float64(len(lat)-1)*p)].Microseconds())/1000)
 		}
-		fmt.Fprintf(out, "| %s | %d | %s | %s | %s | %.0f |\n", backend, benchSubscribers, q(0.5), q(0.99), q(1), rate)
+		fmt.Fprintf(out, "| %s | %d | %s | %s | %s | %s |\n", backend, benchSubscribers, q(0.5), q(0.99), q(1), thousands(int(rate)))
 	}
 	return nil
 }

@@ -14,6 +14,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lifeline-go/lifeline/internal/testbed"
+	"github.com/lifeline-go/lifeline/internal/testbed/clientline"
 )
 
 // failoverBound is how soon every Host must publish and deliver ticks again once the ticks
@@ -105,27 +108,19 @@ func (w *electionWatch) first(t0 time.Time) (time.Time, string, bool) {
 // probeState reads one bin/client connected straight to one Host (not through nginx): the
 // times that Host delivered ticks.
 type probeState struct {
-	mu  sync.Mutex
-	buf []byte
-	at  []time.Time
+	mu sync.Mutex
+	at []time.Time
 }
 
-func (p *probeState) Write(b []byte) (int, error) {
+// line reads one line of the probe's process.
+func (p *probeState) line(b []byte) {
+	l, err := clientline.Decode(b)
+	if err != nil || l.Event != clientline.Delivery || l.Reset {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.buf = append(p.buf, b...)
-	for {
-		i := strings.IndexByte(string(p.buf), '\n')
-		if i < 0 {
-			break
-		}
-		var l line
-		if json.Unmarshal(p.buf[:i], &l) == nil && l.Event == "delivery" && !l.Reset {
-			p.at = append(p.at, time.UnixMicro(int64(l.T*1000)))
-		}
-		p.buf = p.buf[i+1:]
-	}
-	return len(b), nil
+	p.at = append(p.at, l.At())
 }
 
 // after returns the first delivery after t0.
@@ -159,7 +154,7 @@ func (f *fleet) startProbes() ([3]*probeState, error) {
 	var probes [3]*probeState
 	for i := range 3 {
 		probes[i] = &probeState{}
-		if _, err := f.start(fmt.Sprintf("probe-h%d", i+1), probes[i], f.bin+"/client", "-url", "ws://"+f.hostAddr[i]+"/_lifeline/events",
+		if _, err := f.start(fmt.Sprintf("probe-h%d", i+1), &testbed.Options{Lines: probes[i].line}, f.bin+"/client", "-url", "ws://"+f.hostAddr[i]+"/_lifeline/events",
 			"-n", "1", "-sub", "ticks", "-deliveries"); err != nil {
 			return probes, err
 		}

@@ -15,18 +15,20 @@
 //	go run ./e2e/fleet            # the short run (make test), about 1–2 minutes
 //	go run ./e2e/fleet -long      # the long run (make soak): more rounds, longer settles
 //	go run ./e2e/fleet -bench     # figures: publish-to-deliver latency, events/s (ring vs JetStream)
+//	go run ./e2e/fleet -bench -out bench/FLEET.md   # … and rewrite their part of bench/FLEET.md
 //
-// It needs web/lifeline.wasm (scripts/build.sh) and nginx (installed when missing).
+// It needs web/lifeline.wasm (scripts/build.sh) and nginx (installed when missing). Every
+// child runs in a process group of its own (internal/testbed), stopped when the run ends or is
+// interrupted, and killed by the kernel if the run itself is.
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,6 +37,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/lifeline-go/lifeline/internal/testbed"
+	"github.com/lifeline-go/lifeline/internal/testbed/clientline"
 )
 
 func main() {
@@ -43,9 +48,10 @@ func main() {
 	clients := flag.Int("clients", 200, "bin/client clients")
 	pages := flag.Int("pages", 2, "Chromium pages")
 	keep := flag.Bool("keep", false, "keep the run directory")
+	out := flag.String("out", "", "with -bench: the figures file whose -bench part to rewrite (bench/FLEET.md)")
 	flag.Parse()
 	if *bench {
-		if err := runBench(os.Stdout); err != nil {
+		if err := benchTo(*out); err != nil {
 			fmt.Fprintln(os.Stderr, "fleet -bench:", err)
 			os.Exit(1)
 		}
@@ -69,13 +75,9 @@ func main() {
 	fmt.Println("PASS fleet")
 }
 
-// proc is one child process.
-type proc struct {
-	name string
-	args []string
-	cmd  *exec.Cmd
-	done chan struct{}
-}
+// proc is one child process, in a process group of its own that is stopped with it
+// (internal/testbed).
+type proc struct{ *testbed.Proc }
 
 type fleet struct {
 	clientsN, pagesN, rounds int
@@ -86,8 +88,7 @@ type fleet struct {
 	natsURLs                 string
 	proxyPort                string
 
-	mu    sync.Mutex
-	procs []*proc
+	bed   *testbed.Bed
 	nats  [3]*proc
 	hosts [3]*proc
 	st    *clientState
@@ -99,101 +100,44 @@ func logf(format string, args ...any) {
 }
 
 func freeAddr() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := testbed.FreeAddr()
 	if err != nil {
 		panic(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
-func (f *fleet) start(name string, stdout io.Writer, bin string, args ...string) (*proc, error) {
-	p := &proc{name: name, args: args, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, args...)
-	logFile, err := os.OpenFile(filepath.Join(f.dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+// start runs bin with its output in <dir>/<name>.out and .err (o nil: all defaults).
+func (f *fleet) start(name string, o *testbed.Options, bin string, args ...string) (*proc, error) {
+	p, err := f.bed.Start(name, append([]string{bin}, args...), o)
 	if err != nil {
 		return nil, err
 	}
-	p.cmd.Stderr = logFile
-	p.cmd.Stdout = logFile
-	if stdout != nil {
-		p.cmd.Stdout = stdout
-	}
-	if err := p.cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	go func() {
-		_ = p.cmd.Wait()
-		logFile.Close()
-		close(p.done)
-	}()
-	f.mu.Lock()
-	f.procs = append(f.procs, p)
-	f.mu.Unlock()
-	return p, nil
+	return &proc{p}, nil
 }
 
-func (p *proc) signal(sig syscall.Signal) { _ = p.cmd.Process.Signal(sig) }
+func (p *proc) signal(sig syscall.Signal) { _ = p.Signal(sig) }
 
-func (p *proc) wait(d time.Duration) error {
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(d):
-		return fmt.Errorf("%s did not exit within %v", p.name, d)
-	}
-}
+func (p *proc) wait(d time.Duration) error { return p.Wait(d) }
 
+// stopAll stops every process still running, the last started first: clients and pages
+// before nginx, nginx before the Hosts, the Hosts before the NATS nodes.
 func (f *fleet) stopAll() {
-	f.mu.Lock()
-	procs := append([]*proc(nil), f.procs...)
-	f.mu.Unlock()
+	if f.bed == nil {
+		return
+	}
+	procs := f.bed.Procs()
 	for i := len(procs) - 1; i >= 0; i-- {
-		p := procs[i]
-		select {
-		case <-p.done:
-			continue
-		default:
-		}
-		p.signal(syscall.SIGTERM)
-		if p.wait(15*time.Second) != nil {
-			p.signal(syscall.SIGKILL)
-			_ = p.wait(5 * time.Second)
-		}
+		_ = procs[i].Stop(15 * time.Second)
 	}
 }
 
 func waitHTTP(url string, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not healthy within %v (%v)", url, d, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return testbed.WaitHTTP(context.Background(), url, d)
 }
 
 func waitTCP(addr string, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not listening within %v", addr, d)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return testbed.WaitTCP(context.Background(), addr, d)
 }
 
 func (f *fleet) build() error {
@@ -250,6 +194,9 @@ func (f *fleet) run() error {
 	if f.dir, err = os.MkdirTemp("", "lifeline-fleet-"); err != nil {
 		return err
 	}
+	f.bed = testbed.New(f.dir)
+	// An interrupted run stops everything it started; main's stopAll does it otherwise.
+	defer f.bed.StopOnSignal("fleet (logs in "+f.dir+")", 15*time.Second)()
 	f.bin = filepath.Join(f.dir, "bin")
 	logf("building into %s", f.bin)
 	if err := f.build(); err != nil {
@@ -286,32 +233,18 @@ func (f *fleet) run() error {
 	time.Sleep(2 * time.Second) // the first tick creates the stream
 
 	f.st = newClientState()
-	if _, err := f.start("clients", f.st, f.bin+"/client", "-url", "ws://127.0.0.1:"+f.proxyPort+"/_lifeline/events",
+	if _, err := f.start("clients", &testbed.Options{Lines: f.st.line}, f.bin+"/client", "-url", "ws://127.0.0.1:"+f.proxyPort+"/_lifeline/events",
 		"-n", fmt.Sprint(f.clientsN), "-sub", "ticks", "-deliveries"); err != nil {
 		return err
 	}
 	f.pg = newPageState()
 	if f.pagesN > 0 {
-		node := exec.Command("node", "e2e/fleet/pages.cjs", base+"/", fmt.Sprint(f.pagesN))
-		node.Stdout = f.pg
-		node.Stderr = os.Stderr
-		stdin, err := node.StdinPipe()
-		if err != nil {
+		// The driver ends when its stdin closes, and gets SIGTERM if the fleet dies without
+		// stopping it: either way it closes its browser (Chromium runs in a group of its own).
+		if _, err := f.start("pages", &testbed.Options{Lines: f.pg.line, DeathSig: syscall.SIGTERM},
+			"node", "e2e/fleet/pages.cjs", base+"/", fmt.Sprint(f.pagesN)); err != nil {
 			return err
 		}
-		if err := node.Start(); err != nil {
-			return fmt.Errorf("node pages.cjs: %w", err)
-		}
-		defer func() {
-			stdin.Close()
-			done := make(chan struct{})
-			go func() { _ = node.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				_ = node.Process.Kill()
-			}
-		}()
 	}
 	if err := f.waitFor("every client connected with ticks flowing", 60*time.Second, func() bool {
 		return f.st.allLive(f.clientsN) && (f.pagesN == 0 || f.pg.isReady())
@@ -468,15 +401,8 @@ func (f *fleet) run() error {
 
 // sessions reads Host i's session count from its health endpoint (-1 when unreadable).
 func (f *fleet) sessions(i int) int {
-	resp, err := http.Get("http://" + f.hostAddr[i] + "/_lifeline/health")
+	h, err := testbed.GetHealth(context.Background(), "http://"+f.hostAddr[i])
 	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	var h struct {
-		Sessions int `json:"sessions"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
 		return -1
 	}
 	return h.Sessions
@@ -484,24 +410,15 @@ func (f *fleet) sessions(i int) int {
 
 // fault sets Host i's fault panel mode.
 func (f *fleet) fault(i int, mode string) error {
-	resp, err := http.Post("http://"+f.hostAddr[i]+"/_lifeline/faults", "text/plain", strings.NewReader(mode))
-	if err != nil {
-		return fmt.Errorf("fault %s on h%d: %w", mode, i+1, err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("fault %s on h%d: status %d", mode, i+1, resp.StatusCode)
+	if err := testbed.SetFault(context.Background(), "http://"+f.hostAddr[i], mode); err != nil {
+		return fmt.Errorf("h%d: %w", i+1, err)
 	}
 	return nil
 }
 
 func (f *fleet) waitFor(what string, d time.Duration, cond func() bool) error {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %v waiting for %s (%s)", d, what, f.st.report())
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testbed.Poll(context.Background(), d, 100*time.Millisecond, cond) {
+		return fmt.Errorf("timed out after %v waiting for %s (%s)", d, what, f.st.report())
 	}
 	return nil
 }
@@ -523,7 +440,8 @@ func (f *fleet) startNginx() error {
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		return err
 	}
-	if _, err := f.start("nginx", nil, "nginx", "-p", dir, "-c", path, "-e", filepath.Join(dir, "error.log")); err != nil {
+	// nginx's workers die with their master only if it stops them: its death signal is SIGTERM.
+	if _, err := f.start("nginx", &testbed.Options{DeathSig: syscall.SIGTERM}, "nginx", "-p", dir, "-c", path, "-e", filepath.Join(dir, "error.log")); err != nil {
 		return err
 	}
 	return waitHTTP("http://127.0.0.1:"+port+"/_lifeline/health", 10*time.Second)
@@ -532,7 +450,6 @@ func (f *fleet) startNginx() error {
 // clientState reads bin/client's JSON lines: connections and deliveries per client.
 type clientState struct {
 	mu      sync.Mutex
-	buf     []byte
 	up      map[int]bool
 	downAt  map[int]time.Time
 	last    map[int]uint64
@@ -551,51 +468,35 @@ func newClientState() *clientState {
 	return &clientState{up: map[int]bool{}, downAt: map[int]time.Time{}, last: map[int]uint64{}, seen: map[int]bool{}}
 }
 
-type line struct {
-	T      float64 `json:"t"`
-	ID     int     `json:"id"`
-	Event  string  `json:"event"`
-	Stream string  `json:"stream"`
-	Seq    uint64  `json:"seq"`
-	Reset  bool    `json:"reset"`
-}
-
-func (s *clientState) Write(p []byte) (int, error) {
+// line reads one line of the clients' process; one that does not decode is skipped.
+func (s *clientState) line(b []byte) {
+	l, err := clientline.Decode(b)
+	if err != nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.buf = append(s.buf, p...)
-	for {
-		i := strings.IndexByte(string(s.buf), '\n')
-		if i < 0 {
-			break
-		}
-		var l line
-		if json.Unmarshal(s.buf[:i], &l) == nil {
-			s.apply(l)
-		}
-		s.buf = s.buf[i+1:]
-	}
-	return len(p), nil
+	s.apply(l)
 }
 
-func (s *clientState) apply(l line) {
-	at := time.UnixMicro(int64(l.T * 1000))
+func (s *clientState) apply(l clientline.Line) {
+	at := l.At()
 	switch l.Event {
-	case "connected":
+	case clientline.Connected:
 		if d, ok := s.downAt[l.ID]; ok && s.marked {
 			s.downs = append(s.downs, at.Sub(d))
 		}
 		delete(s.downAt, l.ID)
 		s.up[l.ID] = true
-	case "disconnected":
+	case clientline.Disconnected:
 		s.up[l.ID] = false
 		s.downAt[l.ID] = at
 		if s.marked {
 			s.discs++
 		}
-	case "violation":
+	case clientline.Violation:
 		s.viol++
-	case "delivery":
+	case clientline.Delivery:
 		prev, had := s.last[l.ID]
 		switch {
 		case l.Reset:
@@ -701,7 +602,6 @@ func (s *clientState) report() clientReport {
 // pageState reads pages.cjs's lines.
 type pageState struct {
 	mu      sync.Mutex
-	buf     []byte
 	ready   bool
 	marked  bool
 	states  []string
@@ -715,46 +615,39 @@ func newPageState() *pageState {
 	return &pageState{host: map[int]string{}, visited: map[int]map[string]bool{}}
 }
 
-func (p *pageState) Write(b []byte) (int, error) {
+// line reads one line of pages.cjs; one that does not decode is skipped.
+func (p *pageState) line(b []byte) {
+	var l struct {
+		Page  int
+		State string
+		Host  string
+		Ready bool
+		Fatal string
+		Error string
+	}
+	if json.Unmarshal(b, &l) != nil {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.buf = append(p.buf, b...)
-	for {
-		i := strings.IndexByte(string(p.buf), '\n')
-		if i < 0 {
-			break
-		}
-		var l struct {
-			Page  int
-			State string
-			Host  string
-			Ready bool
-			Fatal string
-			Error string
-		}
-		if json.Unmarshal(p.buf[:i], &l) == nil {
-			switch {
-			case l.Ready:
-				p.ready = true
-			case l.Fatal != "":
-				p.fatalTx = l.Fatal
-			case l.State != "":
-				p.host[l.Page] = l.Host
-				if p.marked {
-					if p.visited[l.Page] == nil {
-						p.visited[l.Page] = map[string]bool{}
-					}
-					p.visited[l.Page][l.Host] = true
-					p.states = append(p.states, fmt.Sprintf("page %d: %s on %s", l.Page, l.State, l.Host))
-					if l.State != "connected" {
-						p.left++
-					}
-				}
+	switch {
+	case l.Ready:
+		p.ready = true
+	case l.Fatal != "":
+		p.fatalTx = l.Fatal
+	case l.State != "":
+		p.host[l.Page] = l.Host
+		if p.marked {
+			if p.visited[l.Page] == nil {
+				p.visited[l.Page] = map[string]bool{}
+			}
+			p.visited[l.Page][l.Host] = true
+			p.states = append(p.states, fmt.Sprintf("page %d: %s on %s", l.Page, l.State, l.Host))
+			if l.State != "connected" {
+				p.left++
 			}
 		}
-		p.buf = p.buf[i+1:]
 	}
-	return len(b), nil
 }
 
 func (p *pageState) isReady() bool {

@@ -1,18 +1,20 @@
 //go:build !js
 
 // Command soak is Lifeline's chaos soak: bin/client processes (many clients each) and
-// Chromium pages against bin/host, through an in-process toxiproxy, under randomized faults
-// for a while; it asserts that every client recovers after every fault within deadline + top
-// cap + 1 s, that the "ticks" stream reaches every client once each in order or through an
-// explicit reset, that the Host's session count matches the connected clients at the end,
-// that the clients' goroutines and heap return to their baseline, and that nothing panicked.
+// Chromium pages against bin/host, through an in-process fault proxy (bench/faultproxy: its
+// latency, reset and stall modes), under randomized faults for a while; it asserts that every
+// client recovers after every fault within deadline + top cap + 1 s, that the "ticks" stream
+// reaches every client once each in order or through an explicit reset, that the Host's
+// session count matches the connected clients at the end, that the clients' goroutines and
+// heap return to their baseline, and that nothing panicked.
 //
 //	go run ./e2e/soak                                       # 10 minutes, 200 clients, 3 pages
 //	SOAK_DURATION=60s SOAK_CLIENTS=50 SOAK_PAGES=1 go run ./e2e/soak   # the smoke version
 //
 // It needs bin/host, bin/client and web/ built (scripts/build.sh) and, for pages, e2e/'s npm
 // packages and /usr/bin/chromium (scripts/setup-e2e.sh). Everything listens on loopback; every
-// child runs in its own process group and is killed on exit, failure included. Exit status 0
+// child runs in its own process group (internal/testbed) and is stopped on exit, failure and
+// interruption included, and killed by the kernel if the soak itself is. Exit status 0
 // when every assertion held, 1 otherwise, 2 when the soak could not run.
 //
 // The timing is shortened so that more faults fit in (see soakConfig): deadline 3 s, top cap

@@ -16,26 +16,27 @@ import (
 	"text/tabwriter"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/rs/zerolog"
+	"github.com/lifeline-go/lifeline/bench/faultproxy"
+	"github.com/lifeline-go/lifeline/internal/testbed"
 )
 
 // soak is one run: the Hosts, the proxy, the clients, the pages, and what was seen.
 type soak struct {
 	o   options
 	rng *rand.Rand
-	ps  *procs
+	bed *testbed.Bed
 	tr  *tracker
 
 	portA, portB int
-	hostA, hostB *proc
+	hostA, hostB *testbed.Proc
 	cfgA, cfgB   string
-	proxy        *toxiproxy.Proxy
+	proxy        *faultproxy.Proxy
+	proxyLog     *os.File
 	pxURL        string // http://127.0.0.1:<proxy port>, where clients and pages go
 	aURL, bURL   string // the Hosts directly: health and fault panels
 
-	clientProcs []*proc
-	pagesProc   *proc
+	clientProcs []*testbed.Proc
+	pagesProc   *testbed.Proc
 
 	kinds    map[string]*kindStats
 	failures []string
@@ -59,7 +60,7 @@ func newSoak(o options) *soak {
 	return &soak{
 		o:     o,
 		rng:   rand.New(rand.NewPCG(o.seed, 0x50a4)),
-		ps:    &procs{logDir: o.logDir},
+		bed:   testbed.New(o.logDir),
 		tr:    &tracker{stats: map[int]chan clientStats{}},
 		kinds: map[string]*kindStats{},
 	}
@@ -79,9 +80,10 @@ func (s *soak) run(ctx context.Context) int {
 	start := time.Now()
 	defer func() {
 		// Whatever happened, nothing the soak started outlives it.
-		s.ps.killAll(3 * time.Second)
+		s.bed.StopAll(3 * time.Second)
 		if s.proxy != nil {
-			s.proxy.Stop()
+			_ = s.proxy.Close()
+			_ = s.proxyLog.Close()
 		}
 	}()
 	s.logf("seed %d, %d clients, %d pages, faults for %s, recovery bound %s", s.o.seed, s.o.clients, s.o.pages, s.o.duration, bound)
@@ -119,22 +121,26 @@ func (s *soak) setUp(ctx context.Context) error {
 		}
 	}
 	var err error
-	if s.portA, err = freePort(); err != nil {
+	if s.portA, err = testbed.FreePort(); err != nil {
 		return err
 	}
-	if s.portB, err = freePort(); err != nil {
+	if s.portB, err = testbed.FreePort(); err != nil {
 		return err
 	}
 	s.aURL = "http://127.0.0.1:" + strconv.Itoa(s.portA)
 	s.bURL = "http://127.0.0.1:" + strconv.Itoa(s.portB)
 
-	// The proxy first: Host B must allow the origin of pages loaded through it.
-	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
-	s.proxy = toxiproxy.NewProxy(srv, "hostA", "127.0.0.1:0", "127.0.0.1:"+strconv.Itoa(s.portA))
-	if err := s.proxy.Start(); err != nil {
-		return fmt.Errorf("toxiproxy: %w", err)
+	// The proxy first: Host B must allow the origin of pages loaded through it. Its latency
+	// is the latency fault's: 250 ± 100 ms each way.
+	if s.proxyLog, err = os.Create(filepath.Join(s.o.logDir, "proxy.jsonl")); err != nil {
+		return err
 	}
-	s.pxURL = "http://" + s.proxy.Listen
+	s.proxy, err = faultproxy.Listen("127.0.0.1:0", "127.0.0.1:"+strconv.Itoa(s.portA),
+		&faultproxy.Options{Latency: 250 * time.Millisecond, Jitter: 100 * time.Millisecond, Log: s.proxyLog})
+	if err != nil {
+		return err
+	}
+	s.pxURL = "http://" + s.proxy.Addr()
 
 	s.cfgA = filepath.Join(s.o.logDir, "host-a.json")
 	s.cfgB = filepath.Join(s.o.logDir, "host-b.json")
@@ -166,7 +172,7 @@ func (s *soak) setUp(ctx context.Context) error {
 		argv := []string{filepath.Join(s.o.root, "bin/client"), "-url", wsURL, "-n", strconv.Itoa(n),
 			"-sub", "ticks", "-deliveries", "-stats", "-recovery", recoveryJS,
 			"-seed", strconv.FormatUint(s.o.seed+uint64(p)+1, 10)}
-		cp, err := s.ps.start(fmt.Sprintf("client-%d", p), argv, syscall.SIGKILL, func(b []byte) { s.tr.clientLine(p, base, b) })
+		cp, err := s.bed.Start(fmt.Sprintf("client-%d", p), argv, &testbed.Options{Lines: func(b []byte) { s.tr.clientLine(p, base, b) }})
 		if err != nil {
 			return err
 		}
@@ -181,8 +187,10 @@ func (s *soak) setUp(ctx context.Context) error {
 			}
 		}
 		script := filepath.Join(s.o.root, "e2e/soak/pages.js")
-		if s.pagesProc, err = s.ps.start("pages", []string{"node", script, s.pxURL + "/", strconv.Itoa(s.o.pages)},
-			syscall.SIGTERM, func(b []byte) { s.tr.pageLine(base, b) }); err != nil {
+		// If the soak dies without stopping it, the page driver gets SIGTERM, so that it
+		// closes its browser (Chromium runs in a group of its own).
+		if s.pagesProc, err = s.bed.Start("pages", []string{"node", script, s.pxURL + "/", strconv.Itoa(s.o.pages)},
+			&testbed.Options{DeathSig: syscall.SIGTERM, Lines: func(b []byte) { s.tr.pageLine(base, b) }}); err != nil {
 			return err
 		}
 	}
@@ -197,22 +205,30 @@ func (s *soak) startHostA(ctx context.Context) error {
 }
 
 // startHost runs bin/host and waits (up to 10 s) until its health answers ready.
-func (s *soak) startHost(ctx context.Context, name string, port int, cfg, base string) (*proc, error) {
+func (s *soak) startHost(ctx context.Context, name string, port int, cfg, base string) (*testbed.Proc, error) {
 	argv := []string{filepath.Join(s.o.root, "bin/host"), "-addr", "127.0.0.1:" + strconv.Itoa(port),
 		"-config", cfg, "-web", filepath.Join(s.o.root, "web"), "-faults"}
-	p, err := s.ps.start(name, argv, syscall.SIGKILL, nil)
+	p, err := s.bed.Start(name, argv, nil)
 	if err != nil {
 		return nil, err
 	}
 	ok := waitFor(ctx, 10*time.Second, func() bool {
-		h, err := getHealth(ctx, base)
-		return err == nil && h.Ready || p.exited()
+		h, err := testbed.GetHealth(ctx, base)
+		return err == nil && h.Ready || p.Exited()
 	})
-	if !ok || p.exited() {
-		return p, fmt.Errorf("%s did not become ready (see %s)", name, p.stderr)
+	if !ok || p.Exited() {
+		return p, fmt.Errorf("%s did not become ready (see %s)", name, p.ErrLog())
 	}
 	return p, nil
 }
+
+// waitFor polls cond every 100 ms until it holds or d has passed; it reports whether it held.
+func waitFor(ctx context.Context, d time.Duration, cond func() bool) bool {
+	return testbed.Poll(ctx, d, 100*time.Millisecond, cond)
+}
+
+// setFault posts mode to a Host's fault panel.
+func setFault(ctx context.Context, base, mode string) error { return testbed.SetFault(ctx, base, mode) }
 
 // warmUp waits until every member is connected and subscribed, then a little longer.
 func (s *soak) warmUp(ctx context.Context) {
@@ -254,7 +270,7 @@ func (s *soak) clientStats(ctx context.Context) []clientStats {
 		case <-ch:
 		default:
 		}
-		_ = cp.cmd.Process.Signal(syscall.SIGUSR1)
+		_ = cp.Signal(syscall.SIGUSR1)
 		select {
 		case st := <-ch:
 			out[p] = st
@@ -353,25 +369,34 @@ func (s *soak) inject(ctx context.Context, n int, kind string) {
 		t1 = msNow()
 		panelA("up")
 	case "half-open":
-		// Host → client bytes are dropped while the TCP connections stay open: only the
-		// page's heartbeat watchdog (2.5 × heartbeat) can notice.
+		// Every connection, open or new, is frozen while its TCP connection stays open: only
+		// the page's heartbeat watchdog (2.5 × heartbeat) can notice. When the link comes
+		// back, what it froze is reset (as toxiproxy's timeout toxic, which the soak used
+		// before, closed its connections when it was removed): a dial still stalled then
+		// fails at once instead of waiting for its deadline, and the Host loses the sessions
+		// of the pages that gave up (a page's close frame cannot cross a stalled link, and
+		// Chromium keeps the socket until its closing handshake gives up).
 		hold = s.hold(3500, 6000)
-		err = s.toxic(ctx, hold, `{"name":"halfopen","type":"timeout","stream":"downstream","attributes":{"timeout":0}}`)
+		s.proxy.SetMode(faultproxy.Stall)
+		sleep(ctx, hold)
+		s.proxy.SetMode(faultproxy.Reset)
+		s.proxy.SetMode(faultproxy.Up)
 		t1 = msNow()
 	case "latency":
-		err = s.toxic(ctx, hold,
-			`{"name":"lat-down","type":"latency","stream":"downstream","attributes":{"latency":250,"jitter":100}}`,
-			`{"name":"lat-up","type":"latency","stream":"upstream","attributes":{"latency":250,"jitter":100}}`)
+		// 250 ± 100 ms each way (the proxy's latency), on the open connections too.
+		s.proxyFault(ctx, faultproxy.Latency, hold)
 		t1 = msNow()
 	case "tcp-reset":
+		// The open connections are reset at once, new ones at their first reply.
 		hold = s.hold(1000, 3000)
-		err = s.toxic(ctx, hold, `{"name":"rst","type":"reset_peer","stream":"downstream","attributes":{"timeout":0}}`)
+		s.proxyFault(ctx, faultproxy.Reset, hold)
 		t1 = msNow()
 	case "kill":
 		s.tr.setEpochWindow(true)
 		defer func() { go func() { time.Sleep(5 * time.Second); s.tr.setEpochWindow(false) }() }()
 		hold = s.hold(1000, 4000)
-		if !s.hostA.kill(syscall.SIGKILL, 5*time.Second) {
+		_ = s.hostA.Signal(syscall.SIGKILL)
+		if s.hostA.Wait(5*time.Second) != nil {
 			err = errors.New("host A did not die of SIGKILL within 5 s")
 		}
 		sleep(ctx, hold)
@@ -391,23 +416,11 @@ func (s *soak) inject(ctx context.Context, n int, kind string) {
 	s.measure(ctx, n, kind, ks, t0, t1, hold, nil)
 }
 
-// toxic adds the toxics to the proxy, holds them, and removes them.
-func (s *soak) toxic(ctx context.Context, hold time.Duration, specs ...string) error {
-	var names []string
-	defer func() {
-		for _, n := range names {
-			_ = s.proxy.Toxics.RemoveToxic(context.Background(), n)
-		}
-	}()
-	for _, spec := range specs {
-		w, err := s.proxy.Toxics.AddToxicJson(strings.NewReader(spec))
-		if err != nil {
-			return fmt.Errorf("toxic %s: %w", spec, err)
-		}
-		names = append(names, w.Name)
-	}
+// proxyFault switches the proxy in front of Host A to m, holds it, and switches it back up.
+func (s *soak) proxyFault(ctx context.Context, m faultproxy.Mode, hold time.Duration) {
+	s.proxy.SetMode(m)
 	sleep(ctx, hold)
-	return nil
+	s.proxy.SetMode(faultproxy.Up)
 }
 
 // goAway sends every page from Host A to Host B and, once they have lived there longer than
@@ -418,7 +431,7 @@ func (s *soak) goAway(ctx context.Context, n int, ks *kindStats, t0 float64) {
 	wsA := "ws" + strings.TrimPrefix(s.pxURL, "http") + "/_lifeline/events"
 	on := func(base string, want int) func() bool {
 		return func() bool {
-			h, err := getHealth(ctx, base)
+			h, err := testbed.GetHealth(ctx, base)
 			return err == nil && h.Sessions == want && s.tr.allUp()
 		}
 	}
@@ -428,8 +441,8 @@ func (s *soak) goAway(ctx context.Context, n int, ks *kindStats, t0 float64) {
 		}
 		ok := waitFor(ctx, bound+4*time.Second, func() bool { return on(to, total)() && on(from, 0)() })
 		took := time.Duration((msNow() - t1) * float64(time.Millisecond))
-		ha, _ := getHealth(ctx, to)
-		hb, _ := getHealth(ctx, from)
+		ha, _ := testbed.GetHealth(ctx, to)
+		hb, _ := testbed.GetHealth(ctx, from)
 		s.logf("fault %d goaway %s: all %d sessions moved in %s (ok %v; %d at target, %d left)", n, name, total, took.Round(time.Millisecond), ok, ha.Sessions, hb.Sessions)
 		if ok {
 			ks.recoveries += total // for goaway: sessions moved
@@ -503,8 +516,8 @@ func (s *soak) finish(ctx context.Context, base []clientStats) {
 	}
 	sleep(ctx, 4*time.Second)
 	all, up, _ := s.tr.counts()
-	ha, errA := getHealth(ctx, s.aURL)
-	hb, errB := getHealth(ctx, s.bURL)
+	ha, errA := testbed.GetHealth(ctx, s.aURL)
+	hb, errB := testbed.GetHealth(ctx, s.bURL)
 	if errA != nil || errB != nil {
 		s.fail("end: health: %v %v", errA, errB)
 	}
@@ -532,14 +545,14 @@ func (s *soak) finish(ctx context.Context, base []clientStats) {
 	// Stop the clients and pages before the Hosts, so the logs end cleanly, then look for
 	// panics in every stderr.
 	for _, cp := range s.clientProcs {
-		cp.stop(10 * time.Second)
+		_ = cp.Stop(10 * time.Second)
 	}
 	if s.pagesProc != nil {
-		s.pagesProc.stop(10 * time.Second)
+		_ = s.pagesProc.Stop(10 * time.Second)
 	}
-	s.hostA.stop(10 * time.Second)
-	s.hostB.stop(10 * time.Second)
-	s.panicked = s.ps.panics()
+	_ = s.hostA.Stop(10 * time.Second)
+	_ = s.hostB.Stop(10 * time.Second)
+	s.panicked = panics(s.bed)
 	for _, p := range s.panicked {
 		s.fail("panic: %s", p)
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/lifeline-go/lifeline/internal/testbed/clientline"
 )
 
 // member is one client or page as the soak sees it through its output lines.
@@ -43,11 +45,11 @@ type tracker struct {
 }
 
 type clientStats struct {
-	Goroutines int    `json:"goroutines"`
-	HeapInuse  uint64 `json:"heapInuse"`
+	Goroutines int
+	HeapInuse  uint64
 }
 
-func msNow() float64 { return float64(time.Now().UnixMicro()) / 1000 }
+func msNow() float64 { return clientline.Stamp(time.Now()) }
 
 func (tr *tracker) add(name string, page bool) int {
 	tr.mu.Lock()
@@ -65,17 +67,8 @@ func (tr *tracker) issue(format string, args ...any) {
 
 // clientLine reads one line of a bin/client process whose clients are members base….
 func (tr *tracker) clientLine(proc, base int, b []byte) {
-	var ev struct {
-		T          float64 `json:"t"`
-		ID         int     `json:"id"`
-		Event      string  `json:"event"`
-		Seq        uint64  `json:"seq"`
-		Reset      bool    `json:"reset"`
-		Want       any     `json:"want"`
-		Goroutines int     `json:"goroutines"`
-		HeapInuse  uint64  `json:"heapInuse"`
-	}
-	if err := json.Unmarshal(b, &ev); err != nil {
+	ev, err := clientline.Decode(b)
+	if err != nil {
 		tr.mu.Lock()
 		tr.issue("client proc %d: unreadable line %q", proc, truncate(string(b)))
 		tr.mu.Unlock()
@@ -83,7 +76,7 @@ func (tr *tracker) clientLine(proc, base int, b []byte) {
 	}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	if ev.Event == "stats" {
+	if ev.Event == clientline.Stats {
 		if ch := tr.stats[proc]; ch != nil {
 			select {
 			case ch <- clientStats{ev.Goroutines, ev.HeapInuse}:
@@ -98,14 +91,14 @@ func (tr *tracker) clientLine(proc, base int, b []byte) {
 	}
 	m := tr.members[base+ev.ID]
 	switch ev.Event {
-	case "connected":
+	case clientline.Connected:
 		tr.setUp(m, true, ev.T)
-	case "disconnected":
+	case clientline.Disconnected:
 		tr.setUp(m, false, ev.T)
-	case "delivery":
+	case clientline.Delivery:
 		tr.deliver(m, ev.Seq, ev.Reset, "", ev.T)
-	case "violation":
-		tr.issue("%s: client reports a violation: seq %d, want %v", m.name, ev.Seq, ev.Want)
+	case clientline.Violation:
+		tr.issue("%s: client reports a violation: seq %d, want %s", m.name, ev.Seq, ev.Want)
 	}
 }
 

@@ -1,0 +1,143 @@
+//go:build !js
+
+package testbed_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/internal/testbed"
+)
+
+func TestFreePortCanBeListenedOn(t *testing.T) {
+	addr, err := testbed.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listening on the free address %s: %v", addr, err)
+	}
+	ln.Close()
+}
+
+func TestPollStopsWhenTheConditionHolds(t *testing.T) {
+	calls := 0
+	if !testbed.Poll(context.Background(), 5*time.Second, time.Millisecond, func() bool { calls++; return calls == 3 }) {
+		t.Fatal("Poll = false; want true on the third call")
+	}
+	if calls != 3 {
+		t.Fatalf("cond called %d times; want 3", calls)
+	}
+}
+
+func TestPollGivesUpAfterItsBoundOrWithItsContext(t *testing.T) {
+	if testbed.Poll(context.Background(), 20*time.Millisecond, time.Millisecond, func() bool { return false }) {
+		t.Error("Poll of a condition that never holds = true")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	calls := 0
+	if testbed.Poll(ctx, time.Hour, time.Hour, func() bool { calls++; return false }) || calls != 1 {
+		t.Errorf("Poll with a done context: %d calls; want false after one call", calls)
+	}
+}
+
+func TestWaitTCPWaitsForTheListener(t *testing.T) {
+	addr, err := testbed.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	listening := make(chan net.Listener, 1)
+	time.AfterFunc(100*time.Millisecond, func() {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Error(err)
+		}
+		listening <- ln
+	})
+	if err := testbed.WaitTCP(context.Background(), addr, 5*time.Second); err != nil {
+		t.Fatalf("WaitTCP for a listener that comes up: %v", err)
+	}
+	(<-listening).Close()
+}
+
+func TestWaitTCPNamesTheAddressWhenNothingListens(t *testing.T) {
+	addr, err := testbed.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = testbed.WaitTCP(context.Background(), addr, 100*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("WaitTCP with nothing listening = %v; want an error naming %s and the refusal", err, addr)
+	}
+}
+
+func TestWaitHTTPWantsA200(t *testing.T) {
+	ready := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-ready:
+		default:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	err := testbed.WaitHTTP(context.Background(), srv.URL, 100*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("WaitHTTP of a server answering 503 = %v; want an error with the status", err)
+	}
+	close(ready)
+	if err := testbed.WaitHTTP(context.Background(), srv.URL, 5*time.Second); err != nil {
+		t.Fatalf("WaitHTTP of a server answering 200: %v", err)
+	}
+}
+
+// The fault client against the real fault panel.
+func TestSetFaultSwitchesARealPanelAndReportsItsRefusal(t *testing.T) {
+	h, err := hostplugin.New(hostplugin.DefaultConfig(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	srv := httptest.NewServer(http.StripPrefix("/_lifeline/faults", h.FaultPanel()))
+	defer srv.Close()
+	ctx := context.Background()
+	if err := testbed.SetFault(ctx, srv.URL, "outage"); err != nil {
+		t.Fatalf("SetFault outage: %v", err)
+	}
+	if got := h.Fault().String(); got != "outage" {
+		t.Fatalf("the Host's fault after SetFault outage: %s", got)
+	}
+	err = testbed.SetFault(ctx, srv.URL, "sideways")
+	if err == nil || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), "sideways") {
+		t.Fatalf("SetFault of an unknown mode = %v; want the panel's 400 and its message", err)
+	}
+}
+
+func TestGetHealthReadsTheBodyOfA503(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/_lifeline/health" {
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprint(w, `{"ready":true,"draining":true,"fault":"up","sessions":7,"open":8,"accepted":9,"host":"h2"}`)
+	}))
+	defer srv.Close()
+	h, err := testbed.GetHealth(context.Background(), srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := testbed.Health{Stats: hostplugin.Stats{Ready: true, Draining: true, Fault: "up", Sessions: 7, Open: 8, Accepted: 9}, Host: "h2"}
+	if h != want {
+		t.Fatalf("GetHealth = %+v; want %+v", h, want)
+	}
+}
