@@ -109,8 +109,15 @@ func (k *carrier) hangup(reason string, force bool, grace time.Duration) {
 }
 
 // settle waits for the pump and the writer, up to grace: the pump's read ends with the
-// browser's close event, which a dead link may delay; the writer never blocks.
-func (k *carrier) settle(grace time.Duration, done ...<-chan struct{}) {
+// browser's close event, which a dead link may delay; the writer never blocks. After a forced
+// end (a dead link, a deadline) there is nobody to answer the browser's close handshake, so the
+// close event may come seconds later: settle waits for the writer only, and the pump, whose
+// frames are dropped from here on (its session's context has ended), leaves with that event.
+// Waiting the grace would only delay the next attempt.
+func (k *carrier) settle(grace time.Duration, force bool, done ...<-chan struct{}) {
+	if force && len(done) > 1 {
+		done = done[1:] // pumpDone is first
+	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	for _, d := range done {

@@ -76,8 +76,9 @@ func (k *carrier) hangup(reason string, force bool, grace time.Duration) {
 	}
 }
 
-// settle waits for the pump and the writer. Natively a closed connection releases both.
-func (k *carrier) settle(_ time.Duration, done ...<-chan struct{}) {
+// settle waits for the pump and the writer. Natively a closed connection releases both, a
+// forced one at once.
+func (k *carrier) settle(_ time.Duration, _ bool, done ...<-chan struct{}) {
 	for _, d := range done {
 		<-d
 	}

@@ -98,7 +98,7 @@ loop:
 	s.cancel(err) // from here on, frames still in flight are dropped, not dispatched
 	close(quit)
 	c.hangup(closeReason(err), force, g.grace)
-	c.settle(g.grace, pumpDone, writerDone)
+	c.settle(g.grace, force, pumpDone, writerDone)
 	return s.outcome(err)
 }
 

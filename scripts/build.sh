@@ -8,3 +8,4 @@ cd "$(dirname "$0")/.."
 mkdir -p bin
 go build -o bin/host ./cmd/host
 go build -o bin/client ./cmd/client
+go build -o bin/faultproxy ./bench/cmd/faultproxy # the e2e suite's half-open links

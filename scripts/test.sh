@@ -12,17 +12,24 @@ step "set-up: Chromium and e2e npm packages"
 step "lint: vet and staticcheck, native and js/wasm"
 ./scripts/lint.sh
 
+step "the committed client assets match a fresh build"
+./scripts/check-assets.sh
+
 step "go test -race (native)"
 go test -race -count=1 ./...
 
 step "go test under js/wasm (Node and Chromium)"
 ./scripts/wasmtest.sh
 
-step "build: bin/host, bin/client, web/lifeline.wasm"
+step "build: the client assets, bin/host, bin/client"
 ./scripts/build.sh
 
-step "end to end: Playwright in Chromium against bin/host"
-(cd e2e && npx playwright test)
+# Every scenario in both of the page's modes: shared (one hub per origin in a SharedWorker,
+# the default) and in-page (one socket per tab, where SharedWorker is missing).
+step "end to end: Playwright in Chromium against bin/host, shared mode"
+(cd e2e && LIFELINE_MODE=shared npx playwright test)
+step "end to end: Playwright in Chromium against bin/host, in-page mode"
+(cd e2e && LIFELINE_MODE=in-page npx playwright test)
 
 step "chaos soak (60 s smoke): 50 clients + 1 page under randomized faults"
 SOAK_BUILD=0 SOAK_FLEET=0 SOAK_DURATION=60s SOAK_CLIENTS=50 SOAK_PAGES=1 ./scripts/soak.sh

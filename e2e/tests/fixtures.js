@@ -24,6 +24,17 @@ const test = base.test.extend({
     }
     await use(context);
   },
+  proxies: async ({}, use) => {
+    const started = [];
+    await use({
+      start: async (host) => {
+        const p = await h.startProxy(host);
+        started.push(p);
+        return p;
+      },
+    });
+    await Promise.all(started.map((p) => p.stop()));
+  },
   hosts: async ({}, use, testInfo) => {
     const started = [];
     await use({

@@ -214,4 +214,32 @@ function gapsIn(list) {
   return problems;
 }
 
-module.exports = { startHost, recordStates, states, waitState, waitFor, collectTicks, ticks, gapsIn, freePort };
+// startProxy puts bin/faultproxy (bench/cmd/faultproxy) in front of host: pages load the
+// Host through proxy.url(), so their sockets cross it, and proxy.mode('stall') makes every
+// open connection half-open (nothing forwarded, nothing closed); connections made after the
+// mode goes back to 'up' are forwarded again. stop() ends it.
+async function startProxy(host) {
+  const readline = require('readline');
+  const proc = spawn(path.join(root, 'bin', 'faultproxy'), ['-listen', '127.0.0.1:0', '-control', '127.0.0.1:0',
+    '-upstream', `127.0.0.1:${host.port}`, '-exit-on-eof', '-log', os.devNull], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = readline.createInterface({ input: proc.stdout });
+  const ready = await new Promise((ok, fail) => {
+    lines.once('line', (l) => ok(JSON.parse(l)));
+    proc.once('exit', (code) => fail(new Error(`faultproxy exited with ${code}`)));
+  });
+  return {
+    url: (p = '/') => `http://${ready.listen}${p}`,
+    async mode(m) {
+      const res = await fetch(`http://${ready.control}/mode?mode=${m}`, { method: 'POST' });
+      if (!res.ok) throw new Error(`faultproxy mode ${m}: ${res.status}`);
+    },
+    async stop() {
+      if (proc.exitCode !== null) return;
+      const exited = new Promise((r) => proc.once('exit', r));
+      proc.stdin.end();
+      await exited;
+    },
+  };
+}
+
+module.exports = { startHost, startProxy, recordStates, states, waitState, waitFor, collectTicks, ticks, gapsIn, freePort };

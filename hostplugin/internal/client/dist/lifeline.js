@@ -401,7 +401,7 @@
   const workerURL = attr('worker', '');
   const MAX_STREAM = 256; // bytes of UTF-8 (gateway/wire.MaxStreamName)
 
-  let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', retryAfter: 0 };
+  let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', retryAfter: 0, at: Date.now() };
   let port = null;
   let dead = false;
   const outbox = []; // messages for the hub before its port exists
@@ -583,7 +583,7 @@
     api.reconnectNow = gone;
     api.stop = gone;
     api.start = gone;
-    setStatus({ state: 'failed', slow: false, attempt: status.attempt, failures: status.failures, nextAttempt: 0, error, kind: 'failed', retryAfter: 0 });
+    setStatus({ state: 'failed', slow: false, attempt: status.attempt, failures: status.failures, nextAttempt: 0, error, kind: 'failed', retryAfter: 0, at: Date.now() });
   }
 
   // ---- the browser's events
@@ -640,7 +640,7 @@
       dead = true;
       const error = 'lifeline: no #lifeline-bootstrap element in the page (is the Host plugin installed?)';
       console.error(error);
-      setStatus({ state: 'misconfigured', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error, kind: 'misconfigured', retryAfter: 0 });
+      setStatus({ state: 'misconfigured', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error, kind: 'misconfigured', retryAfter: 0, at: Date.now() });
       return false;
     }
     let options = '';
