@@ -4,13 +4,17 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/lifeline-go/lifeline/bench/wasmsize"
 )
 
 // buildWeb builds the page into bench/.bin/web, apart from web/ (which `make run` owns): the
@@ -40,10 +44,8 @@ func (e *env) buildWeb() error {
 		}
 	}
 	wasm := filepath.Join(dir, "lifeline.wasm")
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", wasm, "./wasm")
-	cmd.Dir, cmd.Env = e.root, append(os.Environ(), "GOOS=js", "GOARCH=wasm")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building the wasm: %v\n%s", err, out)
+	if err := e.buildWasm(wasm, "-ldflags=-s -w"); err != nil {
+		return err
 	}
 	goroot, err := exec.Command("go", "env", "GOROOT").Output()
 	if err != nil {
@@ -68,28 +70,168 @@ fs.writeFileSync(f + ".gz", zlib.gzipSync(raw, { level: 9 }));`
 	return nil
 }
 
-// compressed returns the raw, gzip -9 and brotli -q11 sizes of a file, compressing it with
-// Node's zlib when there is no .gz/.br beside it.
-func (e *env) compressed(path string) (raw, gz, br int64, err error) {
-	script := `const fs = require("fs"), zlib = require("zlib"); const raw = fs.readFileSync(process.argv[1]);
-console.log(JSON.stringify([raw.length, zlib.gzipSync(raw, { level: 9 }).length,
-  zlib.brotliCompressSync(raw, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length]));`
-	out, err := exec.Command(e.node, "-e", script, path).Output()
-	if err != nil {
-		return 0, 0, 0, err
+// buildWasm builds ./wasm for js/wasm into out with scripts/build.sh's flags and extra ones.
+func (e *env) buildWasm(out string, extra ...string) error {
+	args := append([]string{"build", "-trimpath"}, extra...)
+	cmd := exec.Command("go", append(args, "-o", out, "./wasm")...)
+	cmd.Dir, cmd.Env = e.root, append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("building the wasm (go %s): %v\n%s", strings.Join(args, " "), err, b)
 	}
-	var s [3]int64
-	if err := json.Unmarshal(out, &s); err != nil {
-		return 0, 0, 0, err
-	}
-	return s[0], s[1], s[2], nil
+	return nil
 }
 
-// s6Page: the page in Chromium.
+// namesTwin is the served wasm built again without -s: the same code with its name section,
+// which says which package each function comes from.
+func (e *env) namesTwin() string { return filepath.Join(e.bin, "lifeline.names.wasm") }
+
+func (e *env) buildNamesTwin() error { return e.buildWasm(e.namesTwin()) }
+
+// compressed returns the raw, gzip -9 and brotli -q11 sizes of a file, as scripts/build.sh
+// compresses the wasm.
+func (e *env) compressed(path string) (raw, gz, br int64, err error) {
+	return wasmsize.Compressed(e.node, path)
+}
+
+// pageLoad is one load of a page, as bench/browser/pageload.js reports it: ms from navigation
+// start; nil where the page had no such moment.
+type pageLoad struct {
+	Connected *float64
+	Resource  *struct {
+		Name                                           string
+		FetchStart, ResponseEnd                        *float64
+		TransferSize, EncodedBodySize, DecodedBodySize float64
+	}
+	Calls []struct {
+		Fn     string
+		T0, T1 *float64
+		Error  string
+	}
+	Compiled, Instantiated, GoReady, Ready *float64
+	GoReadyFrom                            string
+}
+
+type pageLoads struct{ Lifeline, Sio []pageLoad }
+
+type pageRun struct {
+	First, Repeat pageLoads
+	Primer        struct{ Lifeline, Sio *pageLoad }
+	Trace         *struct {
+		Load                                 *pageLoad
+		Counts                               map[string]int
+		ConsumedCacheSize, ProducedCacheSize float64
+	}
+	Errors []string
+}
+
+// A column of the breakdown: one figure of a load, ok false where the load has none.
+type column func(l pageLoad) (float64, bool)
+
+func known(p *float64) (float64, bool) {
+	if p == nil {
+		return 0, false
+	}
+	return *p, true
+}
+
+var (
+	colFetchStart = func(l pageLoad) (float64, bool) {
+		if l.Resource == nil {
+			return 0, false
+		}
+		return known(l.Resource.FetchStart)
+	}
+	colBytesArrived = func(l pageLoad) (float64, bool) {
+		if l.Resource == nil {
+			return 0, false
+		}
+		return known(l.Resource.ResponseEnd)
+	}
+	colInstantiated = func(l pageLoad) (float64, bool) { return known(l.Instantiated) }
+	colGoReady      = func(l pageLoad) (float64, bool) { return known(l.GoReady) }
+	colReady        = func(l pageLoad) (float64, bool) { return known(l.Ready) }
+	colConnected    = func(l pageLoad) (float64, bool) { return known(l.Connected) }
+	// From the first WebAssembly call to the instance: compile and instantiate, and as much of
+	// the download as they wait for.
+	colWasmCall = func(l pageLoad) (float64, bool) {
+		inst, ok := known(l.Instantiated)
+		if !ok || len(l.Calls) == 0 || l.Calls[0].T0 == nil {
+			return 0, false
+		}
+		return inst - *l.Calls[0].T0, true
+	}
+	// From the wasm's last byte to the instance: the compile the download did not hide.
+	colAfterBytes = func(l pageLoad) (float64, bool) {
+		inst, ok1 := known(l.Instantiated)
+		end, ok2 := colBytesArrived(l)
+		if !ok1 || !ok2 {
+			return 0, false
+		}
+		return inst - end, true
+	}
+	colTransfer = func(l pageLoad) (float64, bool) {
+		if l.Resource == nil {
+			return 0, false
+		}
+		return l.Resource.TransferSize, true
+	}
+	colEncoded = func(l pageLoad) (float64, bool) {
+		if l.Resource == nil {
+			return 0, false
+		}
+		return l.Resource.EncodedBodySize, true
+	}
+)
+
+// values is one column over loads.
+func values(loads []pageLoad, c column) []float64 {
+	var xs []float64
+	for _, l := range loads {
+		if x, ok := c(l); ok {
+			xs = append(xs, x)
+		}
+	}
+	return xs
+}
+
+// med formats the median of a column, "n/a" where no load has it.
+func med(loads []pageLoad, c column) string {
+	xs := values(loads, c)
+	if len(xs) == 0 {
+		return "n/a"
+	}
+	return fmtMs(pct(xs, 50))
+}
+
+func fmtBytes(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "n/a"
+	case x >= 1e6:
+		return fmt.Sprintf("%.2f MB", x/1e6)
+	case x >= 1e3:
+		return fmt.Sprintf("%.1f KB", x/1e3)
+	}
+	return fmt.Sprintf("%.0f B", x)
+}
+
+func ratio(a, b float64) string {
+	if math.IsNaN(a) || math.IsNaN(b) || b == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
+}
+
+// s6Page: the page in Chromium, first and repeat visits, and where the time goes.
 func (e *env) s6Page(r *report) error {
-	loads := e.n(20, 5)
-	t := r.table(fmt.Sprintf("6. The page in Chromium: navigation → connected, median of %d loads", loads), "",
-		"page", "client code raw", "gzip -9", "brotli -q11", "nav → connected p50", "min", "max", "loads")
+	loads := e.loads
+	if loads <= 0 {
+		loads = e.n(20, 5)
+	}
+	t := r.table(fmt.Sprintf("6. The page in Chromium: where the time goes, median of %d loads per row (ms from navigation start)", loads),
+		"repeat visit: Lifeline ≤ socket.io-client; first visit: ≤ 1.6× socket.io-client; brotli wasm ≤ 1.2 MB (issue 14)",
+		"page", "visit", "fetch start", "bytes arrived", "instantiated", "Go ready", "connected", "connected p90",
+		"÷ socket.io", "wasm call → instance", "last byte → instance", "transferred / body", "loads")
 	host, err := e.startServer(kLifeline, "s6-host", 0, "")
 	if err != nil {
 		return err
@@ -102,11 +244,15 @@ func (e *env) s6Page(r *report) error {
 	defer sio.proc.stop(3 * time.Second)
 
 	cmd := exec.Command(e.node, filepath.Join(e.root, "bench/browser/pageload.js"),
-		"--lifeline", "http://"+host.addr()+"/", "--sio", "http://"+sio.addr()+"/page.html", "--n", fmt.Sprint(loads))
+		"--lifeline", "http://"+host.addr()+"/", "--sio", "http://"+sio.addr()+"/page.html",
+		"--n", fmt.Sprint(loads), "--dwell", fmt.Sprint(e.dwell.Milliseconds()))
 	cmd.Dir = filepath.Join(e.root, "bench")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	timer := time.AfterFunc(5*time.Minute, func() { _ = cmd.Process.Kill() })
+	// Four loads per iteration, two of them kept open for the dwell, and slow loads on a busy
+	// machine: a generous bound, still one that ends a stuck browser.
+	limit := 5*time.Minute + time.Duration(loads)*(2*e.dwell+20*time.Second)
+	timer := time.AfterFunc(limit, func() { _ = cmd.Process.Kill() })
 	out, err := cmd.Output()
 	timer.Stop()
 	_ = os.WriteFile(filepath.Join(e.raw, "s6-pageload.json"), out, 0o644)
@@ -114,43 +260,249 @@ func (e *env) s6Page(r *report) error {
 	if err != nil {
 		return fmt.Errorf("pageload.js: %v: %s", err, lastLines(stderr.String(), 5))
 	}
-	var res struct {
-		Lifeline, Sio []float64
-		Errors        []string
-	}
+	var res pageRun
 	if err := json.Unmarshal(out, &res); err != nil {
 		return fmt.Errorf("pageload.js printed %q: %w", lastLines(string(out), 3), err)
 	}
-	wraw, wgz, wbr, err := e.compressed(filepath.Join(e.bin, "web/lifeline.wasm"))
-	if err != nil {
-		return err
+
+	for _, row := range breakdown(&res) {
+		r.row(t, row...)
 	}
-	sraw, sgz, sbr, err := e.compressed(filepath.Join(e.root, "bench/node_modules/socket.io-client/dist/socket.io.min.js"))
-	if err != nil {
-		return err
+
+	conn := func(ls []pageLoad, p float64) float64 { return pct(values(ls, colConnected), p) }
+	firstRatio := conn(res.First.Lifeline, 50) / conn(res.First.Sio, 50)
+	repeatRatio := conn(res.Repeat.Lifeline, 50) / conn(res.Repeat.Sio, 50)
+	r.note(t, "Lifeline / socket.io-client, connected: first visit %s (p90 %s), repeat visit %s (p90 %s)",
+		ratio(conn(res.First.Lifeline, 50), conn(res.First.Sio, 50)), ratio(conn(res.First.Lifeline, 90), conn(res.First.Sio, 90)),
+		ratio(conn(res.Repeat.Lifeline, 50), conn(res.Repeat.Sio, 50)), ratio(conn(res.Repeat.Lifeline, 90), conn(res.Repeat.Sio, 90)))
+	r.note(t, "first visit: each load in a fresh browser context (nothing cached); repeat visit: one persistent profile (`launchPersistentContext`) loading the page again, each page kept open %v after connected; every iteration loads Lifeline first, socket.io first, Lifeline repeat, socket.io repeat, after one unmeasured fresh load of each", e.dwell)
+	r.note(t, "fetch start and bytes arrived: the client code's Resource Timing entry (fetchStart, responseEnd): the wasm for Lifeline, socket.io.min.js for socket.io; instantiated: the first WebAssembly.instantiateStreaming / instantiate to give an Instance (compileStreaming and compile are stamped too); Go ready: %s; connected: the first `lifeline:state` with state connected, socket.io's `connect`", goReadySource(res.First.Lifeline))
+	if xs := values(res.First.Lifeline, colReady); len(xs) > 0 {
+		r.note(t, "`lifeline:ready` (globalThis.lifeline installed, just before the controller starts): first visit %s, repeat %s (medians)",
+			fmtMs(pct(xs, 50)), med(res.Repeat.Lifeline, colReady))
 	}
-	kb := func(n int64) string { return fmt.Sprintf("%.0f KB", float64(n)/1000) }
-	r.row(t, "Lifeline (lifeline.wasm; the Host serves its .br)", kb(wraw), kb(wgz), kb(wbr),
-		fmtMs(pct(res.Lifeline, 50)), fmtMs(minOf(res.Lifeline)), fmtMs(maxOf(res.Lifeline)), fmt.Sprint(len(res.Lifeline)))
-	r.row(t, "socket.io-client (socket.io.min.js, which socket.io compresses on the fly)", kb(sraw), kb(sgz), kb(sbr),
-		fmtMs(pct(res.Sio, 50)), fmtMs(minOf(res.Sio)), fmtMs(maxOf(res.Sio)), fmt.Sprint(len(res.Sio)))
-	ratio := pct(res.Lifeline, 50) / pct(res.Sio, 50)
-	r.note(t, "ratio of medians, Lifeline / socket.io-client: %.1f×", ratio)
-	r.note(t, "each load is a fresh browser context (empty cache), the two pages alternate, one unmeasured load of each first; connected is Lifeline's `lifeline:state` event with state connected, and socket.io's `connect`, both stamped with performance.now() in the page")
+	r.note(t, "transferred / body: the Resource Timing transferSize / encodedBodySize (0 transferred: served from the HTTP cache; about 300 B: revalidated, answered 304)")
+	for _, p := range []struct {
+		name string
+		l    *pageLoad
+	}{{"Lifeline", res.Primer.Lifeline}, {"socket.io-client", res.Primer.Sio}} {
+		if p.l == nil {
+			continue
+		}
+		s := fmt.Sprintf("the persistent profile's own first load of %s (not in the rows): connected %s", p.name, fmtMs(orNaN(colConnected(*p.l))))
+		if x, ok := colWasmCall(*p.l); ok {
+			s += ", wasm call → instance " + fmtMs(x)
+		}
+		r.note(t, "%s", s)
+	}
+	e.s6CodeCache(r, t, &res)
+	if e.web != "" {
+		r.note(t, "page assets: -web %s", e.web)
+	}
 	if len(res.Errors) > 0 {
 		r.note(t, "%d loads failed, first: %s", len(res.Errors), res.Errors[0])
+	}
+
+	wasmPath := e.servedWasm(res.First.Lifeline)
+	full := loads >= 20
+	r.judgeFull(full, "6", "repeat visit: Lifeline connected ≤ socket.io-client (ratio of medians ≤ 1.0)", repeatRatio <= 1.0,
+		fmt.Sprintf("%.2f× (%s / %s)", repeatRatio, fmtMs(conn(res.Repeat.Lifeline, 50)), fmtMs(conn(res.Repeat.Sio, 50))),
+		"a repeat visit that neither compiles nor runs much before main: see where the time goes in scenario 6 and issue 14's levers")
+	r.judgeFull(full, "6", "first visit: Lifeline connected ≤ 1.6× socket.io-client", firstRatio <= 1.6,
+		fmt.Sprintf("%.2f× (%s / %s)", firstRatio, fmtMs(conn(res.First.Lifeline, 50)), fmtMs(conn(res.First.Sio, 50))),
+		"an earlier wasm fetch, less to download and compile, less to run before main (issue 14)")
+	if wasmPath != "" {
+		if err := e.s6Sizes(r, wasmPath, res.First.Lifeline); err != nil {
+			r.fail("6 sizes", err)
+		}
 	}
 	return nil
 }
 
-func minOf(xs []float64) float64 { return -maxOf(neg(xs)) }
-
-func neg(xs []float64) []float64 {
-	n := make([]float64, len(xs))
-	for i, x := range xs {
-		n[i] = -x
+// breakdown is scenario 6's table: Lifeline and socket.io-client, first and repeat visit.
+func breakdown(res *pageRun) [][]string {
+	sioConn := map[string]float64{
+		"first":  pct(values(res.First.Sio, colConnected), 50),
+		"repeat": pct(values(res.Repeat.Sio, colConnected), 50),
 	}
-	return n
+	row := func(page, visit string, ls []pageLoad, isSio bool) []string {
+		cells := []string{page, visit, med(ls, colFetchStart), med(ls, colBytesArrived)}
+		div := ratio(pct(values(ls, colConnected), 50), sioConn[visit])
+		if isSio {
+			cells = append(cells, "n/a", "n/a")
+			div = "1"
+		} else {
+			cells = append(cells, med(ls, colInstantiated), med(ls, colGoReady))
+		}
+		cells = append(cells, med(ls, colConnected), fmtMs(pct(values(ls, colConnected), 90)), div)
+		if isSio {
+			cells = append(cells, "n/a", "n/a")
+		} else {
+			cells = append(cells, med(ls, colWasmCall), med(ls, colAfterBytes))
+		}
+		return append(cells, fmtBytes(pct(values(ls, colTransfer), 50))+" / "+fmtBytes(pct(values(ls, colEncoded), 50)), fmt.Sprint(len(ls)))
+	}
+	return [][]string{
+		row("Lifeline", "first", res.First.Lifeline, false),
+		row("Lifeline", "repeat", res.Repeat.Lifeline, false),
+		row("socket.io-client", "first", res.First.Sio, true),
+		row("socket.io-client", "repeat", res.Repeat.Sio, true),
+	}
+}
+
+func orNaN(x float64, ok bool) float64 {
+	if !ok {
+		return math.NaN()
+	}
+	return x
+}
+
+// goReadySource says where the Go ready figures came from.
+func goReadySource(ls []pageLoad) string {
+	n := map[string]int{}
+	for _, l := range ls {
+		n[l.GoReadyFrom]++
+	}
+	switch {
+	case n["mark"] == len(ls) && len(ls) > 0:
+		return "the page's `performance.mark('lifeline:go-ready')`"
+	case n["mark"] > 0:
+		return fmt.Sprintf("the page's `performance.mark('lifeline:go-ready')` in %d loads, else the first `lifeline:state` after the instantiation", n["mark"])
+	}
+	return "the first `lifeline:state` after the instantiation (the page sets no `performance.mark('lifeline:go-ready')`)"
+}
+
+// s6CodeCache says whether the repeat visits compiled from V8's code cache: from the traced
+// load's own events, and from the compile times of the two visits.
+func (e *env) s6CodeCache(r *report, t *table, res *pageRun) {
+	first, repeat := pct(values(res.First.Lifeline, colWasmCall), 50), pct(values(res.Repeat.Lifeline, colWasmCall), 50)
+	times := fmt.Sprintf("wasm call → instance, median: first visit %s, repeat %s (%s)", fmtMs(first), fmtMs(repeat), ratio(repeat, first))
+	tr := res.Trace
+	if tr == nil {
+		r.note(t, "V8 code cache: no traced load (see the errors); %s", times)
+		return
+	}
+	c := tr.Counts
+	verdict := "**not** compiled from the code cache (no `v8.wasm.moduleCacheHit`)"
+	if c["cacheHit"] > 0 {
+		verdict = fmt.Sprintf("compiled from the code cache (`v8.wasm.moduleCacheHit`, %s consumed)", fmtBytes(tr.ConsumedCacheSize))
+	}
+	if c["cacheInvalid"]+c["cacheInvalidDigest"] > 0 {
+		verdict += fmt.Sprintf("; %d cache entries rejected as invalid", c["cacheInvalid"]+c["cacheInvalidDigest"])
+	}
+	wrote := fmt.Sprintf("V8 offered the module to the cache %d times (`v8.wasm.compiledModule`) and Chromium stored it %d times (`v8.wasm.cachedModule`", c["offeredToCache"], c["cachedModule"])
+	if tr.ProducedCacheSize > 0 {
+		wrote += ", " + fmtBytes(tr.ProducedCacheSize)
+	}
+	wrote += ")"
+	r.note(t, "V8 code cache: one more repeat load of Lifeline, traced (not in the rows), was %s; during it %s; %d functions were compiled lazily (`wasm.CompileLazy`), %d top-tier compile jobs ran; %s",
+		verdict, wrote, c["lazyCompiled"], c["topTierJobs"], times)
+}
+
+// servedWasm is the file of the wasm the Lifeline page fetched, in the served directory.
+func (e *env) servedWasm(ls []pageLoad) string {
+	dir := e.webDir()
+	for _, l := range ls {
+		if l.Resource == nil {
+			continue
+		}
+		name := l.Resource.Name
+		if i := strings.Index(name, "://"); i >= 0 {
+			if j := strings.IndexByte(name[i+3:], '/'); j >= 0 {
+				name = name[i+3+j:]
+			}
+		}
+		name, _, _ = strings.Cut(name, "?")
+		p := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(name, "/")))
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p
+		}
+	}
+	if p := filepath.Join(dir, "lifeline.wasm"); fileExists(p) {
+		return p
+	}
+	return ""
+}
+
+func fileExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// s6Sizes: what the wasm's bytes are, and its code per package.
+func (e *env) s6Sizes(r *report, path string, ls []pageLoad) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	m, err := wasmsize.Parse(b)
+	if err != nil {
+		return err
+	}
+	raw, gz, br, err := e.compressed(path)
+	if err != nil {
+		return err
+	}
+	rel, _ := filepath.Rel(e.root, path)
+	if rel == "" || strings.HasPrefix(rel, "..") {
+		rel = path
+	}
+	sum := sha256.Sum256(b)
+	t := r.table(fmt.Sprintf("6b. The wasm (%s, sha256 %x…): what its bytes are", rel, sum[:6]), "", "part", "bytes", "share", "notes")
+	kb := func(n int64) string { return wasmsize.Thousands(int(n)) }
+	served := pct(values(ls, colEncoded), 50)
+	r.row(t, "whole file, raw", kb(raw), "", fmt.Sprintf("gzip -9 %s, brotli -q11 %s (Node's zlib, as scripts/build.sh)", kb(gz), kb(br)))
+	if !math.IsNaN(served) {
+		r.row(t, "as served on a first visit", kb(int64(served)), fmt.Sprintf("%.1f%%", 100*served/float64(raw)), "the Resource Timing encodedBodySize")
+	}
+	share := func(n int) string { return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(raw)) }
+	code, data, names := m.Section("code"), m.Section("data"), m.Section("name")
+	r.row(t, "code section", kb(int64(code)), share(code), fmt.Sprintf("%d function bodies (%s bytes), %d imported functions", len(m.Funcs), wasmsize.Thousands(m.CodeBytes()), m.ImportedFuncs))
+	r.row(t, "data section", kb(int64(data)), share(data), fmt.Sprintf("%d segments holding %s bytes: the rest is each segment's offset and length", m.DataSegments, wasmsize.Thousands(m.DataBytes)))
+	if names > 0 {
+		r.row(t, "name section", kb(int64(names)), share(names), "function names; -ldflags=-s drops it")
+	}
+	rest := len(b) - code - data - names
+	r.row(t, "everything else", kb(int64(rest)), share(rest), "header, type, import, function, table, memory, global, export, element and the other custom sections")
+	brotliAim := float64(br)
+	if !math.IsNaN(served) && served > 0 {
+		brotliAim = served
+	}
+	r.judge("6", "brotli wasm ≤ 1.2 MB", brotliAim <= 1.2e6, fmtBytes(brotliAim)+" as served",
+		"less code linked into the wasm: the per-package table under scenario 6 shows where it is")
+
+	how := "its own name section"
+	if !m.HasNames {
+		twinBytes, err := os.ReadFile(e.namesTwin())
+		if err == nil {
+			if twin, err := wasmsize.Parse(twinBytes); err == nil && m.Rename(twin) {
+				how = "the unstripped twin " + filepath.Base(e.namesTwin()) + " (built from ./wasm without -s; its code is the same, body for body)"
+			}
+		}
+	}
+	if !m.HasNames {
+		r.note(t, "no sizes per package: %s has no name section and the code of bench/.bin/%s (./wasm built without -s) is not its code; build it without -ldflags=-s (or wasm-opt -g) to see them", rel, filepath.Base(e.namesTwin()))
+		return nil
+	}
+	paths, modules, err := wasmsize.GoList(e.root, "./wasm")
+	if err != nil {
+		r.note(t, "package paths read from the mangled names alone: %v", err)
+	}
+	byPkg := wasmsize.ByPackage(m, wasmsize.NewPackages(paths))
+	const top = 15
+	pt := r.table(fmt.Sprintf("6c. The wasm's code per Go package: the %d largest of %d", top, len(byPkg)), "",
+		"package", "bytes", "% of code", "functions")
+	for _, row := range wasmsize.Rows(byPkg, m.CodeBytes(), top) {
+		r.row(pt, row...)
+	}
+	var mods []string
+	byMod := wasmsize.ByModule(byPkg, modules)
+	for _, s := range byMod[:min(12, len(byMod))] {
+		mods = append(mods, fmt.Sprintf("%s %.1f%%", s.Package, 100*float64(s.Bytes)/float64(m.CodeBytes())))
+	}
+	r.note(pt, "by module (the standard library by its top directory): %s", strings.Join(mods, ", "))
+	r.note(pt, "function bodies only (the data section cannot be split by package: the linker writes no symbols for it); the names come from %s; `go run ./bench/cmd/wasmsize FILE` prints the whole list", how)
+	return nil
 }
 
 func lastLines(s string, n int) string {

@@ -30,6 +30,19 @@ type env struct {
 	raw   string // bench/raw/<run>
 	scale float64
 	node  string
+
+	// Scenario 6 only.
+	web   string        // the page's assets the Host serves; "" means bench/.bin/web, built here
+	loads int           // loads per row; 0 means 20 × scale (at least 5)
+	dwell time.Duration // how long a repeat visit's page stays open after connected
+}
+
+// webDir is the directory of page assets the Host serves.
+func (e *env) webDir() string {
+	if e.web != "" {
+		return e.web
+	}
+	return filepath.Join(e.bin, "web")
 }
 
 // n scales a client count, keeping at least lo.
@@ -71,7 +84,7 @@ func (e *env) startServer(kind, name string, port int, hostCfg string, extra ...
 			return nil, err
 		}
 		argv = []string{filepath.Join(e.bin, "host"), "-addr", s.addr(), "-config", s.cfg,
-			"-web", filepath.Join(e.bin, "web"), "-faults"}
+			"-web", e.webDir(), "-faults"}
 		argv = append(argv, extra...)
 	case kSIO:
 		argv = []string{e.node, filepath.Join(e.root, "bench/peers/sio-server.js"), "--port", strconv.Itoa(port)}
