@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -86,4 +87,49 @@ func safeRow(rows [][]string, i int) []string {
 		return rows[i]
 	}
 	return nil
+}
+
+func TestCodeCacheNoteReadsTheTracedLoad(t *testing.T) {
+	var res pageRun
+	if err := json.Unmarshal([]byte(cannedRun), &res); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		trace  string
+		want   []string
+		unwant []string
+	}{
+		{"no trace", `null`, []string{"no traced load", "first visit 139 ms, repeat 59 ms (0.42×)"}, []string{"compiled from"}},
+		{"never cached", `{"counts": {"lazyCompiled": 968, "topTierJobs": 10}}`,
+			[]string{"**not** compiled from the code cache", "offered the module to the cache 0 times", "stored it 0 times", "968 functions were compiled lazily", "10 top-tier"}, nil},
+		{"a hit", `{"counts": {"cacheHit": 1, "deserialize": 1, "offeredToCache": 4, "cachedModule": 4}, "consumedCacheSize": 250000, "producedCacheSize": 260000}`,
+			[]string{"compiled from the code cache (`v8.wasm.moduleCacheHit`, 250.0 KB consumed)", "offered the module to the cache 4 times", "stored it 4 times (`v8.wasm.cachedModule`, 260.0 KB)"}, []string{"**not**"}},
+		{"an invalid entry", `{"counts": {"cacheHit": 1, "cacheInvalid": 1}}`, []string{"1 cache entries rejected as invalid"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res.Trace = nil
+			if err := json.Unmarshal([]byte(tt.trace), &res.Trace); err != nil {
+				t.Fatal(err)
+			}
+			r := newReport()
+			r.out = io.Discard
+			tab := r.table("6", "")
+			(&env{}).s6CodeCache(r, tab, &res)
+			if len(tab.notes) != 1 {
+				t.Fatalf("notes %q, want one", tab.notes)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(tab.notes[0], w) {
+					t.Errorf("note %q lacks %q", tab.notes[0], w)
+				}
+			}
+			for _, u := range tt.unwant {
+				if strings.Contains(tab.notes[0], u) {
+					t.Errorf("note %q has %q", tab.notes[0], u)
+				}
+			}
+		})
+	}
 }
