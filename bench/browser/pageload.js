@@ -10,7 +10,8 @@
 //
 // Every time is performance.now() in the page: ms from navigation start.
 //   fetchStart, responseEnd  the client code's Resource Timing entry (the wasm for Lifeline,
-//                            socket.io.min.js for socket.io), with its transfer and body sizes
+//                            socket.io.min.js for socket.io), with its transfer and body sizes,
+//                            and how many entries that URL has (2: a preload went unused)
 //   calls                    every WebAssembly.instantiateStreaming / compileStreaming /
 //                            instantiate / compile call, stamped before and after
 //   compiled, instantiated   when the first Module, the first Instance came out of them
@@ -92,16 +93,19 @@ function collect() {
   const rec = window.__pl || { calls: [], states: [], urls: [] };
   const res = performance.getEntriesByType('resource');
   const pathOf = (u) => { try { return new URL(u).pathname; } catch (_) { return u; } };
-  const e = res.find((x) => rec.urls.includes(x.name)) ||
-    res.find((x) => /\.wasm$/.test(pathOf(x.name))) ||
-    res.find((x) => /\/socket\.io(\.min)?\.js$/.test(pathOf(x.name)));
+  // The last entry of the URL the page compiled: a preload the fetch could not reuse (other
+  // credentials mode, say) leaves an entry of its own before it; count says so.
+  let matches = res.filter((x) => rec.urls.includes(x.name));
+  if (!matches.length) matches = res.filter((x) => /\.wasm$/.test(pathOf(x.name)));
+  if (!matches.length) matches = res.filter((x) => /\/socket\.io(\.min)?\.js$/.test(pathOf(x.name)));
+  const e = matches[matches.length - 1];
   const mark = performance.getEntriesByName('lifeline:go-ready', 'mark')[0];
   const nav = performance.getEntriesByType('navigation')[0];
   const r = (x) => (typeof x === 'number' ? Math.round(x * 10) / 10 : null);
   return {
     connected: r(window.__connectedAt),
     resource: e ? {
-      name: e.name, initiatorType: e.initiatorType, fetchStart: r(e.fetchStart), responseStart: r(e.responseStart),
+      name: e.name, count: matches.length, initiatorType: e.initiatorType, fetchStart: r(e.fetchStart), responseStart: r(e.responseStart),
       responseEnd: r(e.responseEnd), transferSize: e.transferSize, encodedBodySize: e.encodedBodySize,
       decodedBodySize: e.decodedBodySize,
     } : null,

@@ -99,6 +99,7 @@ type pageLoad struct {
 	Connected *float64
 	Resource  *struct {
 		Name                                           string
+		Count                                          int // entries of that URL: more than 1 when a preload went unused
 		FetchStart, ResponseEnd                        *float64
 		TransferSize, EncodedBodySize, DecodedBodySize float64
 	}
@@ -296,6 +297,20 @@ func (e *env) s6Page(r *report) error {
 		r.note(t, "%s", s)
 	}
 	e.s6CodeCache(r, t, &res)
+	for _, v := range []struct {
+		name string
+		ls   []pageLoad
+	}{{"first", res.First.Lifeline}, {"repeat", res.Repeat.Lifeline}} {
+		twice := 0
+		for _, l := range v.ls {
+			if l.Resource != nil && l.Resource.Count > 1 {
+				twice++
+			}
+		}
+		if twice > 0 {
+			r.note(t, "in %d of %d %s visits the wasm's URL has more than one Resource Timing entry: it was fetched twice (a preload the page's fetch did not reuse?); the rows read the last one", twice, len(v.ls), v.name)
+		}
+	}
 	if e.web != "" {
 		r.note(t, "page assets: -web %s", e.web)
 	}
@@ -454,6 +469,9 @@ func (e *env) s6Sizes(r *report, path string, ls []pageLoad) error {
 	r.row(t, "whole file, raw", kb(raw), "", fmt.Sprintf("gzip -9 %s, brotli -q11 %s (Node's zlib, as scripts/build.sh)", kb(gz), kb(br)))
 	if !math.IsNaN(served) {
 		r.row(t, "as served on a first visit", kb(int64(served)), fmt.Sprintf("%.1f%%", 100*served/float64(raw)), "the Resource Timing encodedBodySize")
+		if int64(served) == raw && (fileExists(path+".br") || fileExists(path+".gz")) {
+			r.note(t, "the wasm went out uncompressed although %s has a .br or .gz beside it: the Host ignores a sibling older than its file (copy with `cp -a`, compress after changing the wasm)", rel)
+		}
 	}
 	share := func(n int) string { return fmt.Sprintf("%.1f%%", 100*float64(n)/float64(raw)) }
 	code, data, names := m.Section("code"), m.Section("data"), m.Section("name")
