@@ -19,34 +19,37 @@
 //                            the first lifeline:state event after the instantiation
 //   connected                the first lifeline:state {state: 'connected'}; socket.io's connect
 // Repeat loads stay open --dwell ms after connected before the page closes: V8 offers a module
-// to the code cache only after its top-tier compilation has been quiet for 2 s
-// (--wasm-caching-timeout-ms), so a page closed sooner could never leave one behind.
-// At the end one more Lifeline load in the persistent profile runs under a trace, outside the
-// figures, and counts V8's own code-cache events (v8.wasm.moduleCacheHit: this load used a
-// cached module; v8.wasm.compiledModule / cachedModule: V8 offered / wrote one) and its lazy
-// and top-tier compilations: whether the repeat visit's compile was served from the cache is
-// read there, not guessed from timings.
+// to the code cache only once its top-tier compiler has been quiet for --wasm-caching-timeout-ms
+// (2 s), so a page closed sooner could never leave one behind.
+// At the end --traced (3) more Lifeline loads in the persistent profile run under a trace,
+// outside the figures, each counting V8's own code-cache events (v8.wasm.moduleCacheHit: this
+// load used a cached module; v8.wasm.compiledModule / cachedModule: V8 offered / Chromium
+// stored one) and its lazy and top-tier compilations: whether a repeat visit's compile came from
+// the cache is read there, not guessed from timings.
 //
 //   node pageload.js --lifeline http://127.0.0.1:P/ --sio http://127.0.0.1:Q/page.html --n 20 --dwell 3000
 // Prints one JSON object:
 //   {"first": {"lifeline": [load…], "sio": [load…]}, "repeat": {…}, "primer": {"lifeline": load,
-//    "sio": load}, "trace": {…}, "errors": […], "n": N, "dwell": ms}
+//    "sio": load}, "traces": [{load, counts, …}…], "errors": […], "n": N, "dwell": ms}
 // primer is the first load of each page in the persistent profile (its first visit), kept apart.
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { chromium } = require('playwright-core');
 
-const a = { n: '20', dwell: '3000' };
+const a = { n: '20', dwell: '3000', traced: '3' };
 const argv = process.argv.slice(2);
 for (let i = 0; i + 1 < argv.length; i += 2) a[argv[i].replace(/^--?/, '')] = argv[i + 1];
 const n = Number(a.n);
 const dwell = Number(a.dwell);
 
+// BENCH_CHROMIUM_ARGS adds flags to both browsers, e.g. to see what a V8 setting a page cannot
+// make would give: BENCH_CHROMIUM_ARGS=--js-flags=--wasm-caching-timeout-ms=0.
+const extra = (process.env.BENCH_CHROMIUM_ARGS || '').split(/\s+/).filter(Boolean);
 const launch = {
   executablePath: '/usr/bin/chromium',
   args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    '--disable-background-networking', '--disable-component-update', '--disable-sync', ...extra],
 };
 
 // The probe runs before any script of either page. It wraps whichever WebAssembly entry point
@@ -200,7 +203,7 @@ async function traceLoad(context, url, stay) {
 }
 
 (async () => {
-  const out = { first: { lifeline: [], sio: [] }, repeat: { lifeline: [], sio: [] }, primer: {}, trace: null, errors: [], n, dwell };
+  const out = { first: { lifeline: [], sio: [] }, repeat: { lifeline: [], sio: [] }, primer: {}, traces: [], errors: [], n, dwell };
   const browser = await chromium.launch(launch);
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeline-pageload-'));
   let persistent;
@@ -222,7 +225,9 @@ async function traceLoad(context, url, stay) {
       push(out.repeat.lifeline, await attempt('repeat lifeline', () => load(persistent, a.lifeline, dwell)));
       push(out.repeat.sio, await attempt('repeat sio', () => load(persistent, a.sio, dwell)));
     }
-    out.trace = await attempt('traced repeat lifeline', () => traceLoad(persistent, a.lifeline, dwell));
+    for (let i = 0; i < Number(a.traced); i++) {
+      push(out.traces, await attempt('traced repeat lifeline', () => traceLoad(persistent, a.lifeline, dwell)));
+    }
   } finally {
     if (persistent) await persistent.close().catch(() => {});
     await browser.close().catch(() => {});

@@ -114,15 +114,18 @@ type pageLoad struct {
 
 type pageLoads struct{ Lifeline, Sio []pageLoad }
 
+// pageTrace is a traced repeat load: V8's code-cache and compile events during it.
+type pageTrace struct {
+	Load                                 *pageLoad
+	Counts                               map[string]int
+	ConsumedCacheSize, ProducedCacheSize float64
+}
+
 type pageRun struct {
 	First, Repeat pageLoads
 	Primer        struct{ Lifeline, Sio *pageLoad }
-	Trace         *struct {
-		Load                                 *pageLoad
-		Counts                               map[string]int
-		ConsumedCacheSize, ProducedCacheSize float64
-	}
-	Errors []string
+	Traces        []pageTrace
+	Errors        []string
 }
 
 // A column of the breakdown: one figure of a load, ok false where the load has none.
@@ -314,6 +317,9 @@ func (e *env) s6Page(r *report) error {
 	if e.web != "" {
 		r.note(t, "page assets: -web %s", e.web)
 	}
+	if a := strings.TrimSpace(os.Getenv("BENCH_CHROMIUM_ARGS")); a != "" {
+		r.note(t, "Chromium ran with BENCH_CHROMIUM_ARGS=%s: these figures are not a user's browser", a)
+	}
 	if len(res.Errors) > 0 {
 		r.note(t, "%d loads failed, first: %s", len(res.Errors), res.Errors[0])
 	}
@@ -388,30 +394,50 @@ func goReadySource(ls []pageLoad) string {
 }
 
 // s6CodeCache says whether the repeat visits compiled from V8's code cache: from the traced
-// load's own events, and from the compile times of the two visits.
+// loads' own events, and from the compile times of the two visits.
 func (e *env) s6CodeCache(r *report, t *table, res *pageRun) {
 	first, repeat := pct(values(res.First.Lifeline, colWasmCall), 50), pct(values(res.Repeat.Lifeline, colWasmCall), 50)
 	times := fmt.Sprintf("wasm call → instance, median: first visit %s, repeat %s (%s)", fmtMs(first), fmtMs(repeat), ratio(repeat, first))
-	tr := res.Trace
-	if tr == nil {
+	n := len(res.Traces)
+	if n == 0 {
 		r.note(t, "V8 code cache: no traced load (see the errors); %s", times)
 		return
 	}
-	c := tr.Counts
-	verdict := "**not** compiled from the code cache (no `v8.wasm.moduleCacheHit`)"
-	if c["cacheHit"] > 0 {
-		verdict = fmt.Sprintf("compiled from the code cache (`v8.wasm.moduleCacheHit`, %s consumed)", fmtBytes(tr.ConsumedCacheSize))
+	sum := map[string]int{}
+	hits, consumed, produced := 0, 0.0, 0.0
+	for _, tr := range res.Traces {
+		for k, v := range tr.Counts {
+			sum[k] += v
+		}
+		if tr.Counts["cacheHit"] > 0 {
+			hits++
+		}
+		consumed, produced = max(consumed, tr.ConsumedCacheSize), max(produced, tr.ProducedCacheSize)
 	}
-	if c["cacheInvalid"]+c["cacheInvalidDigest"] > 0 {
-		verdict += fmt.Sprintf("; %d cache entries rejected as invalid", c["cacheInvalid"]+c["cacheInvalidDigest"])
+	verdict := fmt.Sprintf("%d of %d compiled from the code cache (`v8.wasm.moduleCacheHit`", hits, n)
+	if hits == 0 {
+		verdict = fmt.Sprintf("**none** of %d compiled from the code cache (no `v8.wasm.moduleCacheHit`)", n)
+	} else {
+		verdict += fmt.Sprintf(", up to %s consumed)", fmtBytes(consumed))
 	}
-	wrote := fmt.Sprintf("V8 offered the module to the cache %d times (`v8.wasm.compiledModule`) and Chromium stored it %d times (`v8.wasm.cachedModule`", c["offeredToCache"], c["cachedModule"])
-	if tr.ProducedCacheSize > 0 {
-		wrote += ", " + fmtBytes(tr.ProducedCacheSize)
+	if bad := sum["cacheInvalid"] + sum["cacheInvalidDigest"]; bad > 0 {
+		verdict += fmt.Sprintf("; %d cache entries rejected as invalid", bad)
+	}
+	wrote := fmt.Sprintf("V8 offered the module to the cache %d times (`v8.wasm.compiledModule`) and Chromium stored it %d times (`v8.wasm.cachedModule`", sum["offeredToCache"], sum["cachedModule"])
+	if produced > 0 {
+		wrote += ", up to " + fmtBytes(produced)
 	}
 	wrote += ")"
-	r.note(t, "V8 code cache: one more repeat load of Lifeline, traced (not in the rows), was %s; during it %s; %d functions were compiled lazily (`wasm.CompileLazy`), %d top-tier compile jobs ran; %s",
-		verdict, wrote, c["lazyCompiled"], c["topTierJobs"], times)
+	r.note(t, "V8 code cache: of %d more repeat loads of Lifeline, traced (not in the rows), %s; during them %s; per load %s functions were compiled lazily (`wasm.CompileLazy`) and %s top-tier compile jobs ran; %s",
+		n, verdict, wrote, perLoad(sum["lazyCompiled"], n), perLoad(sum["topTierJobs"], n), times)
+}
+
+// perLoad is a count over n loads, per load.
+func perLoad(total, n int) string {
+	if total%n == 0 {
+		return fmt.Sprint(total / n)
+	}
+	return fmt.Sprintf("%.1f", float64(total)/float64(n))
 }
 
 // servedWasm is the file of the wasm the Lifeline page fetched, in the served directory.

@@ -38,7 +38,7 @@ const cannedRun = `{
    {"connected": 70, "resource": {"name": "http://s/socket.io/socket.io.min.js", "fetchStart": 7, "responseEnd": 9, "transferSize": 300, "encodedBodySize": 14700}, "calls": []}
   ]
  },
- "primer": {}, "trace": null, "errors": []
+ "primer": {}, "traces": [], "errors": []
 }`
 
 func TestBreakdownReadsEveryColumnOfBothVisits(t *testing.T) {
@@ -100,17 +100,18 @@ func TestCodeCacheNoteReadsTheTracedLoad(t *testing.T) {
 		want   []string
 		unwant []string
 	}{
-		{"no trace", `null`, []string{"no traced load", "first visit 139 ms, repeat 59 ms (0.42×)"}, []string{"compiled from"}},
-		{"never cached", `{"counts": {"lazyCompiled": 968, "topTierJobs": 10}}`,
-			[]string{"**not** compiled from the code cache", "offered the module to the cache 0 times", "stored it 0 times", "968 functions were compiled lazily", "10 top-tier"}, nil},
-		{"a hit", `{"counts": {"cacheHit": 1, "deserialize": 1, "offeredToCache": 4, "cachedModule": 4}, "consumedCacheSize": 250000, "producedCacheSize": 260000}`,
-			[]string{"compiled from the code cache (`v8.wasm.moduleCacheHit`, 250.0 KB consumed)", "offered the module to the cache 4 times", "stored it 4 times (`v8.wasm.cachedModule`, 260.0 KB)"}, []string{"**not**"}},
-		{"an invalid entry", `{"counts": {"cacheHit": 1, "cacheInvalid": 1}}`, []string{"1 cache entries rejected as invalid"}, nil},
+		{"no trace", `[]`, []string{"no traced load", "first visit 139 ms, repeat 59 ms (0.42×)"}, []string{"compiled from"}},
+		{"never cached", `[{"counts": {"lazyCompiled": 968, "topTierJobs": 10}}, {"counts": {"lazyCompiled": 970, "topTierJobs": 10}}]`,
+			[]string{"of 2 more repeat loads", "**none** of 2 compiled from the code cache", "offered the module to the cache 0 times", "stored it 0 times", "per load 969 functions were compiled lazily", "and 10 top-tier"}, nil},
+		{"a hit of three", `[{"counts": {"offeredToCache": 10, "cachedModule": 10}, "producedCacheSize": 160000},
+			{"counts": {"cacheHit": 1, "deserialize": 1, "offeredToCache": 4, "cachedModule": 4}, "consumedCacheSize": 250000, "producedCacheSize": 260000}, {"counts": {}}]`,
+			[]string{"1 of 3 compiled from the code cache (`v8.wasm.moduleCacheHit`, up to 250.0 KB consumed)", "offered the module to the cache 14 times", "stored it 14 times (`v8.wasm.cachedModule`, up to 260.0 KB)"}, []string{"**none**"}},
+		{"an invalid entry", `[{"counts": {"cacheHit": 1, "cacheInvalid": 1}}]`, []string{"1 cache entries rejected as invalid"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res.Trace = nil
-			if err := json.Unmarshal([]byte(tt.trace), &res.Trace); err != nil {
+			res.Traces = nil
+			if err := json.Unmarshal([]byte(tt.trace), &res.Traces); err != nil {
 				t.Fatal(err)
 			}
 			r := newReport()
