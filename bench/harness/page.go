@@ -300,6 +300,9 @@ func (e *env) s6Page(r *report) error {
 		r.note(t, "%s", s)
 	}
 	e.s6CodeCache(r, t, &res)
+	if n := revalidated(res.Repeat.Lifeline); n > 0 {
+		r.note(t, "%d of %d Lifeline repeat loads revalidated the wasm (a 304): its heuristic freshness, a tenth of its age since Last-Modified, had run out; Chromium then no longer finds V8's code cache for it (seen with V8 made to cache at once)", n, len(res.Repeat.Lifeline))
+	}
 	for _, v := range []struct {
 		name string
 		ls   []pageLoad
@@ -430,6 +433,18 @@ func (e *env) s6CodeCache(r *report, t *table, res *pageRun) {
 	wrote += ")"
 	r.note(t, "V8 code cache: of %d more repeat loads of Lifeline, traced (not in the rows), %s; during them %s; per load %s functions were compiled lazily (`wasm.CompileLazy`) and %s top-tier compile jobs ran; %s",
 		n, verdict, wrote, perLoad(sum["lazyCompiled"], n), perLoad(sum["topTierJobs"], n), times)
+}
+
+// revalidated counts the loads whose client code came from the HTTP cache after a 304: a few
+// hundred bytes of headers transferred for a body of its full size.
+func revalidated(ls []pageLoad) int {
+	n := 0
+	for _, l := range ls {
+		if l.Resource != nil && l.Resource.TransferSize > 0 && l.Resource.TransferSize < 2000 && l.Resource.EncodedBodySize > l.Resource.TransferSize {
+			n++
+		}
+	}
+	return n
 }
 
 // perLoad is a count over n loads, per load.

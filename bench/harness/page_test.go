@@ -134,3 +134,21 @@ func TestCodeCacheNoteReadsTheTracedLoad(t *testing.T) {
 		})
 	}
 }
+
+func TestRevalidatedCountsThe304s(t *testing.T) {
+	var res pageRun
+	if err := json.Unmarshal([]byte(cannedRun), &res); err != nil {
+		t.Fatal(err)
+	}
+	// Lifeline's repeat loads came from the cache (0 B), its first loads over the wire; both of
+	// socket.io's repeat loads were revalidated (300 B for a 14.7 KB body).
+	for _, tt := range []struct {
+		name string
+		ls   []pageLoad
+		want int
+	}{{"lifeline first", res.First.Lifeline, 0}, {"lifeline repeat", res.Repeat.Lifeline, 0}, {"sio repeat", res.Repeat.Sio, 2}} {
+		if got := revalidated(tt.ls); got != tt.want {
+			t.Errorf("revalidated(%s) = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
