@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"path"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,10 @@ type Options struct {
 	// only, and must load a client of their own. Default false: Handler serves the client
 	// under ClientPrefix and every HTML page gets it with the bootstrap.
 	NoClient bool
+	// ClientDir serves the client from this directory, laid out as scripts/assets.sh writes it,
+	// instead of the one built into the plugin: for trying another build of the client.
+	// Default "": the embedded client.
+	ClientDir string
 	// Authenticate decides who may connect. It is called for every request to the events
 	// endpoint, before the upgrade (after the per-address rate, before the session cap and
 	// the accept rate, so a refused credential costs no slot and no token), and for every
@@ -174,6 +179,9 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	}
 	if !o.NoClient {
 		c, err := client.Load()
+		if o.ClientDir != "" {
+			c, err = client.LoadFS(os.DirFS(o.ClientDir), "the client directory "+o.ClientDir)
+		}
 		if err != nil {
 			return nil, err
 		}

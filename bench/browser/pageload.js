@@ -1,53 +1,237 @@
 'use strict';
-// Navigation -> connected in Debian's Chromium, for the Lifeline demo page and a page that
-// uses socket.io-client, alternating, each load in a fresh browser context (empty cache).
-// Prints one JSON object: {"lifeline": [ms…], "sio": [ms…]}, times from navigation start
-// (performance.now() in the page) to the page's own "connected".
-//   node pageload.js --lifeline http://127.0.0.1:P/ --sio http://127.0.0.1:Q/page.html --n 20
+// Where a page's load time goes, in Debian's Chromium, for the Lifeline demo page and a page
+// that uses socket.io-client, side by side:
+//   - first visit: each load in a fresh browser context (empty HTTP cache, no code cache);
+//   - repeat visit: every load in one persistent profile (launchPersistentContext), as a
+//     returning user's browser is. An off-the-record newContext() never reuses V8's wasm code
+//     cache, so it cannot stand for a repeat visit.
+// Each iteration loads: Lifeline first, socket.io first, Lifeline repeat, socket.io repeat, so
+// that a change in the machine's load falls on all four alike.
+//
+// Every time is performance.now() in the page: ms from navigation start.
+//   fetchStart, responseEnd  the client code's Resource Timing entry (the wasm for Lifeline,
+//                            socket.io.min.js for socket.io), with its transfer and body sizes,
+//                            and how many entries that URL has (2: a preload went unused)
+//   calls                    every WebAssembly.instantiateStreaming / compileStreaming /
+//                            instantiate / compile call, stamped before and after
+//   compiled, instantiated   when the first Module, the first Instance came out of them
+//   goReady                  performance.mark('lifeline:go-ready') if the page sets one, else
+//                            the first lifeline:state event after the instantiation
+//   connected                the first lifeline:state {state: 'connected'}; socket.io's connect
+// Repeat loads stay open --dwell ms after connected before the page closes: V8 offers a module
+// to the code cache only once its top-tier compiler has been quiet for --wasm-caching-timeout-ms
+// (2 s), so a page closed sooner could never leave one behind.
+// At the end --traced (3) more Lifeline loads in the persistent profile run under a trace,
+// outside the figures, each counting V8's own code-cache events (v8.wasm.moduleCacheHit: this
+// load used a cached module; v8.wasm.compiledModule / cachedModule: V8 offered / Chromium
+// stored one) and its lazy and top-tier compilations: whether a repeat visit's compile came from
+// the cache is read there, not guessed from timings.
+//
+//   node pageload.js --lifeline http://127.0.0.1:P/ --sio http://127.0.0.1:Q/page.html --n 20 --dwell 3000
+// Prints one JSON object:
+//   {"first": {"lifeline": [load…], "sio": [load…]}, "repeat": {…}, "primer": {"lifeline": load,
+//    "sio": load}, "traces": [{load, counts, …}…], "errors": […], "n": N, "dwell": ms}
+// primer is the first load of each page in the persistent profile (its first visit), kept apart.
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
 const { chromium } = require('playwright-core');
 
-const a = { n: '20' };
+const a = { n: '20', dwell: '3000', traced: '3' };
 const argv = process.argv.slice(2);
 for (let i = 0; i + 1 < argv.length; i += 2) a[argv[i].replace(/^--?/, '')] = argv[i + 1];
+const n = Number(a.n);
+const dwell = Number(a.dwell);
 
-// Lifeline's page dispatches lifeline:state on window; settings.js turns it into the indicator.
-const lifelineProbe = `
-  window.addEventListener('lifeline:state', (e) => {
-    if (e.detail && e.detail.state === 'connected' && !window.__connectedAt) {
-      window.__connectedAt = performance.now();
-    }
-  });`;
+// BENCH_CHROMIUM_ARGS adds flags to both browsers, e.g. to see what a V8 setting a page cannot
+// make would give: BENCH_CHROMIUM_ARGS=--js-flags=--wasm-caching-timeout-ms=0.
+const extra = (process.env.BENCH_CHROMIUM_ARGS || '').split(/\s+/).filter(Boolean);
+const launch = {
+  executablePath: '/usr/bin/chromium',
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync', ...extra],
+};
 
-async function load(browser, url, probe) {
-  const context = await browser.newContext();
+// The probe runs before any script of either page. It wraps whichever WebAssembly entry point
+// the page uses, and stamps lifeline:state events.
+const probe = `(() => {
+  const W = globalThis.WebAssembly;
+  const rec = window.__pl = { calls: [], states: [], urls: [] };
+  const kinds = (r) => ({
+    module: r instanceof W.Module ? r : (r && r.module instanceof W.Module ? r.module : null),
+    instance: r instanceof W.Instance ? r : (r && r.instance instanceof W.Instance ? r.instance : null),
+  });
+  for (const fn of ['instantiateStreaming', 'compileStreaming', 'instantiate', 'compile']) {
+    const orig = W && W[fn];
+    if (typeof orig !== 'function') continue;
+    W[fn] = function (...args) {
+      const c = { fn, t0: performance.now() };
+      rec.calls.push(c);
+      if (fn.endsWith('Streaming')) {
+        Promise.resolve(args[0]).then((r) => { if (r && typeof r.url === 'string') rec.urls.push(r.url); }, () => {});
+      }
+      const p = orig.apply(this, args);
+      // Registered before the page's own then(), so it stamps before the page runs the instance.
+      p.then((r) => {
+        c.t1 = performance.now();
+        const k = kinds(r);
+        if (k.module && rec.compiled === undefined) rec.compiled = c.t1;
+        if (k.instance && rec.instantiated === undefined) rec.instantiated = c.t1;
+      }, (e) => { c.t1 = performance.now(); c.error = String(e); });
+      return p;
+    };
+  }
+  addEventListener('lifeline:state', (e) => {
+    const t = performance.now();
+    const state = e.detail && e.detail.state;
+    if (rec.states.length < 20) rec.states.push({ t, state });
+    if (rec.goReady === undefined && rec.instantiated !== undefined) rec.goReady = t;
+    if (state === 'connected' && !window.__connectedAt) window.__connectedAt = t;
+  });
+  addEventListener('lifeline:ready', () => { if (rec.ready === undefined) rec.ready = performance.now(); });
+})();`;
+
+// collect runs in the page once it is connected.
+function collect() {
+  const rec = window.__pl || { calls: [], states: [], urls: [] };
+  const res = performance.getEntriesByType('resource');
+  const pathOf = (u) => { try { return new URL(u).pathname; } catch (_) { return u; } };
+  // The last entry of the URL the page compiled: a preload the fetch could not reuse (other
+  // credentials mode, say) leaves an entry of its own before it; count says so.
+  let matches = res.filter((x) => rec.urls.includes(x.name));
+  if (!matches.length) matches = res.filter((x) => /\.wasm$/.test(pathOf(x.name)));
+  if (!matches.length) matches = res.filter((x) => /\/socket\.io(\.min)?\.js$/.test(pathOf(x.name)));
+  const e = matches[matches.length - 1];
+  const mark = performance.getEntriesByName('lifeline:go-ready', 'mark')[0];
+  const nav = performance.getEntriesByType('navigation')[0];
+  const r = (x) => (typeof x === 'number' ? Math.round(x * 10) / 10 : null);
+  return {
+    connected: r(window.__connectedAt),
+    resource: e ? {
+      name: e.name, count: matches.length, initiatorType: e.initiatorType, fetchStart: r(e.fetchStart), responseStart: r(e.responseStart),
+      responseEnd: r(e.responseEnd), transferSize: e.transferSize, encodedBodySize: e.encodedBodySize,
+      decodedBodySize: e.decodedBodySize,
+    } : null,
+    calls: rec.calls.map((c) => ({ fn: c.fn, t0: r(c.t0), t1: r(c.t1), error: c.error })),
+    compiled: r(rec.compiled),
+    instantiated: r(rec.instantiated),
+    goReady: r(mark ? mark.startTime : rec.goReady),
+    goReadyFrom: mark ? 'mark' : (rec.goReady !== undefined ? 'state' : null),
+    ready: r(rec.ready),
+    states: rec.states.map((s) => ({ t: r(s.t), state: s.state })),
+    doc: nav ? { responseEnd: r(nav.responseEnd), domContentLoaded: r(nav.domContentLoadedEventEnd), transferSize: nav.transferSize } : null,
+  };
+}
+
+// load opens url in a new page of context, waits for the page's connected, collects, keeps the
+// page open for stay ms and closes it. hooks.before(page) runs before the navigation and
+// hooks.after(page) before the page closes (a trace starts and ends there).
+async function load(context, url, stay, hooks = {}) {
+  const page = await context.newPage();
   try {
-    const page = await context.newPage();
-    if (probe) await page.addInitScript(probe);
+    if (hooks.before) await hooks.before(page);
     await page.goto(url, { waitUntil: 'commit', timeout: 30000 });
     await page.waitForFunction(() => window.__connectedAt, null, { timeout: 30000, polling: 20 });
-    return await page.evaluate(() => window.__connectedAt);
+    const m = await page.evaluate(collect);
+    if (stay > 0) await page.waitForTimeout(stay);
+    return m;
+  } finally {
+    try {
+      if (hooks.after) await hooks.after(page);
+    } finally {
+      await page.close();
+    }
+  }
+}
+
+// fresh loads url in a browser context of its own: nothing cached.
+async function fresh(browser, url) {
+  const context = await browser.newContext();
+  try {
+    await context.addInitScript(probe);
+    return await load(context, url, 0);
   } finally {
     await context.close();
   }
 }
 
-(async () => {
-  const browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+// The trace events that say what V8 did with its code cache and its compilers.
+const traced = {
+  'v8.wasm.moduleCacheHit': 'cacheHit',
+  'v8.wasm.moduleCacheInvalid': 'cacheInvalid',
+  'v8.wasm.moduleCacheInvalidDigest': 'cacheInvalidDigest',
+  'v8.wasm.compiledModule': 'offeredToCache',
+  'v8.wasm.cachedModule': 'cachedModule',
+  'wasm.Deserialize': 'deserialize',
+  'wasm.CompileLazy': 'lazyCompiled',
+  'wasm.TopTierCompilation': 'topTierJobs',
+};
+
+// traceLoad is one more load in context, traced from before its navigation to the end of its
+// dwell.
+async function traceLoad(context, url, stay) {
+  const t = { counts: {}, consumedCacheSize: 0, producedCacheSize: 0 };
+  let cdp;
+  let done;
+  const m = await load(context, url, stay, {
+    async before(page) {
+      cdp = await context.newCDPSession(page);
+      cdp.on('Tracing.dataCollected', (d) => {
+        for (const e of d.value) {
+          const k = traced[e.name];
+          if (!k) continue;
+          t.counts[k] = (t.counts[k] || 0) + 1;
+          const args = (e.args && e.args.data) || e.args || {};
+          if (args.consumedCacheSize) t.consumedCacheSize = Math.max(t.consumedCacheSize, args.consumedCacheSize);
+          if (args.producedCacheSize) t.producedCacheSize = Math.max(t.producedCacheSize, args.producedCacheSize);
+        }
+      });
+      done = new Promise((resolve) => cdp.once('Tracing.tracingComplete', resolve));
+      await cdp.send('Tracing.start', {
+        traceConfig: { includedCategories: ['disabled-by-default-devtools.timeline', 'v8.wasm'] },
+        transferMode: 'ReportEvents',
+      });
+    },
+    async after() {
+      if (!cdp) return;
+      await cdp.send('Tracing.end');
+      await Promise.race([done, new Promise((resolve) => setTimeout(resolve, 10000))]);
+      await cdp.detach().catch(() => {});
+    },
   });
-  const out = { lifeline: [], sio: [], errors: [] };
+  return { load: m, ...t };
+}
+
+(async () => {
+  const out = { first: { lifeline: [], sio: [] }, repeat: { lifeline: [], sio: [] }, primer: {}, traces: [], errors: [], n, dwell };
+  const browser = await chromium.launch(launch);
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeline-pageload-'));
+  let persistent;
+  const attempt = async (what, f) => {
+    try { return await f(); } catch (e) { out.errors.push(what + ': ' + e.message.split('\n')[0]); return null; }
+  };
   try {
-    // One load of each first, not counted: the browser's own start-up is not the page's.
-    await load(browser, a.lifeline, lifelineProbe).catch((e) => out.errors.push('warm-up lifeline: ' + e.message));
-    await load(browser, a.sio).catch((e) => out.errors.push('warm-up sio: ' + e.message));
-    for (let i = 0; i < Number(a.n); i++) {
-      try { out.lifeline.push(await load(browser, a.lifeline, lifelineProbe)); } catch (e) { out.errors.push('lifeline: ' + e.message); }
-      try { out.sio.push(await load(browser, a.sio)); } catch (e) { out.errors.push('sio: ' + e.message); }
+    persistent = await chromium.launchPersistentContext(profile, launch);
+    await persistent.addInitScript(probe);
+    // One fresh load of each first, not counted: the browser's own start-up is not the page's.
+    await attempt('warm-up lifeline', () => fresh(browser, a.lifeline));
+    await attempt('warm-up sio', () => fresh(browser, a.sio));
+    out.primer.lifeline = await attempt('primer lifeline', () => load(persistent, a.lifeline, dwell));
+    out.primer.sio = await attempt('primer sio', () => load(persistent, a.sio, dwell));
+    const push = (list, m) => { if (m) list.push(m); };
+    for (let i = 0; i < n; i++) {
+      push(out.first.lifeline, await attempt('first lifeline', () => fresh(browser, a.lifeline)));
+      push(out.first.sio, await attempt('first sio', () => fresh(browser, a.sio)));
+      push(out.repeat.lifeline, await attempt('repeat lifeline', () => load(persistent, a.lifeline, dwell)));
+      push(out.repeat.sio, await attempt('repeat sio', () => load(persistent, a.sio, dwell)));
+    }
+    for (let i = 0; i < Number(a.traced); i++) {
+      push(out.traces, await attempt('traced repeat lifeline', () => traceLoad(persistent, a.lifeline, dwell)));
     }
   } finally {
-    await browser.close();
+    if (persistent) await persistent.close().catch(() => {});
+    await browser.close().catch(() => {});
+    fs.rmSync(profile, { recursive: true, force: true });
   }
   console.log(JSON.stringify(out));
 })().catch((e) => { console.error(e); process.exit(1); });

@@ -4,6 +4,7 @@
 //	go run ./bench/harness                    # everything, about 15 minutes
 //	BENCH_SCALE=0.25 go run ./bench/harness   # quick: durations and client counts × 0.25
 //	go run ./bench/harness -only 1,4          # some scenarios
+//	go run ./bench/harness -only 6 -web DIR   # the page load, served from other page assets
 //
 // The harness is Go because the fault proxy is Go and runs in-process, switched on one clock
 // for every client kind at once; the peers run in Node as their users run them, and every

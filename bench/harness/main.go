@@ -55,6 +55,9 @@ func run() int {
 	out := flag.String("out", "", "results file (default: bench/RESULTS.md for a full run, else bench/raw/<run>/RESULTS.md)")
 	noBuild := flag.Bool("no-build", false, "use the binaries already in bench/.bin")
 	kinds := flag.String("kinds", strings.Join(allKinds, ","), "comma-separated client kinds to run")
+	client := flag.String("client", "", "the `directory` of a client (as scripts/assets.sh writes it) for the Host to serve instead of building bench/.bin/client (to measure one build against another)")
+	loads := flag.Int("loads", 0, "scenario 6: loads per visit and page (default 20 × scale, at least 5)")
+	dwell := flag.Duration("dwell", 3*time.Second, "scenario 6: how long a repeat visit's page stays open after connected (V8 writes its code cache only after 2 s without new top-tier code)")
 	flag.Parse()
 	allKinds = nil
 	for k := range strings.SplitSeq(*kinds, ",") {
@@ -76,7 +79,20 @@ func run() int {
 		return 1
 	}
 	runID := time.Now().Format("20060102-150405")
-	e := &env{root: root, bin: filepath.Join(root, "bench/.bin"), raw: filepath.Join(root, "bench/raw", runID), scale: *scale, node: node}
+	e := &env{root: root, bin: filepath.Join(root, "bench/.bin"), raw: filepath.Join(root, "bench/raw", runID), scale: *scale, node: node,
+		loads: *loads, dwell: *dwell}
+	if *client != "" {
+		if e.client, err = filepath.Abs(*client); err == nil {
+			var st os.FileInfo
+			if st, err = os.Stat(e.client); err == nil && !st.IsDir() {
+				err = fmt.Errorf("not a directory")
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "harness: -client %s: %v\n", *client, err)
+			return 2
+		}
+	}
 	if err := os.MkdirAll(e.raw, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "harness:", err)
 		return 1
@@ -89,7 +105,8 @@ func run() int {
 			chosen = append(chosen, s)
 		}
 	}
-	full := len(chosen) == len(scenarios) && *scale == 1 && len(allKinds) == 3
+	full := len(chosen) == len(scenarios) && *scale == 1 && len(allKinds) == 3 &&
+		*client == "" && *loads == 0 && *dwell == 3*time.Second
 	if *out == "" {
 		*out = filepath.Join(e.raw, "RESULTS.md")
 		if full {
@@ -159,8 +176,9 @@ func repoRoot() (string, error) {
 	return filepath.Dir(mod), nil
 }
 
-// build builds bin/host and bin/client into bench/.bin, the page into bench/.bin/web, and
-// installs the pinned npm packages of bench/ when they are missing or stale.
+// build builds bin/host and bin/client into bench/.bin, the page into bench/.bin/web (unless
+// -web names other assets) with an unstripped twin of its wasm, and installs the pinned npm
+// packages of bench/ when they are missing or stale.
 func (e *env) build() error {
 	fmt.Println("harness: building bench/.bin/host, bench/.bin/client and the page")
 	for _, b := range [][2]string{{"host", "./cmd/host"}, {"client", "./cmd/client"}} {
@@ -173,7 +191,12 @@ func (e *env) build() error {
 			return fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
 		}
 	}
-	if err := e.buildWeb(); err != nil {
+	if e.client == "" {
+		if err := e.buildClient(); err != nil {
+			return err
+		}
+	}
+	if err := e.buildNamesTwin(); err != nil {
 		return err
 	}
 	benchDir := filepath.Join(e.root, "bench")

@@ -32,6 +32,19 @@ type env struct {
 	scale float64
 	node  string
 	bed   *testbed.Bed // every process of the run, logging into raw
+
+	// Scenario 6 only.
+	client string       // the client the Host serves (-client); "" means bench/.bin/client, built here
+	loads int           // loads per row; 0 means 20 × scale (at least 5)
+	dwell time.Duration // how long a repeat visit's page stays open after connected
+}
+
+// clientDir is the directory of the client the Host serves (hostplugin's -client).
+func (e *env) clientDir() string {
+	if e.client != "" {
+		return e.client
+	}
+	return filepath.Join(e.bin, "client")
 }
 
 // n scales a client count, keeping at least lo.
@@ -73,7 +86,7 @@ func (e *env) startServer(kind, name string, port int, hostCfg string, extra ...
 			return nil, err
 		}
 		argv = []string{filepath.Join(e.bin, "host"), "-addr", s.addr(), "-config", s.cfg,
-			"-web", filepath.Join(e.bin, "web"), "-faults"}
+			"-web", filepath.Join(e.root, "web"), "-client", e.clientDir(), "-faults"}
 		argv = append(argv, extra...)
 	case kSIO:
 		argv = []string{e.node, filepath.Join(e.root, "bench/peers/sio-server.js"), "--port", strconv.Itoa(port)}

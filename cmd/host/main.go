@@ -33,6 +33,7 @@ func run(args []string, stderr io.Writer) int {
 	addr := flags.String("addr", "127.0.0.1:8080", "`address` to listen on")
 	configPath := flags.String("config", "", "config `file` (JSON); default: the built-in defaults")
 	webDir := flags.String("web", "web", "`directory` holding the demo page")
+	clientDir := flags.String("client", "", "serve the client from this `directory` (as scripts/assets.sh writes it) instead of the built-in one")
 	faults := flags.Bool("faults", false, "serve the fault panel at /_lifeline/faults (loopback clients only)")
 	certFile := flags.String("cert", "", "TLS certificate `file` (PEM); with -key the Host serves https and pages dial wss")
 	keyFile := flags.String("key", "", "TLS private key `file` (PEM)")
@@ -115,7 +116,7 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	defer closeLog()
-	opts := &hostplugin.Options{Logger: logger}
+	opts := &hostplugin.Options{Logger: logger, ClientDir: *clientDir}
 	if shared != nil {
 		opts.Log = shared
 	}

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"path"
@@ -58,15 +59,21 @@ var (
 
 // Load returns the embedded client. It fails only on a broken build (an asset missing).
 func Load() (*Client, error) {
-	loadOnce.Do(func() { loaded, loadErr = load() })
+	loadOnce.Do(func() {
+		sub, _ := fs.Sub(dist, "dist")
+		loaded, loadErr = LoadFS(sub, "the embedded client")
+	})
 	return loaded, loadErr
 }
 
-func load() (*Client, error) {
+// LoadFS reads a client from fsys, a directory laid out as scripts/assets.sh writes it (what
+// names fsys in errors). It is for trying another build of the client without rebuilding the
+// Host (the page-load benchmark's levers); the embedded one is what Load serves.
+func LoadFS(fsys fs.FS, what string) (*Client, error) {
 	read := func(name string) ([]byte, error) {
-		b, err := dist.ReadFile("dist/" + name)
+		b, err := fs.ReadFile(fsys, name)
 		if err != nil {
-			return nil, fmt.Errorf("hostplugin: the embedded client lacks %s (run scripts/assets.sh): %w", name, err)
+			return nil, fmt.Errorf("hostplugin: %s lacks %s (scripts/assets.sh writes it): %w", what, name, err)
 		}
 		return b, nil
 	}
