@@ -9,6 +9,9 @@ step() { echo; echo "######## $* (at $((SECONDS - start)) s)"; }
 step "set-up: Chromium and e2e npm packages"
 ./scripts/setup-e2e.sh
 
+step "types: web/lifeline.d.ts against web/lifeline.usage.ts (tsc, pinned in e2e/package.json)"
+(cd e2e && ./node_modules/.bin/tsc -p ../web/tsconfig.json)
+
 step "lint: vet and staticcheck, native and js/wasm"
 ./scripts/lint.sh
 

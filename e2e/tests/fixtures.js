@@ -1,5 +1,6 @@
-// The test object every spec uses: `hosts.start(config)` starts a real cmd/host that is
-// stopped after the test, whatever its outcome.
+// The test object every spec uses: `hosts.start(config)` starts a real cmd/host (and
+// `hosts.startEmbed(config)` the embedding example) that is stopped after the test, whatever
+// its outcome.
 const base = require('@playwright/test');
 const h = require('./host');
 
@@ -42,6 +43,12 @@ const test = base.test.extend({
         const host = await h.startHost(config);
         started.push(host);
         return host;
+      },
+      // startEmbed runs the embedding example (bin/embed) instead of the demo Host.
+      startEmbed: async (config) => {
+        const app = await h.startEmbed(config);
+        started.push(app);
+        return app;
       },
     });
     await Promise.all(started.map((x) => x.stop()));

@@ -9,6 +9,7 @@ const path = require('path');
 
 const root = path.resolve(__dirname, '..', '..');
 const hostBin = path.join(root, 'bin', 'host');
+const embedBin = path.join(root, 'bin', 'embed');
 
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -242,4 +243,29 @@ async function startProxy(host) {
   };
 }
 
-module.exports = { startHost, startProxy, recordStates, states, waitState, waitFor, collectTicks, ticks, gapsIn, freePort };
+
+// startEmbed runs bin/embed (the embedding example, examples/embed) with config (an object for
+// -config). It has no health endpoint: it is up once its page answers. It returns a Host for
+// its port, logs and stop; the demo's fault panel and health are not there.
+async function startEmbed(config = {}) {
+  const port = await freePort();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeline-e2e-embed-'));
+  const configPath = path.join(dir, 'config.json');
+  fs.writeFileSync(configPath, JSON.stringify(config));
+  const logs = [];
+  const proc = spawn(embedBin, ['-addr', `127.0.0.1:${port}`, '-config', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
+  for (const s of [proc.stdout, proc.stderr]) {
+    s.setEncoding('utf8');
+    s.on('data', (d) => logs.push(...d.split('\n').filter(Boolean)));
+  }
+  const app = new Host(port, configPath, proc, logs, null);
+  try {
+    await waitFor(async () => (await fetch(app.url('/'))).ok, { what: `bin/embed on ${port}` });
+  } catch (e) {
+    proc.kill('SIGKILL');
+    throw new Error(`${e.message}\n${logs.join('\n')}`);
+  }
+  return app;
+}
+
+module.exports = { startHost, startProxy, startEmbed, recordStates, states, waitState, waitFor, collectTicks, ticks, gapsIn, freePort };

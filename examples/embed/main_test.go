@@ -1,0 +1,275 @@
+//go:build !js
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lifeline-go/lifeline/hostplugin"
+)
+
+// serve returns the whole application as main runs it, behind the Host plugin.
+func serve(t *testing.T, a *app) http.Handler {
+	t.Helper()
+	h, handler, err := withLifeline(hostplugin.DefaultConfig(), a.mux())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	return handler
+}
+
+func get(t *testing.T, handler http.Handler, target, cookie string) *http.Response {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodGet, target, nil)
+	if cookie != "" {
+		r.Header.Set("Cookie", cookie)
+	}
+	w := httptest.NewRecorder()
+	handler.ServeHTTP(w, r)
+	return w.Result()
+}
+
+func body(t *testing.T, res *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestThePageAsWrittenHasNoLifelineMarkup(t *testing.T) {
+	for _, s := range []string{"connection-status", "lifeline-bootstrap", "<script src", "wasm", "data-lifeline"} {
+		if strings.Contains(indexHTML, s) {
+			t.Errorf("index.html contains %q: the page must carry no Lifeline markup (the plugin injects it)", s)
+		}
+	}
+}
+
+func TestThePageIsServedWithTheClientInjectedIntoItsHead(t *testing.T) {
+	handler := serve(t, newApp())
+	for _, tc := range []struct {
+		name, cookie, shows string
+	}{
+		{"a visitor is offered the sign-in", "", `<a href="/login?user=alice">`},
+		{"a signed-in user is named, and the page subscribes to their stream", "user=alice", `<body data-user="alice">`},
+		{"a cookie that names no valid user counts as signed out", "user=Alice%3Cscript%3E", `<body data-user="">`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := get(t, handler, "/", tc.cookie)
+			page := body(t, res)
+			if res.StatusCode != http.StatusOK {
+				t.Fatalf("GET / = %d, want 200", res.StatusCode)
+			}
+			if got := res.Header.Get("Cache-Control"); got != "no-cache" {
+				t.Errorf("Cache-Control = %q, want no-cache: the page is per user", got)
+			}
+			if !strings.Contains(page, tc.shows) {
+				t.Errorf("the page does not contain %s:\n%s", tc.shows, page)
+			}
+			head, _, ok := strings.Cut(page, "</head>")
+			if !ok {
+				t.Fatalf("no </head> in the page:\n%s", page)
+			}
+			for _, re := range []string{
+				`<script type="application/json" id="lifeline-bootstrap">\{"recovery":`,
+				`<link rel="preload" href="/_lifeline/client/lifeline\.[0-9a-f]{16}\.wasm" as="fetch" type="application/wasm" crossorigin>`,
+				`<script src="/_lifeline/client/lifeline\.[0-9a-f]{16}\.js" [^>]*async></script>`,
+			} {
+				if n := len(regexp.MustCompile(re).FindAllString(head, -1)); n != 1 {
+					t.Errorf("the head has %d matches of %s, want 1:\n%s", n, re, head)
+				}
+			}
+		})
+	}
+}
+
+func TestLoginSetsTheCookieOfAValidNameOnly(t *testing.T) {
+	handler := serve(t, newApp())
+	for _, tc := range []struct {
+		name, user string
+		status     int
+	}{
+		{"a lower-case name signs in", "alice", http.StatusSeeOther},
+		{"digits are letters too", "user42", http.StatusSeeOther},
+		{"an empty name is refused", "", http.StatusBadRequest},
+		{"an upper-case name is refused", "Alice", http.StatusBadRequest},
+		{"a dot would make another stream name: refused", "alice.x", http.StatusBadRequest},
+		{"a name longer than 32 is refused", strings.Repeat("a", 33), http.StatusBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := get(t, handler, "/login?user="+tc.user, "")
+			if res.StatusCode != tc.status {
+				t.Fatalf("GET /login?user=%s = %d, want %d (%s)", tc.user, res.StatusCode, tc.status, body(t, res))
+			}
+			cookies := res.Cookies()
+			if tc.status != http.StatusSeeOther {
+				if len(cookies) != 0 {
+					t.Errorf("a refused sign-in set cookies %v", cookies)
+				}
+				return
+			}
+			if loc := res.Header.Get("Location"); loc != "/" {
+				t.Errorf("Location = %q, want /", loc)
+			}
+			if len(cookies) != 1 || cookies[0].Name != "user" || cookies[0].Value != tc.user || !cookies[0].HttpOnly || cookies[0].Path != "/" {
+				t.Errorf("cookies = %v, want one HttpOnly user=%s for /", cookies, tc.user)
+			}
+		})
+	}
+}
+
+func TestLogoutClearsTheCookie(t *testing.T) {
+	res := get(t, serve(t, newApp()), "/logout", "user=alice")
+	c := res.Cookies()
+	if res.StatusCode != http.StatusSeeOther || len(c) != 1 || c[0].Name != "user" || c[0].MaxAge >= 0 {
+		t.Fatalf("GET /logout = %d with cookies %v, want 303 expiring user", res.StatusCode, c)
+	}
+}
+
+func TestTheStubPublishesForABoundedNumberOfUsers(t *testing.T) {
+	a := newApp()
+	for i := range maxUsers {
+		if err := a.signIn(fmt.Sprintf("u%d", i)); err != nil {
+			t.Fatalf("signIn #%d: %v", i, err)
+		}
+	}
+	if err := a.signIn("u0"); err != nil {
+		t.Errorf("signing in again as a known user: %v, want nil", err)
+	}
+	if err := a.signIn("onetoomany"); !errors.Is(err, errTooManyUsers) {
+		t.Errorf("signIn beyond %d users = %v, want errTooManyUsers", maxUsers, err)
+	}
+	res := get(t, serve(t, a), "/login?user=onetoomany", "")
+	if res.StatusCode != http.StatusServiceUnavailable || len(res.Cookies()) != 0 {
+		t.Errorf("GET /login beyond the cap = %d with cookies %v, want 503 and none", res.StatusCode, res.Cookies())
+	}
+}
+
+// The events endpoint answers a plain GET (the page's probe after a refused upgrade) with the
+// status the upgrade got: that is how Authenticate's verdict reaches the page.
+func TestAuthenticateRefusesAPageWithoutAValidCookie(t *testing.T) {
+	handler := serve(t, newApp())
+	for _, tc := range []struct {
+		name, cookie string
+		status       int
+		error        string
+	}{
+		{"no cookie: sign-in required", "", http.StatusUnauthorized, "unauthorized"},
+		{"a cookie naming no valid user: sign-in required", "user=Bob!", http.StatusUnauthorized, "unauthorized"},
+		{"a signed-in user may connect", "user=alice", http.StatusUpgradeRequired, "upgrade required"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := get(t, handler, "/_lifeline/events", tc.cookie)
+			var got struct{ Error string }
+			b := body(t, res)
+			if err := json.Unmarshal([]byte(b), &got); err != nil {
+				t.Fatalf("body %q: %v", b, err)
+			}
+			if res.StatusCode != tc.status || got.Error != tc.error {
+				t.Errorf("GET /_lifeline/events with %q = %d %s, want %d with error %q", tc.cookie, res.StatusCode, b, tc.status, tc.error)
+			}
+		})
+	}
+}
+
+func TestAuthorizeLetsAUserReadTheirOwnStreamOnly(t *testing.T) {
+	for _, tc := range []struct {
+		name, user, stream string
+		ok                 bool
+	}{
+		{"alice reads user.alice", "alice", "user.alice", true},
+		{"alice may not read user.bob", "alice", "user.bob", false},
+		{"nor a stream that merely begins with hers", "alice", "user.alice2", false},
+		{"nor another application stream", "alice", "ticks", false},
+		{"no identity reads nothing, not even user.", "", "user.", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := authorize(tc.user, tc.stream)
+			if (err == nil) != tc.ok || (err != nil && !errors.Is(err, errNotYours)) {
+				t.Errorf("authorize(%q, %q) = %v, want ok=%v", tc.user, tc.stream, err, tc.ok)
+			}
+		})
+	}
+}
+
+func TestPublishOnceSendsEverySignedInUserTheirNextEvent(t *testing.T) {
+	ring := hostplugin.NewRing(16)
+	h, err := hostplugin.New(hostplugin.DefaultConfig(), &hostplugin.Options{Log: ring, NoClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	a := newApp()
+	ctx := t.Context()
+	for _, u := range []string{"alice", "bob"} {
+		if err := a.signIn(u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := time.UnixMilli(1_700_000_000_000)
+	for range 2 {
+		if err := a.publishOnce(ctx, h, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, u := range []string{"alice", "bob"} {
+		events, _, ok, err := ring.Since(ctx, "user."+u, hostplugin.Cursor{Epoch: ring.Epoch()})
+		if err != nil || !ok || len(events) != 2 {
+			t.Fatalf("Since(user.%s) = %d events, ok %v, err %v; want 2", u, len(events), ok, err)
+		}
+		for i, ev := range events {
+			want := fmt.Sprintf(`{"n":%d,"text":"hello %s, this is your event %d","at":1700000000000}`, i+1, u, i+1)
+			if string(ev.Data) != want {
+				t.Errorf("user.%s event %d = %s, want %s", u, i+1, ev.Data, want)
+			}
+		}
+	}
+	if _, head, _, _ := ring.Since(ctx, "user.carol", hostplugin.Cursor{}); head.Seq != 0 {
+		t.Errorf("user.carol, who never signed in, has %d events, want none", head.Seq)
+	}
+}
+
+func TestRunRefusesAnInvalidConfigNamingTheField(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lifeline.json")
+	if err := os.WriteFile(path, []byte(`{"recovery":{"maxDelayMs":0}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	err := run([]string{"-addr", "127.0.0.1:0", "-config", path}, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "recovery.maxDelayMs") || !strings.Contains(err.Error(), "got 0") {
+		t.Fatalf("run with maxDelayMs 0 = %v, want the field and the value named", err)
+	}
+}
+
+// run serves until SIGINT or SIGTERM, or returns the listener's error: here, an address in use.
+func TestRunReportsAnAddressInUse(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- run([]string{"-addr", srv.Listener.Addr().String()}, io.Discard) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatalf("run on a taken address = %v, want address already in use", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("run on a taken address did not return within 10 s")
+	}
+}

@@ -1,0 +1,195 @@
+// TypeScript declarations of Lifeline's JS API in the page: the global `lifeline` (web/lifeline.js),
+// `lifelineOptions`, and the `lifeline:ready` and `lifeline:state` events on window. The Host
+// plugin injects the script that defines them; these declarations only describe it.
+//
+// Use: copy this file into your project and add it to your tsconfig's "files" (or reference it
+// with /// <reference path="lifeline.d.ts" />). It declares globals only; it exports nothing.
+// web/lifeline.usage.ts uses every part of it, and `make test` type-checks that file.
+
+declare namespace Lifeline {
+  /**
+   * Where the connection stands (`status.state`).
+   *
+   * - `idle`: before the first attempt (the indicator shows it as connecting).
+   * - `connecting`: a handshake is in flight; `slow` says when it is pending for long.
+   * - `connected`: the Host said ready; subscriptions deliver.
+   * - `reconnecting`: waiting for the next attempt, due at `nextAttempt`.
+   * - `offline`: the browser is offline; nothing is attempted until it is back online.
+   * - `stopped`: `lifeline.stop()` was called (or the page was hidden into the back-forward
+   *   cache); nothing runs until `lifeline.start()`.
+   * - `unauthorized`: the Host refused the page's credentials (HTTP 401/403 from the app's
+   *   Authenticate); retried at the top cap only, due at `nextAttempt`. Sign in, then
+   *   `lifeline.reconnectNow()`.
+   * - `misconfigured`: the connection settings are invalid (`error` names the fields and the
+   *   values seen); the page does not connect.
+   * - `failed`: the page's connection program ended; only a reload starts it again.
+   */
+  type State =
+    | 'idle'
+    | 'connecting'
+    | 'connected'
+    | 'reconnecting'
+    | 'offline'
+    | 'stopped'
+    | 'unauthorized'
+    | 'misconfigured'
+    | 'failed';
+
+  /**
+   * What kind of failure `status.error` is, for a person: `''` for none, `timeout` (the Host did
+   * not answer in time), `refused` (it could not be reached), `busy` (overloaded; see
+   * `retryAfter`), `protocol` (it broke the protocol), `unauthorized` (it refused the page's
+   * credentials), `restarting` (it is restarting), `silent` (the link went silent), `closed`
+   * (the connection was closed or dropped), `offline`, `misconfigured`, `failed`, `other`.
+   */
+  type Kind =
+    | ''
+    | 'timeout'
+    | 'refused'
+    | 'busy'
+    | 'protocol'
+    | 'unauthorized'
+    | 'restarting'
+    | 'silent'
+    | 'closed'
+    | 'offline'
+    | 'misconfigured'
+    | 'failed'
+    | 'other';
+
+  /** The `data-state` of `#connection-status`: the state, with a slow `connecting` as `slow`. */
+  type IndicatorState = Exclude<State, 'idle'> | 'slow';
+
+  /** One status of the connection: `lifeline.state()`, `onState` and `lifeline:state`. */
+  interface Status {
+    readonly state: State;
+    /** Set while `connecting` once the handshake has been pending for `recovery.slowAfterMs`. */
+    readonly slow: boolean;
+    /** The number of the current or last attempt: 1 for the first, +1 for each. */
+    readonly attempt: number;
+    /** Consecutive failures since the last stable connection, `reconnectNow()` or `start()`. */
+    readonly failures: number;
+    /** When the next attempt is due (ms since the epoch) while `reconnecting` or `unauthorized`; else 0. */
+    readonly nextAttempt: number;
+    /** The last failure, for developers (English); `''` once connected. */
+    readonly error: string;
+    readonly kind: Kind;
+    /** The wait (ms) the Host asked for with its refusal (busy, restarting); else 0. */
+    readonly retryAfter: number;
+    /**
+     * When the connection took this status (ms since the epoch): the status may reach the page
+     * later (in shared mode it crosses from the worker).
+     */
+    readonly at: number;
+  }
+
+  /** One event of a stream, in order: `seq` is the previous event's + 1. */
+  interface Event<T = unknown> {
+    readonly stream: string;
+    readonly seq: number;
+    readonly reset: false;
+    /** The event's JSON value, parsed. */
+    readonly data: T;
+  }
+
+  /**
+   * A fresh start of a stream: drop what you hold of it and start from `baseline` (when the
+   * Host has one), which stands at `seq` in log `epoch`; the next event has `seq` + 1. Every
+   * subscription begins with one; another comes when the page was away longer than the Host's
+   * log reaches back, or the log changed.
+   */
+  interface Reset<B = unknown> {
+    readonly stream: string;
+    readonly seq: number;
+    readonly reset: true;
+    readonly epoch: string;
+    /** The stream's state at `seq`, parsed; absent when the Host sets no baseline for it. */
+    readonly baseline?: B;
+  }
+
+  /**
+   * The last message of a subscription that ended on its own: `denied` when the Host's
+   * application refused it (its Authorize; `error` carries its reason). It is never retried.
+   */
+  interface End {
+    readonly stream: string;
+    readonly error: string;
+    readonly denied: boolean;
+  }
+
+  /** A delivery (`Event` or `Reset`), or the `End`; tell them apart with `'error' in m`, then `m.reset`. */
+  type Delivery<T = unknown, B = unknown> = Event<T> | Reset<B>;
+  type Message<T = unknown, B = unknown> = Delivery<T, B> | End;
+
+  /** Undoes what returned it; calling it again does nothing. */
+  type Remove = () => void;
+
+  /**
+   * The page's timing (milliseconds), each field optional; the Host's config file has the same
+   * section. An invalid value makes the state `misconfigured`, naming the field.
+   */
+  interface Recovery {
+    /** A handshake pending this long is shown as slow. Default 3000. */
+    slowAfterMs?: number;
+    /** A handshake pending this long is cancelled. Default 15000. */
+    deadlineMs?: number;
+    /** The first cap of the retry ladder. Default 500. */
+    initialDelayMs?: number;
+    /** The top cap; failures at it retry forever. Default 10000. */
+    maxDelayMs?: number;
+    /** Cap growth per failure; 1 is a fixed cap. Default 2. */
+    factor?: number;
+    /** Each delay is cap × (1 − jitter × random), jitter in [0, 1]. Default 0.5. */
+    jitter?: number;
+    /** How long a connection must stay up before the ladder restarts at its first cap. Default 10000. */
+    stableAfterMs?: number;
+  }
+
+  /** `globalThis.lifelineOptions`: set before the injected script runs; overrides the bootstrap. */
+  interface Options {
+    recovery?: Recovery;
+    /** The events endpoint's URL path (default: the Host's, from the bootstrap). */
+    endpoint?: string;
+    /**
+     * Where the connection runs: `shared` (one per origin, in a SharedWorker, for every tab:
+     * the default where the browser has SharedWorker) or `in-page` (this page's own).
+     */
+    mode?: 'shared' | 'in-page';
+  }
+
+  /**
+   * `globalThis.lifeline`. It exists once the injected script has run; calls made before the
+   * connection program is up are queued. A listener or handler that throws is logged and the
+   * page carries on; a wrong call is reported on the console and returns a harmless remover.
+   */
+  interface API {
+    /** The current status. */
+    state(): Status;
+    /** Calls `fn` with the current status now and on every change. */
+    onState(fn: (status: Status) => void): Remove;
+    /** Attempts at once, from the first cap of the ladder (also after `unauthorized`). */
+    reconnectNow(): void;
+    /** Ends the connection and every attempt, until `start()`. */
+    stop(): void;
+    /** Begins a fresh sequence of attempts after `stop()`. */
+    start(): void;
+    /**
+     * Follows `stream` (1 to 256 bytes of UTF-8): `fn` gets a reset first, then every event in
+     * order, across reconnects (resumed by cursor, or a new reset when that cannot be), and a
+     * last `End` if the subscription ends on its own. The remover unsubscribes.
+     */
+    subscribe<T = unknown, B = unknown>(stream: string, fn: (message: Message<T, B>) => void): Remove;
+  }
+}
+
+// eslint-disable-next-line no-var
+declare var lifeline: Lifeline.API;
+// eslint-disable-next-line no-var
+declare var lifelineOptions: Lifeline.Options | undefined;
+
+interface WindowEventMap {
+  /** Fires once, when the document has parsed and `lifeline` is usable. */
+  'lifeline:ready': CustomEvent<null>;
+  /** Fires on every change of status, with the status as detail. */
+  'lifeline:state': CustomEvent<Lifeline.Status>;
+}

@@ -1,0 +1,104 @@
+// Type-checked by `make test` (scripts/test.sh: tsc -p web/tsconfig.json): every part of the API in
+// lifeline.d.ts used as an embedder would, and misuse the declarations must refuse. Never run.
+
+// Options are set before the injected script runs: in an inline script in the head.
+globalThis.lifelineOptions = { recovery: { slowAfterMs: 2000, deadlineMs: 10000, initialDelayMs: 250, maxDelayMs: 8000, factor: 2, jitter: 0.5, stableAfterMs: 5000 } };
+window.lifelineOptions = { endpoint: '/_lifeline/events' };
+globalThis.lifelineOptions = undefined;
+
+// A stream's own types: what the app publishes, and the baseline it sets.
+interface Tick { n: number; at: number }
+interface Counter { n: number }
+
+function start(): void {
+  const s: Lifeline.Status = lifeline.state();
+  const states: Lifeline.State[] = [s.state];
+  const kind: Lifeline.Kind = s.kind;
+  const facts: [boolean, number, number, number, string, number, number | undefined] =
+    [s.slow, s.attempt, s.failures, s.nextAttempt, s.error, s.retryAfter, s.at];
+  console.log(states, kind, facts);
+
+  const remove: Lifeline.Remove = lifeline.onState((st) => {
+    if (st.state === 'reconnecting' || st.state === 'unauthorized') {
+      console.log('next attempt in', st.nextAttempt - Date.now(), 'ms');
+    }
+    if (st.state === 'connecting' && st.slow) console.log('the Host is slow');
+    if (st.kind === 'busy') console.log('asked to wait', st.retryAfter, 'ms');
+  });
+  remove();
+  remove(); // a second call does nothing
+
+  const unsubscribe = lifeline.subscribe<Tick, Counter>('ticks', (m) => {
+    if ('error' in m) {
+      const end: Lifeline.End = m;
+      console.log(end.stream, end.denied ? 'denied:' : 'ended:', end.error);
+      return;
+    }
+    if (m.reset) {
+      const reset: Lifeline.Reset<Counter> = m;
+      console.log('start over at', reset.seq, 'in', reset.epoch, 'from', reset.baseline?.n ?? 0);
+      return;
+    }
+    const ev: Lifeline.Event<Tick> = m;
+    console.log(ev.stream, ev.seq, ev.data.n + 1, new Date(ev.data.at));
+  });
+  unsubscribe();
+
+  // Without type arguments the data is unknown: it must be checked before use.
+  lifeline.subscribe('user.alice', (m) => {
+    if (!('error' in m) && !m.reset && typeof m.data === 'object' && m.data !== null) console.log(m.data);
+  });
+
+  lifeline.reconnectNow();
+  lifeline.stop();
+  lifeline.start();
+  window.lifeline.reconnectNow();
+}
+
+if (globalThis.lifeline) start();
+else window.addEventListener('lifeline:ready', start, { once: true });
+
+window.addEventListener('lifeline:ready', (e) => {
+  const nothing: null = e.detail;
+  console.log(nothing);
+});
+window.addEventListener('lifeline:state', (e) => {
+  const st: Lifeline.Status = e.detail;
+  const shown: Lifeline.IndicatorState = st.state === 'connecting' && st.slow ? 'slow' : st.state === 'idle' ? 'connecting' : st.state;
+  document.getElementById('connection-status')?.setAttribute('data-state', shown);
+});
+
+// ---- misuse the declarations must refuse
+
+// @ts-expect-error a handler must be a function
+lifeline.onState(42);
+// @ts-expect-error a handler must be a function
+lifeline.subscribe('ticks', 'show');
+// @ts-expect-error a stream name is a string, not a number
+lifeline.subscribe(42, () => {});
+// @ts-expect-error subscribe needs a handler
+lifeline.subscribe('ticks');
+// @ts-expect-error there is no such state
+if (lifeline.state().state === 'connnected') console.log('never');
+// @ts-expect-error the status is read-only
+lifeline.state().state = 'connected';
+// @ts-expect-error an unknown option (the resolver would refuse it too)
+globalThis.lifelineOptions = { mode: 'shared' };
+// @ts-expect-error timings are numbers of milliseconds
+globalThis.lifelineOptions = { recovery: { deadlineMs: '15s' } };
+// @ts-expect-error an unknown recovery field
+globalThis.lifelineOptions = { recovery: { deadline: 15000 } };
+window.addEventListener('lifeline:state', (e) => {
+  // @ts-expect-error the detail is a status, which has no such field
+  console.log(e.detail.connected);
+});
+lifeline.subscribe<Tick>('ticks', (m) => {
+  // @ts-expect-error an end carries no data: narrow with 'error' in m first
+  console.log(m.data);
+  if (!('error' in m) && !m.reset) {
+    // @ts-expect-error the data is a Tick
+    console.log(m.data.text);
+  }
+});
+// @ts-expect-error the API has no such call
+lifeline.reconnect();
