@@ -83,7 +83,10 @@ if (lifeline.state().state === 'connnected') console.log('never');
 // @ts-expect-error the status is read-only
 lifeline.state().state = 'connected';
 // @ts-expect-error an unknown option (the resolver would refuse it too)
-globalThis.lifelineOptions = { mode: 'shared' };
+globalThis.lifelineOptions = { modes: 'shared' };
+// @ts-expect-error a mode is shared or in-page
+globalThis.lifelineOptions = { mode: 'worker' };
+globalThis.lifelineOptions = { mode: 'in-page' };
 // @ts-expect-error timings are numbers of milliseconds
 globalThis.lifelineOptions = { recovery: { deadlineMs: '15s' } };
 // @ts-expect-error an unknown recovery field
