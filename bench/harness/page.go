@@ -5,9 +5,9 @@ package main
 import (
 	"compress/gzip"
 	"crypto/sha256"
-	"io"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -441,11 +441,6 @@ func perLoad(total, n int) string {
 		return fmt.Sprint(total / n)
 	}
 	return fmt.Sprintf("%.1f", float64(total)/float64(n))
-}
-
-func fileExists(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir()
 }
 
 // s6Sizes: what the wasm's bytes are, and its code per package.

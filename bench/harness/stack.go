@@ -34,9 +34,9 @@ type env struct {
 	bed   *testbed.Bed // every process of the run, logging into raw
 
 	// Scenario 6 only.
-	client string       // the client the Host serves (-client); "" means bench/.bin/client, built here
-	loads int           // loads per row; 0 means 20 × scale (at least 5)
-	dwell time.Duration // how long a repeat visit's page stays open after connected
+	client string        // the client the Host serves (-client); "" means bench/.bin/client, built here
+	loads  int           // loads per row; 0 means 20 × scale (at least 5)
+	dwell  time.Duration // how long a repeat visit's page stays open after connected
 }
 
 // clientDir is the directory of the client the Host serves (hostplugin's -client).
