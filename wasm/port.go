@@ -28,8 +28,7 @@ func attach(h *hub.Hub, v js.Value) {
 	p := &port{v: v}
 	p.conn = h.Attach(p)
 	// Released when the client leaves; setting onmessage also starts the port.
-	var onMessage js.Func
-	onMessage = js.FuncOf(func(_ js.Value, args []js.Value) any {
+	onMessage := js.FuncOf(func(_ js.Value, args []js.Value) any {
 		defer contain("reading a message from the page")
 		in := inbound(args[0].Get("data"))
 		sweep.heard(p)

@@ -3,7 +3,7 @@ package wire
 import (
 	"fmt"
 
-	"github.com/go-json-experiment/json/jsontext"
+	"github.com/lifeline-go/lifeline/internal/jsontok"
 )
 
 // Refusal is the JSON body of the events endpoint's HTTP answers that are no upgrade: a
@@ -43,7 +43,7 @@ func (r Refusal) Encode() []byte {
 // wrapping ErrFrame.
 func DecodeRefusal(b []byte) (Refusal, error) {
 	var r Refusal
-	err := decodeObject(b, func(key string, d *jsontext.Decoder) error {
+	err := decodeObject(b, func(key string, d *jsontok.Decoder) error {
 		switch key {
 		case "error":
 			return readString(d, key, &r.Error)

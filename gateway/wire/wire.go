@@ -1,9 +1,9 @@
 // Package wire is the Lifeline events protocol, version 1: frame types, their encoding and
 // decoding, and the close codes. The gateway (page side) and the Host plugin both import it, so
 // the two sides cannot drift apart. It depends on no other package of the project; besides the
-// standard library it uses the jsontext tokenizer of github.com/go-json-experiment/json (the
-// prototype of the standard library's encoding/json/jsontext), because the browser build must
-// not link encoding/json (about 120 KB of brotli-compressed wasm).
+// standard library it reads frames with internal/jsontok, the project's strict tokenizer,
+// because the browser build must not link encoding/json (about 120 KB of brotli-compressed
+// wasm); see that package for why not go-json-experiment's jsontext.
 //
 // Frames are JSON text messages whose field "t" names the type. Host → page: ready, hb, event,
 // reset, goaway, denied, error. Page → Host: sub, unsub, ping.
@@ -14,12 +14,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
+	"github.com/lifeline-go/lifeline/internal/jsontok"
 )
 
 // Subprotocol is the WebSocket subprotocol both sides must agree on.
@@ -168,8 +169,7 @@ func (f ClientFrame) Encode() ([]byte, error) {
 }
 
 func str(b []byte, s string) []byte {
-	b, _ = jsontext.AppendQuote(b, s) // invalid UTF-8 is replaced, and the output stays valid
-	return b
+	return jsontok.AppendQuote(b, s) // invalid UTF-8 is replaced, and the output stays valid
 }
 
 func optStr(b []byte, name, s string) []byte {
@@ -186,21 +186,21 @@ func optStr(b []byte, name, s string) []byte {
 var decoders = sync.Pool{New: func() any { return new(frameDecoder) }}
 
 type frameDecoder struct {
-	r   bytes.Reader
-	dec jsontext.Decoder
+	dec  jsontok.Decoder
+	seen []string // the keys read so far
 }
 
 // decodeObject reads b as one JSON object and calls member for each key, with the decoder
 // positioned at the value, which member must read. Duplicate keys and anything after the
 // object are errors.
-func decodeObject(b []byte, member func(key string, d *jsontext.Decoder) error) error {
+func decodeObject(b []byte, member func(key string, d *jsontok.Decoder) error) error {
 	fd := decoders.Get().(*frameDecoder)
 	defer decoders.Put(fd)
-	fd.r.Reset(b)
-	fd.dec.Reset(&fd.r)
+	fd.dec.Reset(b)
+	fd.seen = fd.seen[:0]
 	d := &fd.dec
 	if k := d.PeekKind(); k != '{' {
-		if k == jsontext.KindInvalid {
+		if k == 0 {
 			_, err := d.ReadToken()
 			return frameErr(err)
 		}
@@ -214,7 +214,12 @@ func decodeObject(b []byte, member func(key string, d *jsontext.Decoder) error) 
 		if err != nil {
 			return frameErr(err)
 		}
-		if err := member(tok.String(), d); err != nil {
+		key := tok.String()
+		if slices.Contains(fd.seen, key) {
+			return fmt.Errorf("%w: duplicate key %s", ErrFrame, Truncate(string(tok.Raw)))
+		}
+		fd.seen = append(fd.seen, key)
+		if err := member(key, d); err != nil {
 			return err
 		}
 	}
@@ -231,14 +236,11 @@ func frameErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, io.EOF) {
-		err = io.ErrUnexpectedEOF
-	}
 	return fmt.Errorf("%w: %v", ErrFrame, err)
 }
 
 // readString reads a string field; null is the empty string.
-func readString(d *jsontext.Decoder, key string, dst *string) error {
+func readString(d *jsontok.Decoder, key string, dst *string) error {
 	switch d.PeekKind() {
 	case 'n':
 		_, err := d.ReadToken()
@@ -255,7 +257,7 @@ func readString(d *jsontext.Decoder, key string, dst *string) error {
 }
 
 // readUint reads an integer field: digits only, as a count is written.
-func readUint(d *jsontext.Decoder, key string, dst *uint64) error {
+func readUint(d *jsontok.Decoder, key string, dst *uint64) error {
 	if d.PeekKind() == 'n' {
 		_, err := d.ReadToken()
 		return frameErr(err)
@@ -275,7 +277,7 @@ func readUint(d *jsontext.Decoder, key string, dst *uint64) error {
 	return nil
 }
 
-func readInt(d *jsontext.Decoder, key string, dst *int64) error {
+func readInt(d *jsontok.Decoder, key string, dst *int64) error {
 	if d.PeekKind() == 'n' {
 		_, err := d.ReadToken()
 		return frameErr(err)
@@ -296,7 +298,7 @@ func readInt(d *jsontext.Decoder, key string, dst *int64) error {
 }
 
 // readRaw keeps a value as sent; null is none.
-func readRaw(d *jsontext.Decoder, dst *RawJSON) error {
+func readRaw(d *jsontok.Decoder, dst *RawJSON) error {
 	raw, err := d.ReadValue()
 	if err != nil {
 		return frameErr(err)
@@ -309,13 +311,13 @@ func readRaw(d *jsontext.Decoder, dst *RawJSON) error {
 	return nil
 }
 
-func wrongKind(d *jsontext.Decoder, key, want string) error {
+func wrongKind(d *jsontok.Decoder, key, want string) error {
 	k := d.PeekKind()
 	_ = d.SkipValue()
 	return fmt.Errorf("%w: %s must be %s, got %s", ErrFrame, key, want, kindName(k))
 }
 
-func kindName(k jsontext.Kind) string {
+func kindName(k jsontok.Kind) string {
 	switch k {
 	case '{':
 		return "an object"
@@ -338,7 +340,7 @@ func kindName(k jsontext.Kind) string {
 // anything after the frame is an error.
 func DecodeServer(b []byte) (ServerFrame, error) {
 	var f ServerFrame
-	err := decodeObject(b, func(key string, d *jsontext.Decoder) error {
+	err := decodeObject(b, func(key string, d *jsontok.Decoder) error {
 		switch key {
 		case "t":
 			return readString(d, key, &f.T)
@@ -418,7 +420,7 @@ func (f ServerFrame) Validate() error {
 // DecodeClient decodes and validates a page → Host frame.
 func DecodeClient(b []byte) (ClientFrame, error) {
 	var f ClientFrame
-	err := decodeObject(b, func(key string, d *jsontext.Decoder) error {
+	err := decodeObject(b, func(key string, d *jsontok.Decoder) error {
 		switch key {
 		case "t":
 			return readString(d, key, &f.T)

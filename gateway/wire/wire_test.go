@@ -56,9 +56,9 @@ var serverCases = []struct {
 	{"a client frame type is refused", `{"t":"sub","stream":"S"}`, wire.ServerFrame{}, `unknown type "sub"`},
 	{"a type of the wrong JSON type is refused", `{"t":1}`, wire.ServerFrame{}, "t must be a string, got a number"},
 	{"trailing data is refused", `{"t":"hb"}{"t":"hb"}`, wire.ServerFrame{}, "trailing data"},
-	{"truncated JSON is refused", `{"t":"hb"`, wire.ServerFrame{}, "unexpected EOF"},
+	{"truncated JSON is refused", `{"t":"hb"`, wire.ServerFrame{}, "the document ends too soon"},
 	{"an array is refused", `[]`, wire.ServerFrame{}, "must be a JSON object, got an array"},
-	{"empty input is refused", ``, wire.ServerFrame{}, "EOF"},
+	{"empty input is refused", ``, wire.ServerFrame{}, "the document ends too soon"},
 }
 
 func TestDecodeServer(t *testing.T) {

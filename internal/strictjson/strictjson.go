@@ -14,10 +14,9 @@
 // that rules checked later (ranges, say) can also print the value as written: "got 2147483648",
 // never "got 2.147483648e+09".
 //
-// It is built on the jsontext tokenizer of github.com/go-json-experiment/json (the prototype of
-// the standard library's encoding/json/jsontext), not on encoding/json: the browser build must
-// not link encoding/json (about 120 KB of brotli-compressed wasm), and encoding/json's Decoder
-// matches keys without case and lets a repeated key win silently. Supported field types:
+// It is built on internal/jsontok, the project's strict tokenizer, not on encoding/json: the
+// browser build must not link encoding/json (about 120 KB of brotli-compressed wasm), and
+// encoding/json's Decoder matches keys without case and lets a repeated key win silently. Supported field types:
 // structs and pointers to them, float64, int64, string, bool, []string, and byte slices such
 // as RawValue (any value, kept as written).
 package strictjson
@@ -31,7 +30,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/go-json-experiment/json/jsontext"
+	"github.com/lifeline-go/lifeline/internal/jsontok"
 )
 
 // Problem is one broken rule: the field's path ("recovery.deadlineMs", "allowedOrigins[2]";
@@ -72,7 +71,7 @@ func Decode(data []byte, v any, path string) Result {
 	}
 	d := &decoder{
 		data:    data,
-		dec:     jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true)),
+		dec:     jsontok.NewDecoder(data),
 		written: map[string]string{},
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
@@ -94,7 +93,7 @@ func Decode(data []byte, v any, path string) Result {
 
 type decoder struct {
 	data    []byte
-	dec     *jsontext.Decoder
+	dec     *jsontok.Decoder
 	probs   []Problem
 	written map[string]string
 }
@@ -108,13 +107,9 @@ func (d *decoder) problem(path, rule, value string) {
 // syntax reports a syntax error, after which nothing more can be read; it returns false.
 func (d *decoder) syntax(path string, err error) bool {
 	off := int(d.dec.InputOffset())
-	var se *jsontext.SyntacticError
+	var se *jsontok.SyntaxError
 	if errors.As(err, &se) {
-		off = int(se.ByteOffset)
-		err = se.Err
-	}
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-		err = errors.New("the document ends too soon")
+		off = se.Offset
 	}
 	line, col := position(d.data, off)
 	d.problem(path, fmt.Sprintf("invalid JSON at line %d, column %d: %v", line, col, err), "")
@@ -125,7 +120,7 @@ func (d *decoder) syntax(path string, err error) bool {
 // can be read); a value of the wrong kind is skipped and reported, and decoding goes on.
 func (d *decoder) value(v reflect.Value, path string) bool {
 	kind := d.dec.PeekKind()
-	if kind == jsontext.KindInvalid {
+	if kind == 0 {
 		_, err := d.dec.ReadToken()
 		return d.syntax(path, err)
 	}

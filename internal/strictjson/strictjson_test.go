@@ -58,7 +58,7 @@ func TestDecodeRules(t *testing.T) {
 		{"an empty document", "  ", "|must be a JSON object, the document is empty|"},
 		{"not an object", `[1]`, "|must be a JSON object|[1]"},
 		{"a syntax error names line and column", "{\n  \"endpoint\": \"/a\",\n  oops\n}",
-			`|invalid JSON at line 3, column 3: invalid character 'o' at start of value|`},
+			`|invalid JSON at line 3, column 3: invalid character 'o' at start of an object name (expecting '"')|`},
 		{"a document that ends too soon", `{"recovery":{`, "recovery|invalid JSON at line 1, column 14: the document ends too soon|"},
 		{"a string where a number goes", `{"recovery":{"deadlineMs":"5"}}`, `recovery.deadlineMs|must be a number|"5"`},
 		{"a number where a string goes", `{"endpoint":5}`, "endpoint|must be a string|5"},

@@ -45,7 +45,7 @@ type asset struct {
 // Client is the set of assets, read once.
 type Client struct {
 	wasm, script, run, worker *asset
-	byName            map[string]*asset
+	byName                    map[string]*asset
 
 	identityOnce sync.Once
 	identityErr  error
