@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/hostplugin/jetstream"
 	"github.com/lifeline-go/lifeline/hostplugin/restart"
 )
 
@@ -284,8 +285,8 @@ func health(h *hostplugin.Host, id string, shared sharedLog, replaced <-chan str
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := struct {
 			hostplugin.Stats
-			Host string                `json:"host"`
-			Log  *hostplugin.LogHealth `json:"log,omitempty"`
+			Host string            `json:"host"`
+			Log  *jetstream.Health `json:"log,omitempty"`
 		}{Stats: h.Stats(), Host: id}
 		if shared != nil {
 			lh := shared.Health()
