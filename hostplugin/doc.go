@@ -71,12 +71,14 @@
 // and Access-Control-Allow-Credentials: true, so a cross-origin page's fetch can read the
 // status; any other origin gets no CORS header and its browser keeps the answer from it. The
 // probe reveals nothing the upgrade would not: the same request as an upgrade is refused
-// with the same status and body. Probes count against the per-address rate, are not counted
-// in [Stats].Accepted (they are no sockets), and are not subject to fault injection.
+// with the same status and body. Probes count against the per-address rate and are not
+// counted in [Stats].Accepted (they are no sockets).
 //
-// [Host.SetFault] and [Host.FaultPanel] put the endpoint into failure modes (refuse, stall,
-// flap, drain, overload, outage) for demos and tests of the page's recovery; [Host.Stats]
-// reports sessions and sockets for health checks.
+// [Host.Stats] reports sessions and sockets for health checks.
+//
+// A stream log shared by a fleet of Hosts, on NATS JetStream, is package
+// hostplugin/jetstream: a package of its own, so that a Host on the default [Ring] links no
+// NATS client.
 //
 // One idle session costs one goroutine, one timer and about 9 KiB (measured with 10,000
 // sessions: BenchmarkIdleSessionMemory).

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/fault"
 )
 
 var acceptOptions = &websocket.AcceptOptions{
@@ -64,13 +65,16 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.accepted.Add(1)
 	h.inflight.Add(1)
 	defer h.inflight.Add(-1)
-	fault, ok := h.waitStallOpen(r.Context())
-	if !ok {
-		return
-	}
-	if fault.Mode == FaultRefuse || fault.Mode == FaultOutage {
-		http.Error(w, "hostplugin: refused (fault injection: "+fault.Mode.String()+")", http.StatusServiceUnavailable)
-		return
+	var injected fault.Fault // the zero Fault, "up", unless an injector is installed
+	if in := h.faults.Load(); in != nil {
+		var ok bool
+		if injected, ok = in.Hold(r.Context(), h.done); !ok {
+			return
+		}
+		if injected.Mode == fault.Refuse || injected.Mode == fault.Outage {
+			http.Error(w, "hostplugin: refused (fault injection: "+injected.Mode.String()+")", http.StatusServiceUnavailable)
+			return
+		}
 	}
 	if !offersSubprotocol(r) {
 		// Without lifeline.v1 the peer is not a Lifeline page: no frame we send means
@@ -91,7 +95,7 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	admitted := false
 	var retry time.Duration
-	if originOK && fault.Mode != FaultOverload {
+	if originOK && injected.Mode != fault.Overload {
 		// Before the upgrade, so that a page held for its slot is still connecting.
 		retry, admitted = h.adm.admit(r.Context(), time.Now(), st.cfg.maxSessions)
 		if !admitted && retry == 0 {
@@ -116,8 +120,8 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = conn.Close(wire.CloseOrigin, "origin not allowed")
 		return
 	}
-	if fault.Mode == FaultOverload {
-		refuseOverloaded(conn, fault.After)
+	if injected.Mode == fault.Overload {
+		refuseOverloaded(conn, injected.After)
 		return
 	}
 	if !admitted {
@@ -131,7 +135,7 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s := newSession(h, conn, st.cfg, r.RemoteAddr)
 	s.identity = identity
-	s.doomed = fault.Mode == FaultStallReady
+	s.doomed = injected.Mode == fault.StallReady
 	if !h.addSession(s) {
 		h.adm.release()
 		h.turnAway(conn)

@@ -139,13 +139,6 @@ func ExampleHost_Publish() {
 	// event 3 {"n":3}
 }
 
-func ExampleParseFault() {
-	f, _ := hostplugin.ParseFault("flap=1500")
-	fmt.Println(f.Mode, f.After)
-	// Output:
-	// flap 1.5s
-}
-
 // The application decides who may connect and what they may read: here the cookie "user"
 // names the user, and user U may read the stream "user.U" only. Without a cookie the
 // handshake is refused with 401 before any upgrade; a page asking for another user's stream

@@ -4,8 +4,6 @@ package hostplugin_test
 
 import (
 	"context"
-	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,42 +14,34 @@ import (
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/internal/fault"
 )
 
-func TestParseFaultReadsEveryModeAndRoundTrips(t *testing.T) {
-	tests := []struct {
-		in   string
-		want hostplugin.Fault
-	}{
-		{"up", hostplugin.Fault{}},
-		{"refuse", hostplugin.Fault{Mode: hostplugin.FaultRefuse}},
-		{"stall-open", hostplugin.Fault{Mode: hostplugin.FaultStallOpen}},
-		{"stall-ready", hostplugin.Fault{Mode: hostplugin.FaultStallReady}},
-		{"flap=250", hostplugin.Fault{Mode: hostplugin.FaultFlap, After: 250 * time.Millisecond}},
-		{"drain=wss://b.example/_lifeline/events", hostplugin.Fault{Mode: hostplugin.FaultDrain, URI: "wss://b.example/_lifeline/events"}},
-		{"drain=", hostplugin.Fault{Mode: hostplugin.FaultDrain}},
-		{"overload=3000", hostplugin.Fault{Mode: hostplugin.FaultOverload, After: 3 * time.Second}},
-		{"outage", hostplugin.Fault{Mode: hostplugin.FaultOutage}},
+// faultFixture is a fixture whose Host has fault modes, as cmd/host -faults gives it.
+type faultFixture struct {
+	*fixture
+	faults *fault.Injector
+}
+
+func newFaultFixture(t testing.TB) *faultFixture {
+	t.Helper()
+	f := newFixture(t, `{}`, true)
+	return &faultFixture{fixture: f, faults: installFaults(t, f.h)}
+}
+
+// installFaults gives h fault modes, or fails the test.
+func installFaults(t testing.TB, h *hostplugin.Host) *fault.Injector {
+	t.Helper()
+	in, err := fault.Install(h)
+	if err != nil {
+		t.Fatalf("fault.Install: %v", err)
 	}
-	for _, tt := range tests {
-		got, err := hostplugin.ParseFault(tt.in)
-		if err != nil || got != tt.want {
-			t.Errorf("ParseFault(%q) = %+v, %v; want %+v", tt.in, got, err, tt.want)
-		}
-		if got.String() != tt.in {
-			t.Errorf("ParseFault(%q).String() = %q", tt.in, got.String())
-		}
-	}
-	for _, bad := range []string{"", "down", "flap", "flap=x", "flap=-1", "overload=", "refuse=1", "up=1"} {
-		if _, err := hostplugin.ParseFault(bad); !errors.Is(err, hostplugin.ErrFault) {
-			t.Errorf("ParseFault(%q) error = %v, want ErrFault", bad, err)
-		}
-	}
+	return in
 }
 
 func TestFaultRefuseAnswers503(t *testing.T) {
-	f := newFixture(t, `{}`, true)
-	f.h.SetFault(hostplugin.Fault{Mode: hostplugin.FaultRefuse})
+	f := newFaultFixture(t)
+	f.faults.Set(fault.Fault{Mode: fault.Refuse})
 	_, err := f.tryDial(t, nil)
 	if err == nil || !strings.Contains(err.Error(), "503") {
 		t.Errorf("dial under refuse: %v, want a 503", err)
@@ -59,8 +49,8 @@ func TestFaultRefuseAnswers503(t *testing.T) {
 }
 
 func TestFaultStallOpenHoldsTheUpgradeUntilTheModeChanges(t *testing.T) {
-	f := newFixture(t, `{}`, true)
-	f.h.SetFault(hostplugin.Fault{Mode: hostplugin.FaultStallOpen})
+	f := newFaultFixture(t)
+	f.faults.Set(fault.Fault{Mode: fault.StallOpen})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	if c, _, err := websocket.Dial(ctx, f.wsURL(), &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}}); err == nil {
@@ -75,7 +65,7 @@ func TestFaultStallOpenHoldsTheUpgradeUntilTheModeChanges(t *testing.T) {
 		}
 		result <- err
 	}()
-	f.h.SetFault(hostplugin.Fault{})
+	f.faults.Set(fault.Fault{})
 	select {
 	case err := <-result:
 		if err != nil {
@@ -87,14 +77,14 @@ func TestFaultStallOpenHoldsTheUpgradeUntilTheModeChanges(t *testing.T) {
 }
 
 func TestFaultStallReadyOpensSocketsThatNeverGetReady(t *testing.T) {
-	f := newFixture(t, `{}`, true)
-	f.h.SetFault(hostplugin.Fault{Mode: hostplugin.FaultStallReady})
+	f := newFaultFixture(t)
+	f.faults.Set(fault.Fault{Mode: fault.StallReady})
 	stalled := f.dial(t)
 	waitFor(t, "the session to open", func() bool { return f.h.Sessions() == 1 })
 	stalled.send(`bad`) // its error frame is held with everything else
 	waitFor(t, "the frame to be handled", func() bool { return f.logs.has("bad client frame") })
 
-	f.h.SetFault(hostplugin.Fault{})
+	f.faults.Set(fault.Fault{})
 	f.dial(t).expect(wire.TypeReady) // a socket opened after the mode gets its ready frame
 	// The stalled one still has none: when the Host drains, goaway is its first frame.
 	go f.h.Drain(context.Background(), "")
@@ -102,10 +92,10 @@ func TestFaultStallReadyOpensSocketsThatNeverGetReady(t *testing.T) {
 }
 
 func TestFaultFlapDropsSessionsAfterReady(t *testing.T) {
-	f := newFixture(t, `{}`, true)
+	f := newFaultFixture(t)
 	early := f.dial(t)
 	early.expect(wire.TypeReady)
-	f.h.SetFault(hostplugin.Fault{Mode: hostplugin.FaultFlap, After: 50 * time.Millisecond})
+	f.faults.Set(fault.Fault{Mode: fault.Flap, After: 50 * time.Millisecond})
 	late := f.dial(t)
 	late.expect(wire.TypeReady)
 	for name, c := range map[string]*client{"a session open before the mode": early, "a new session": late} {
@@ -116,11 +106,11 @@ func TestFaultFlapDropsSessionsAfterReady(t *testing.T) {
 }
 
 func TestLeavingFlapCancelsPendingDrops(t *testing.T) {
-	f := newFixture(t, `{}`, true)
+	f := newFaultFixture(t)
 	c := f.dial(t)
 	c.expect(wire.TypeReady)
-	f.h.SetFault(hostplugin.Fault{Mode: hostplugin.FaultFlap, After: 200 * time.Millisecond})
-	f.h.SetFault(hostplugin.Fault{})
+	f.faults.Set(fault.Fault{Mode: fault.Flap, After: 200 * time.Millisecond})
+	f.faults.Set(fault.Fault{})
 	// Past the drop that was scheduled, the session must still be open: nothing to read, no close.
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
@@ -130,10 +120,10 @@ func TestLeavingFlapCancelsPendingDrops(t *testing.T) {
 }
 
 func TestFaultDrainSendsEveryPageToTheURI(t *testing.T) {
-	f := newFixture(t, `{}`, true)
+	f := newFaultFixture(t)
 	early := f.dial(t)
 	early.expect(wire.TypeReady)
-	f.h.SetFault(hostplugin.Fault{Mode: hostplugin.FaultDrain, URI: "wss://b.example/ev"})
+	f.faults.Set(fault.Fault{Mode: fault.Drain, URI: "wss://b.example/ev"})
 	if g := early.expect(wire.TypeGoAway); g.URI != "wss://b.example/ev" {
 		t.Errorf("goaway uri %q", g.URI)
 	}
@@ -145,76 +135,31 @@ func TestFaultDrainSendsEveryPageToTheURI(t *testing.T) {
 }
 
 func TestFaultOverloadClosesWithTheGivenRetryAfter(t *testing.T) {
-	f := newFixture(t, `{}`, true)
-	f.h.SetFault(hostplugin.Fault{Mode: hostplugin.FaultOverload, After: 1500 * time.Millisecond})
+	f := newFaultFixture(t)
+	f.faults.Set(fault.Fault{Mode: fault.Overload, After: 1500 * time.Millisecond})
 	code, reason := f.dial(t).closed()
 	if code != wire.CloseOverloaded || reason != "retry-after=1500" {
 		t.Errorf("close %d %q, want 1013 retry-after=1500", code, reason)
 	}
 }
 
-func TestFaultPanel(t *testing.T) {
-	tests := []struct {
-		name       string
-		method     string
-		target     string
-		body       string
-		remote     string
-		origin     string
-		wantStatus int
-		wantBody   string
-	}{
-		{name: "GET shows the mode", method: "GET", target: "/", wantStatus: 200, wantBody: "up\n"},
-		{name: "POST sets the mode from the body", method: "POST", target: "/", body: "flap=100", wantStatus: 200, wantBody: "flap=100\n"},
-		{name: "POST sets the mode from the query", method: "POST", target: "/?mode=stall-ready", wantStatus: 200, wantBody: "stall-ready\n"},
-		{name: "POST reads a form body", method: "POST", target: "/", body: "mode=drain%3Dwss%3A%2F%2Fb.example%2Fev", wantStatus: 200, wantBody: "drain=wss://b.example/ev\n"},
-		{name: "an unknown mode is refused", method: "POST", target: "/?mode=explode", wantStatus: 400},
-		{name: "a client beyond loopback is refused", method: "GET", target: "/", remote: "203.0.113.7:4000", wantStatus: 403},
-		{name: "a cross-origin page is refused", method: "POST", target: "/?mode=refuse", origin: "https://evil.example", wantStatus: 403},
-		{name: "other methods are refused", method: "DELETE", target: "/", wantStatus: 405},
-	}
-	h, _ := newHost(t, `{}`)
-	panel := h.FaultPanel()
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h.SetFault(hostplugin.Fault{})
-			req := httptest.NewRequest(tt.method, tt.target, strings.NewReader(tt.body))
-			req.RemoteAddr = "127.0.0.1:5555"
-			if tt.remote != "" {
-				req.RemoteAddr = tt.remote
-			}
-			if tt.origin != "" {
-				req.Header.Set("Origin", tt.origin)
-			}
-			rec := httptest.NewRecorder()
-			panel.ServeHTTP(rec, req)
-			body, _ := io.ReadAll(rec.Body)
-			if rec.Code != tt.wantStatus || (tt.wantBody != "" && string(body) != tt.wantBody) {
-				t.Errorf("%s %s: %d %q, want %d %q", tt.method, tt.target, rec.Code, body, tt.wantStatus, tt.wantBody)
-			}
-			if tt.wantStatus != 200 && h.Fault() != (hostplugin.Fault{}) {
-				t.Errorf("a refused request changed the mode to %v", h.Fault())
-			}
-		})
-	}
-}
-
 func TestFaultPanelOverTheWire(t *testing.T) {
 	h, _ := newHost(t, `{}`)
-	srv := httptest.NewServer(h.FaultPanel())
+	in := installFaults(t, h)
+	srv := httptest.NewServer(in.Panel())
 	defer srv.Close()
 	resp, err := http.Post(srv.URL+"?mode=overload%3D2000", "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if got := h.Fault(); got.Mode != hostplugin.FaultOverload || got.After != 2*time.Second {
+	if got := in.Fault(); got.Mode != fault.Overload || got.After != 2*time.Second {
 		t.Errorf("mode after POST = %v", got)
 	}
 }
 
 func TestFaultOutageDropsSessionsAndRefusesNewOnesUntilUp(t *testing.T) {
-	f := newFixture(t, `{}`, true)
+	f := newFaultFixture(t)
 	c := f.dial(t)
 	c.expect(wire.TypeReady)
 	c.send(`{"t":"sub","stream":"s"}`)
@@ -222,7 +167,7 @@ func TestFaultOutageDropsSessionsAndRefusesNewOnesUntilUp(t *testing.T) {
 	publish(t, f.h, "s", `1`)
 	c.expect(wire.TypeEvent)
 
-	f.h.SetFault(hostplugin.Fault{Mode: hostplugin.FaultOutage})
+	f.faults.Set(fault.Fault{Mode: fault.Outage})
 	if code, _ := c.closed(); code != -1 {
 		t.Errorf("close status %d, want an abrupt drop", code)
 	}
@@ -231,7 +176,7 @@ func TestFaultOutageDropsSessionsAndRefusesNewOnesUntilUp(t *testing.T) {
 	}
 	publish(t, f.h, "s", `2`) // published while the page was away
 
-	f.h.SetFault(hostplugin.Fault{})
+	f.faults.Set(fault.Fault{})
 	back := f.dial(t)
 	back.expect(wire.TypeReady)
 	back.send(`{"t":"sub","stream":"s","epoch":"` + epoch + `","after":1}`)
@@ -241,8 +186,8 @@ func TestFaultOutageDropsSessionsAndRefusesNewOnesUntilUp(t *testing.T) {
 }
 
 func TestStatsCountSocketsAtTheEndpoint(t *testing.T) {
-	f := newFixture(t, `{}`, true)
-	f.h.SetFault(hostplugin.Fault{Mode: hostplugin.FaultStallOpen})
+	f := newFaultFixture(t)
+	f.faults.Set(fault.Fault{Mode: fault.StallOpen})
 	dialed := make(chan error, 1)
 	go func() {
 		_, err := f.tryDial(t, nil)
@@ -252,12 +197,27 @@ func TestStatsCountSocketsAtTheEndpoint(t *testing.T) {
 		s := f.h.Stats()
 		return s.Accepted == 1 && s.Open == 1 && s.Sessions == 0
 	})
-	f.h.SetFault(hostplugin.Fault{})
+	f.faults.Set(fault.Fault{})
 	waitFor(t, "the released upgrade to become a session", func() bool {
 		s := f.h.Stats()
-		return s.Accepted == 1 && s.Open == 1 && s.Sessions == 1 && s.Ready && s.Fault == "up"
+		return s.Accepted == 1 && s.Open == 1 && s.Sessions == 1 && s.Ready && f.faults.Fault().String() == "up"
 	})
 	if err := <-dialed; err != nil {
 		t.Errorf("the released dial failed: %v", err)
+	}
+}
+
+func TestFaultInstallTakesOneInjectorPerHost(t *testing.T) {
+	h, _ := newHost(t, `{}`)
+	installFaults(t, h)
+	if _, err := fault.Install(h); err == nil || !strings.Contains(err.Error(), "already") {
+		t.Errorf("a second fault.Install = %v, want an error saying the Host has one already", err)
+	}
+	if _, err := fault.Install(http.NotFoundHandler()); err == nil || !strings.Contains(err.Error(), "http.HandlerFunc") {
+		t.Errorf("fault.Install of a handler = %v, want an error naming the type seen", err)
+	}
+	var nilHost *hostplugin.Host
+	if _, err := fault.Install(nilHost); err == nil {
+		t.Error("fault.Install of a nil *Host succeeded")
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin/internal/client"
+	"github.com/lifeline-go/lifeline/internal/fault"
 )
 
 // Errors returned by a [Host].
@@ -99,7 +100,7 @@ type Host struct {
 	applyMu sync.Mutex // serialises apply, so that concurrent reloads cannot drop an endpoint
 	state   atomic.Pointer[hostState]
 	ready   atomic.Bool
-	fault   atomic.Pointer[faultState]
+	faults  atomic.Pointer[fault.Injector] // nil but in cmd/host -faults and tests
 	adm     admission
 	perIP   perIP
 
@@ -188,7 +189,6 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		h.client = c
 	}
 	h.adm.lim = rate.NewLimiter(rate.Limit(cfg.AcceptRate()), cfg.AcceptBurst())
-	h.fault.Store(&faultState{changed: make(chan struct{})})
 	h.apply(cfg)
 	return h, nil
 }
@@ -338,12 +338,11 @@ func (h *Host) Sessions() int {
 
 // Stats is a snapshot of the events endpoint, for health checks and tests.
 type Stats struct {
-	Ready    bool   `json:"ready"`    // the readiness gate is open
-	Draining bool   `json:"draining"` // Drain or Stop was called
-	Fault    string `json:"fault"`    // the fault mode, as ParseFault reads it
-	Sessions int    `json:"sessions"` // open sessions, ready or waiting for the gate
-	// Open counts the sockets at the endpoint: sessions plus upgrades in progress or held
-	// (stall-open). For a moment after an upgrade a socket counts twice.
+	Ready    bool `json:"ready"`    // the readiness gate is open
+	Draining bool `json:"draining"` // Drain or Stop was called
+	Sessions int  `json:"sessions"` // open sessions, ready or waiting for the gate
+	// Open counts the sockets at the endpoint: sessions plus upgrades in progress, held ones
+	// included. For a moment after an upgrade a socket counts twice.
 	Open int `json:"open"`
 	// Accepted counts the upgrade requests that reached the endpoint since the Host started,
 	// admitted or not (not the probes, which are no sockets).
@@ -358,7 +357,6 @@ func (h *Host) Stats() Stats {
 	return Stats{
 		Ready:    h.ready.Load(),
 		Draining: draining,
-		Fault:    h.Fault().String(),
 		Sessions: sessions,
 		Open:     sessions + int(h.inflight.Load()),
 		Accepted: h.accepted.Load(),

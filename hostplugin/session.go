@@ -72,7 +72,7 @@ type session struct {
 	writing bool
 	queue   [][]byte
 	hbTimer *time.Timer
-	flap    *time.Timer
+	flap    *time.Timer // fault injection: the pending drop of flap mode
 
 	subs map[string]*hub // run goroutine only
 	bad  int             // run goroutine only
@@ -209,11 +209,8 @@ func (s *session) sendReady() {
 	s.hbTimer = time.AfterFunc(s.heartbeat, s.onIdle)
 	s.mu.Unlock()
 
-	switch f := s.h.fault.Load().f; f.Mode {
-	case FaultFlap:
-		s.dropAfter(f.After)
-	case FaultDrain:
-		s.send(goAwayFrame(f.URI))
+	if in := s.h.faults.Load(); in != nil {
+		s.faultAtReady(in)
 	}
 }
 
@@ -320,30 +317,6 @@ func (s *session) finish(frame []byte, code int, reason string) {
 	s.mu.Unlock()
 	_ = writeFrame(s.conn, frame)
 	s.closeWith(code, reason)
-}
-
-// dropAfter ends the session abruptly after d, without a close frame, the way a crashing
-// Host would (fault injection).
-func (s *session) dropAfter(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return
-	}
-	if s.flap != nil {
-		s.flap.Stop()
-	}
-	s.flap = time.AfterFunc(d, func() { _ = s.conn.CloseNow() })
-}
-
-// keepAlive cancels a pending flap drop: once the Host is up again, up means up.
-func (s *session) keepAlive() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.flap != nil {
-		s.flap.Stop()
-		s.flap = nil
-	}
 }
 
 func (s *session) isReady() bool {

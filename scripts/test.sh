@@ -18,8 +18,8 @@ step "lint: vet and staticcheck, native and js/wasm"
 step "the committed client assets match a fresh build"
 ./scripts/check-assets.sh
 
-step "go test -race (native)"
-go test -race -count=1 ./...
+step "go test -race (native), every module of go.work"
+go test -race -count=1 github.com/lifeline-go/lifeline/...
 
 step "go test under js/wasm (Node and Chromium)"
 ./scripts/wasmtest.sh

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/hostplugin/jetstream"
 )
 
 // fleetFlags select the stream log: the in-memory ring (none set), a JetStream log on NATS
@@ -31,7 +32,7 @@ type fleetFlags struct {
 // sharedLog is what cmd/host needs of a fleet's log beyond hostplugin.StreamLog.
 type sharedLog interface {
 	hostplugin.StreamLog
-	Health() hostplugin.LogHealth
+	Health() jetstream.Health
 	AppendUnique(ctx context.Context, stream, id string, build func(seq uint64) json.RawMessage) (hostplugin.Event, bool, error)
 	Close() error
 }
@@ -79,7 +80,7 @@ func openLog(f fleetFlags, id string, logger *slog.Logger) (sharedLog, func(), e
 	if url == "" {
 		return nil, func() {}, nil
 	}
-	log, err := hostplugin.ConnectJetStream(url, &hostplugin.JetStreamOptions{
+	log, err := jetstream.Connect(url, &jetstream.Options{
 		Replicas:  f.replicas,
 		MaxEvents: f.maxEvents,
 		Logger:    logger,

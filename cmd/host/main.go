@@ -19,7 +19,9 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/hostplugin/jetstream"
 	"github.com/lifeline-go/lifeline/hostplugin/restart"
+	"github.com/lifeline-go/lifeline/internal/fault"
 )
 
 func main() {
@@ -141,10 +143,16 @@ func run(args []string, stderr io.Writer) int {
 	}
 
 	mux := http.NewServeMux()
-	mux.Handle("/_lifeline/health", health(h, *id, shared, rs.Replaced()))
+	var injector *fault.Injector // nil without -faults: the Host has no fault modes
 	if *faults {
-		mux.Handle("/_lifeline/faults", h.FaultPanel())
+		if injector, err = fault.Install(h); err != nil {
+			ln.Close()
+			fmt.Fprintf(stderr, "host: -faults: %v\n", err)
+			return 1
+		}
+		mux.Handle("/_lifeline/faults", injector.Panel())
 	}
+	mux.Handle("/_lifeline/health", health(h, injector, *id, shared, rs.Replaced()))
 	// The demo page is a plain page: the plugin injects its client, as on an embedder's site.
 	mux.Handle("/", h.Handler(http.FileServer(http.Dir(*webDir))))
 	srv := &http.Server{
@@ -275,18 +283,22 @@ func ticks(ctx context.Context, h *hostplugin.Host, logger *slog.Logger) {
 	}
 }
 
-// health answers the Host's Stats as JSON, with its id and, in a fleet, the state of the
-// shared log; 503 while it is not ready, draining or cut off from the shared log (it could
+// health answers the Host's Stats as JSON, with its fault mode ("up" without -faults), its id
+// and, in a fleet, the state of the shared log; 503 while it is not ready, draining or cut off from the shared log (it could
 // only reset pages then), so a load balancer stops sending pages to it. Draining to a
 // successor is no reason: the successor serves this same socket, so the address is healthy
 // (a request this process accepted just before the handoff is answered here).
-func health(h *hostplugin.Host, id string, shared sharedLog, replaced <-chan struct{}) http.Handler {
+func health(h *hostplugin.Host, faults *fault.Injector, id string, shared sharedLog, replaced <-chan struct{}) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := struct {
 			hostplugin.Stats
-			Host string                `json:"host"`
-			Log  *hostplugin.LogHealth `json:"log,omitempty"`
-		}{Stats: h.Stats(), Host: id}
+			Fault string            `json:"fault"` // as the fault panel reads it
+			Host  string            `json:"host"`
+			Log   *jetstream.Health `json:"log,omitempty"`
+		}{Stats: h.Stats(), Fault: fault.Fault{}.String(), Host: id}
+		if faults != nil {
+			st.Fault = faults.Fault().String()
+		}
 		if shared != nil {
 			lh := shared.Health()
 			st.Log = &lh

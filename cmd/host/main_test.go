@@ -338,6 +338,10 @@ func TestHealthAndTheFaultPanel(t *testing.T) {
 	if _, body := faulty.get("/_lifeline/faults", nil); string(body) != "overload=2500\n" {
 		t.Errorf("panel shows %q", body)
 	}
+	// The health reports the mode too, for the e2e and bench tooling.
+	if _, body := faulty.get("/_lifeline/health", nil); json.Unmarshal(body, &st) != nil || st.Fault != "overload=2500" {
+		t.Errorf("health under overload=2500: %s", body)
+	}
 }
 
 func TestTicksStreamPublishesOncePerSecond(t *testing.T) {

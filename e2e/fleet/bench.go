@@ -26,6 +26,7 @@ import (
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/hostplugin/jetstream"
 )
 
 const (
@@ -138,12 +139,12 @@ func runBench(out io.Writer) error {
 	for _, backend := range []string{"in-memory ring (one Host)", "JetStream (publish on Host A, deliver from Host B)"} {
 		var pubLog, subLog hostplugin.StreamLog
 		if strings.HasPrefix(backend, "JetStream") {
-			a, err := hostplugin.ConnectJetStream(url, nil)
+			a, err := jetstream.Connect(url, nil)
 			if err != nil {
 				return err
 			}
 			defer a.Close()
-			b, err := hostplugin.ConnectJetStream(url, nil)
+			b, err := jetstream.Connect(url, nil)
 			if err != nil {
 				return err
 			}

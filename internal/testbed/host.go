@@ -20,7 +20,8 @@ var httpClient = &http.Client{Timeout: 2 * time.Second}
 // Health is what bin/host answers at /_lifeline/health.
 type Health struct {
 	hostplugin.Stats
-	Host string `json:"host"` // the Host's -id
+	Fault string `json:"fault"` // the fault mode, as the fault panel reads it
+	Host  string `json:"host"`  // the Host's -id
 }
 
 // GetHealth reads the health of the Host at base ("http://127.0.0.1:8080"). The Host answers
@@ -42,7 +43,7 @@ func GetHealth(ctx context.Context, base string) (Health, error) {
 	return h, nil
 }
 
-// SetFault posts mode (hostplugin.ParseFault's syntax: "up", "outage", "drain=ws://…") to the
+// SetFault posts mode (internal/fault.Parse's syntax: "up", "outage", "drain=ws://…") to the
 // fault panel of the Host at base, which bin/host serves with -faults.
 func SetFault(ctx context.Context, base, mode string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/_lifeline/faults", strings.NewReader(mode))

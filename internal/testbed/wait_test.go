@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/internal/fault"
 	"github.com/lifeline-go/lifeline/internal/testbed"
 )
 
@@ -107,13 +108,17 @@ func TestSetFaultSwitchesARealPanelAndReportsItsRefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	srv := httptest.NewServer(http.StripPrefix("/_lifeline/faults", h.FaultPanel()))
+	in, err := fault.Install(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.StripPrefix("/_lifeline/faults", in.Panel()))
 	defer srv.Close()
 	ctx := context.Background()
 	if err := testbed.SetFault(ctx, srv.URL, "outage"); err != nil {
 		t.Fatalf("SetFault outage: %v", err)
 	}
-	if got := h.Fault().String(); got != "outage" {
+	if got := in.Fault().String(); got != "outage" {
 		t.Fatalf("the Host's fault after SetFault outage: %s", got)
 	}
 	err = testbed.SetFault(ctx, srv.URL, "sideways")
@@ -136,7 +141,7 @@ func TestGetHealthReadsTheBodyOfA503(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := testbed.Health{Stats: hostplugin.Stats{Ready: true, Draining: true, Fault: "up", Sessions: 7, Open: 8, Accepted: 9}, Host: "h2"}
+	want := testbed.Health{Stats: hostplugin.Stats{Ready: true, Draining: true, Sessions: 7, Open: 8, Accepted: 9}, Fault: "up", Host: "h2"}
 	if h != want {
 		t.Fatalf("GetHealth = %+v; want %+v", h, want)
 	}

@@ -1,6 +1,6 @@
 //go:build !js
 
-package hostplugin_test
+package jetstream_test
 
 import (
 	"context"
@@ -17,9 +17,10 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/hostplugin/jetstream"
 )
 
 // natsServer is an embedded NATS server with JetStream on a loopback port.
@@ -66,7 +67,7 @@ func (ns *natsServer) stop() {
 }
 
 // connect returns a JetStream log on ns, closed with the test.
-func (ns *natsServer) connect(t testing.TB, l *logs) *hostplugin.JetStreamLog {
+func (ns *natsServer) connect(t testing.TB, l *logs) *jetstream.Log {
 	t.Helper()
 	var logger *slog.Logger
 	if l != nil {
@@ -74,9 +75,9 @@ func (ns *natsServer) connect(t testing.TB, l *logs) *hostplugin.JetStreamLog {
 	} else {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	log, err := hostplugin.ConnectJetStream(ns.url(), &hostplugin.JetStreamOptions{Logger: logger, MaxEvents: 64, Timeout: time.Second})
+	log, err := jetstream.Connect(ns.url(), &jetstream.Options{Logger: logger, MaxEvents: 64, Timeout: time.Second})
 	if err != nil {
-		t.Fatalf("ConnectJetStream: %v", err)
+		t.Fatalf("jetstream.Connect: %v", err)
 	}
 	t.Cleanup(func() { _ = log.Close() })
 	return log
@@ -113,7 +114,7 @@ func TestJetStreamLogsOfTwoHostsShareSequencesAndTheEpoch(t *testing.T) {
 			t.Fatalf("event %d = seq %d epoch %q, want seq %d epoch %q", i, ev.Seq, ev.Epoch, i+1, all[0].Epoch)
 		}
 	}
-	for name, log := range map[string]*hostplugin.JetStreamLog{"a": a, "b": b} {
+	for name, log := range map[string]*jetstream.Log{"a": a, "b": b} {
 		events, head, ok, err := log.Since(ctx, "s", hostplugin.Cursor{Epoch: all[0].Epoch, Seq: 2})
 		if err != nil || !ok || head != (hostplugin.Cursor{Epoch: all[0].Epoch, Seq: 6}) || len(events) != 4 {
 			t.Fatalf("%s.Since(seq 2) = %d events, head %+v, ok %v, err %v; want 4, seq 6, true", name, len(events), head, ok, err)
@@ -131,7 +132,7 @@ func TestJetStreamLogResetsCursorsItCannotVouchFor(t *testing.T) {
 	log := ns.connect(t, nil) // keeps 64 events
 	ctx := context.Background()
 
-	if _, head, ok, err := log.Since(ctx, "never", hostplugin.Cursor{}); ok || err != nil || head.Seq != 0 || !strings.HasPrefix(head.Epoch, hostplugin.UnbornPrefix) {
+	if _, head, ok, err := log.Since(ctx, "never", hostplugin.Cursor{}); ok || err != nil || head.Seq != 0 || !strings.HasPrefix(head.Epoch, jetstream.UnbornPrefix) {
 		t.Fatalf("Since on a stream never written = head %+v ok %v err %v, want a reset to the unborn epoch", head, ok, err)
 	}
 	evs := jsAppendN(t, log, "s", 0, 100)
@@ -174,7 +175,7 @@ func TestJetStreamLogEpochChangesWhenTheStreamIsRecreated(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js, _ := natsjs.New(nc)
 	names := js.StreamNames(context.Background())
 	for name := range names.Name() {
 		if err := js.DeleteStream(context.Background(), name); err != nil {
@@ -281,14 +282,14 @@ func seqsOf(events []hostplugin.Event) []uint64 {
 }
 
 // onlyStream returns the one JetStream stream on ns, through a connection of the test's own.
-func onlyStream(t testing.TB, ns *natsServer) jetstream.Stream {
+func onlyStream(t testing.TB, ns *natsServer) natsjs.Stream {
 	t.Helper()
 	nc, err := nats.Connect(ns.url())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
+	js, _ := natsjs.New(nc)
 	var names []string
 	for name := range js.StreamNames(context.Background()).Name() {
 		names = append(names, name)
@@ -304,7 +305,7 @@ func onlyStream(t testing.TB, ns *natsServer) jetstream.Stream {
 }
 
 // republishTo points the stream's RePublish at dest (nil: none) and returns what it was.
-func republishTo(t testing.TB, ns *natsServer, dest *jetstream.RePublish) *jetstream.RePublish {
+func republishTo(t testing.TB, ns *natsServer, dest *natsjs.RePublish) *natsjs.RePublish {
 	t.Helper()
 	s := onlyStream(t, ns)
 	nc, err := nats.Connect(ns.url())
@@ -312,7 +313,7 @@ func republishTo(t testing.TB, ns *natsServer, dest *jetstream.RePublish) *jetst
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js, _ := natsjs.New(nc)
 	cfg := s.CachedInfo().Config
 	was := cfg.RePublish
 	cfg.RePublish = dest
@@ -335,7 +336,7 @@ func TestJetStreamFollowReadsTheEventsWhoseLiveCopiesWereLost(t *testing.T) {
 	if live == nil {
 		t.Fatal("the stream was made without RePublish")
 	}
-	elsewhere := &jetstream.RePublish{Source: live.Source, Destination: "nobody.listens"}
+	elsewhere := &natsjs.RePublish{Source: live.Source, Destination: "nobody.listens"}
 	republishTo(t, ns, elsewhere)
 	jsAppendN(t, a, "s", 1, 3) // seqs 2–4: their copies go where nobody listens
 	republishTo(t, ns, live)
@@ -391,7 +392,7 @@ func TestJetStreamFollowMovesToAStreamMadeAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	js, _ := jetstream.New(nc)
+	js, _ := natsjs.New(nc)
 	if err := js.DeleteStream(context.Background(), s.CachedInfo().Config.Name); err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +415,7 @@ func TestAppendUniqueStoresOneEventPerIDAcrossHosts(t *testing.T) {
 	build := func(seq uint64) json.RawMessage { return json.RawMessage(fmt.Sprintf(`{"n":%d}`, seq)) }
 	stored := 0
 	for sec := range 5 {
-		for _, log := range []*hostplugin.JetStreamLog{a, b, a} {
+		for _, log := range []*jetstream.Log{a, b, a} {
 			ev, ok, err := log.AppendUnique(ctx, "ticks", fmt.Sprintf("tick-%d", sec), build)
 			if err != nil {
 				t.Fatalf("AppendUnique second %d: %v", sec, err)
@@ -639,7 +640,7 @@ func waitUntil(t testing.TB, d time.Duration, what string, cond func() bool) {
 
 // clusterStream is the ticks stream of a natsCluster, read through a connection of its own.
 type clusterStream struct {
-	js   jetstream.JetStream
+	js   natsjs.JetStream
 	name string
 }
 
@@ -661,9 +662,9 @@ func (s clusterStream) leader(t testing.TB) string {
 // to step down until the two are different nodes, so that each role can be killed alone.
 func arrangeLeaders(t testing.TB, c *natsCluster) clusterStream {
 	t.Helper()
-	setup, err := hostplugin.ConnectJetStream(c.nodes[0].addrs.Client, &hostplugin.JetStreamOptions{Replicas: 3, Logger: slog.New(slog.DiscardHandler)})
+	setup, err := jetstream.Connect(c.nodes[0].addrs.Client, &jetstream.Options{Replicas: 3, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		t.Fatalf("ConnectJetStream: %v", err)
+		t.Fatalf("jetstream.Connect: %v", err)
 	}
 	defer setup.Close()
 	waitUntil(t, 20*time.Second, "the ticks stream to be created", func() bool {
@@ -677,7 +678,7 @@ func arrangeLeaders(t testing.TB, c *natsCluster) clusterStream {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	js, _ := jetstream.New(nc)
+	js, _ := natsjs.New(nc)
 	var s clusterStream
 	for name := range js.StreamNames(context.Background()).Name() {
 		s = clusterStream{js: js, name: name}
@@ -754,7 +755,7 @@ func (e *elections) firstAfter(t0 time.Time) (time.Time, bool) {
 // and follows them, with the time of every publish and every delivery.
 type failoverHost struct {
 	name string
-	log  *hostplugin.JetStreamLog
+	log  *jetstream.Log
 
 	mu        sync.Mutex
 	events    []hostplugin.Event
@@ -765,9 +766,9 @@ type failoverHost struct {
 
 func newFailoverHost(t testing.TB, name string, seed *natsNode) *failoverHost {
 	t.Helper()
-	log, err := hostplugin.ConnectJetStream(seed.addrs.Client, &hostplugin.JetStreamOptions{Replicas: 3, Logger: slog.New(slog.DiscardHandler), Name: name})
+	log, err := jetstream.Connect(seed.addrs.Client, &jetstream.Options{Replicas: 3, Logger: slog.New(slog.DiscardHandler), Name: name})
 	if err != nil {
-		t.Fatalf("ConnectJetStream: %v", err)
+		t.Fatalf("jetstream.Connect: %v", err)
 	}
 	h := &failoverHost{name: name, log: log}
 	h.stop = log.Follow("ticks", func(ev hostplugin.Event) {

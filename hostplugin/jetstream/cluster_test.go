@@ -1,6 +1,6 @@
 //go:build !js
 
-package hostplugin_test
+package jetstream_test
 
 import (
 	"bufio"

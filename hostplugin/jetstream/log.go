@@ -1,15 +1,15 @@
 //go:build !js
 
-package hostplugin
+package jetstream
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -17,13 +17,15 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
+	natsjs "github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/hostplugin"
 )
 
-// JetStreamOptions are the optional parts of a [JetStreamLog]. A nil *JetStreamOptions means
-// all defaults.
-type JetStreamOptions struct {
+// Options are the optional parts of a [Log]. A nil *Options means all defaults.
+type Options struct {
 	// Prefix names the JetStream streams and subjects of this log: stream <Prefix>_<hash>,
 	// subject <prefix>.s.<hash>, one per Lifeline stream. Default: "LIFELINE".
 	Prefix string
@@ -41,10 +43,10 @@ type JetStreamOptions struct {
 	Name string
 }
 
-// Errors of a [JetStreamLog].
+// Errors of a [Log].
 var (
-	// ErrLogUnavailable wraps the errors of a JetStream log that cannot reach NATS.
-	ErrLogUnavailable = errors.New("hostplugin: the stream log is unavailable")
+	// ErrUnavailable wraps the errors of a JetStream log that cannot reach NATS.
+	ErrUnavailable = errors.New("jetstream: the stream log is unavailable")
 )
 
 // UnbornPrefix begins the epoch of a stream that does not exist in JetStream yet. Its first
@@ -58,7 +60,7 @@ const epochKey = "lifeline_epoch"
 // nameKey keeps the Lifeline stream name beside its hashed JetStream name, for operators.
 const nameKey = "lifeline_stream"
 
-// JetStreamLog is a [StreamLog] on NATS JetStream, shared by every Host of a fleet that
+// Log is a [hostplugin.StreamLog] on NATS JetStream, shared by every Host of a fleet that
 // connects to the same NATS system with the same Prefix. Each Lifeline stream is one
 // JetStream stream, so its JetStream sequence numbers are the stream's own (1, 2, 3, …) and
 // every Host hands out and replays the same numbers. The epoch of a stream is made when the
@@ -67,8 +69,8 @@ const nameKey = "lifeline_stream"
 //
 // While NATS cannot be reached the log degrades instead of guessing: Append fails (the
 // publisher sees the error), Since answers a reset to the last head it knew (a replay it
-// could not read is never served) and [JetStreamLog.Health] says so; the connection is
-// retried forever and the log recovers on its own.
+// could not read is never served) and [Log.Health] says so; the connection is retried forever
+// and the log recovers on its own.
 //
 // Events are published on <prefix>.s.<hash>, and JetStream republishes each one once it is
 // stored on <prefix>.live.<hash> (the stream's RePublish), where every Host's Follow hears it:
@@ -81,11 +83,11 @@ const nameKey = "lifeline_stream"
 // on one Host is not comparable with "nothing" on another, so a page that moves is reset by
 // each Host it lands on), and Follow waits for it to appear.
 //
-// The zero JetStreamLog is not usable; call [ConnectJetStream]. It is safe for concurrent use.
-type JetStreamLog struct {
+// The zero Log is not usable; call [Connect]. It is safe for concurrent use.
+type Log struct {
 	nc       *nats.Conn
-	js       jetstream.JetStream
-	opts     JetStreamOptions
+	js       natsjs.JetStream
+	opts     Options
 	unborn   string // the epoch of streams not in JetStream yet, this log's own
 	logger   *slog.Logger
 	ctx      context.Context // ended by Close: stops every Follow
@@ -94,7 +96,7 @@ type JetStreamLog struct {
 
 	mu        sync.Mutex // guards the fields below
 	streams   map[string]*jsStream
-	health    LogHealth
+	health    Health
 	conn      context.Context // ended when the NATS connection is lost: requests on it give up
 	connLost  context.CancelFunc
 	followers map[*nats.Subscription]*follower
@@ -109,8 +111,8 @@ type jsStream struct {
 	head    uint64 // the highest sequence seen
 }
 
-// LogHealth is the state of a shared stream log, for health checks.
-type LogHealth struct {
+// Health is the state of a [Log]'s NATS connection, for health checks.
+type Health struct {
 	Backend   string    `json:"backend"`             // "jetstream"
 	Connected bool      `json:"connected"`           // the NATS connection is up
 	Server    string    `json:"server,omitempty"`    // the NATS server connected to
@@ -119,11 +121,11 @@ type LogHealth struct {
 	LastError string    `json:"lastError,omitempty"` // the last error NATS reported
 }
 
-// ConnectJetStream connects to the NATS servers at url (a comma-separated list) and returns a
-// log on their JetStream. It returns once the first connection is made or fails; from then on
-// a lost connection is retried forever.
-func ConnectJetStream(url string, opts *JetStreamOptions) (*JetStreamLog, error) {
-	var o JetStreamOptions
+// Connect connects to the NATS servers at url (a comma-separated list) and returns a log on
+// their JetStream. It returns once the first connection is made or fails; from then on a lost
+// connection is retried forever.
+func Connect(url string, opts *Options) (*Log, error) {
+	var o Options
 	if opts != nil {
 		o = *opts
 	}
@@ -131,7 +133,7 @@ func ConnectJetStream(url string, opts *JetStreamOptions) (*JetStreamLog, error)
 		o.Prefix = "LIFELINE"
 	}
 	if strings.ContainsAny(o.Prefix, ".*> \t\r\n/\\") {
-		return nil, fmt.Errorf("hostplugin: JetStream prefix %q: must not contain '.', '*', '>', '/', '\\' or spaces", o.Prefix)
+		return nil, fmt.Errorf("jetstream: JetStream prefix %q: must not contain '.', '*', '>', '/', '\\' or spaces", o.Prefix)
 	}
 	o.Replicas = max(o.Replicas, 1)
 	if o.MaxEvents <= 0 {
@@ -146,9 +148,9 @@ func ConnectJetStream(url string, opts *JetStreamOptions) (*JetStreamLog, error)
 	if o.Name == "" {
 		o.Name = "lifeline"
 	}
-	l := &JetStreamLog{opts: o, logger: o.Logger, streams: map[string]*jsStream{}, unborn: UnbornPrefix + newID(6),
+	l := &Log{opts: o, logger: o.Logger, streams: map[string]*jsStream{}, unborn: UnbornPrefix + newID(6),
 		followers: map[*nats.Subscription]*follower{}}
-	l.health = LogHealth{Backend: "jetstream"}
+	l.health = Health{Backend: "jetstream"}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.conn, l.connLost = context.WithCancel(l.ctx)
 	nc, err := nats.Connect(url,
@@ -174,13 +176,13 @@ func ConnectJetStream(url string, opts *JetStreamOptions) (*JetStreamLog, error)
 	)
 	if err != nil {
 		l.cancel()
-		return nil, fmt.Errorf("%w: connecting to NATS at %s: %v", ErrLogUnavailable, url, err)
+		return nil, fmt.Errorf("%w: connecting to NATS at %s: %v", ErrUnavailable, url, err)
 	}
-	js, err := jetstream.New(nc)
+	js, err := natsjs.New(nc)
 	if err != nil {
 		nc.Close()
 		l.cancel()
-		return nil, fmt.Errorf("hostplugin: JetStream at %s: %w", url, err)
+		return nil, fmt.Errorf("jetstream: JetStream at %s: %w", url, err)
 	}
 	l.nc, l.js = nc, js
 	l.health.Connected = true
@@ -188,7 +190,7 @@ func ConnectJetStream(url string, opts *JetStreamOptions) (*JetStreamLog, error)
 	return l, nil
 }
 
-func (l *JetStreamLog) onDisconnect(nc *nats.Conn, err error) {
+func (l *Log) onDisconnect(nc *nats.Conn, err error) {
 	if l.ctx.Err() != nil {
 		return
 	}
@@ -201,10 +203,10 @@ func (l *JetStreamLog) onDisconnect(nc *nats.Conn, err error) {
 		l.health.LastError = err.Error()
 	}
 	l.mu.Unlock()
-	l.logger.Error("hostplugin: lost the NATS connection; replays are reset until it is back", "server", nc.ConnectedUrlRedacted(), "err", err)
+	l.logger.Error("jetstream: lost the NATS connection; replays are reset until it is back", "server", nc.ConnectedUrlRedacted(), "err", err)
 }
 
-func (l *JetStreamLog) onReconnect(nc *nats.Conn) {
+func (l *Log) onReconnect(nc *nats.Conn) {
 	l.mu.Lock()
 	down := time.Since(l.health.DownSince)
 	l.health.Connected = true
@@ -221,11 +223,11 @@ func (l *JetStreamLog) onReconnect(nc *nats.Conn) {
 	for _, f := range followers {
 		f.look()
 	}
-	l.logger.Info("hostplugin: NATS connection is back", "server", nc.ConnectedUrlRedacted(), "outage", down.Round(time.Millisecond))
+	l.logger.Info("jetstream: NATS connection is back", "server", nc.ConnectedUrlRedacted(), "outage", down.Round(time.Millisecond))
 }
 
 // Health returns the state of the log's NATS connection.
-func (l *JetStreamLog) Health() LogHealth {
+func (l *Log) Health() Health {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h := l.health
@@ -234,7 +236,7 @@ func (l *JetStreamLog) Health() LogHealth {
 }
 
 // Close stops every Follow and closes the NATS connection. It is idempotent.
-func (l *JetStreamLog) Close() error {
+func (l *Log) Close() error {
 	l.closeOne.Do(func() {
 		l.cancel()
 		l.nc.Close()
@@ -243,7 +245,7 @@ func (l *JetStreamLog) Close() error {
 }
 
 // names returns the stream's JetStream names (created on first use, not in NATS).
-func (l *JetStreamLog) names(stream string) *jsStream {
+func (l *Log) names(stream string) *jsStream {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := l.streams[stream]
@@ -258,7 +260,7 @@ func (l *JetStreamLog) names(stream string) *jsStream {
 }
 
 // known returns what the log knows of stream: its names, epoch ("" if unknown) and head.
-func (l *JetStreamLog) known(stream string) (jsStream, bool) {
+func (l *Log) known(stream string) (jsStream, bool) {
 	st := l.names(stream)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -266,7 +268,7 @@ func (l *JetStreamLog) known(stream string) (jsStream, bool) {
 }
 
 // learn records an epoch and a head seen in NATS. A new epoch replaces the head.
-func (l *JetStreamLog) learn(stream, epoch string, head uint64) {
+func (l *Log) learn(stream, epoch string, head uint64) {
 	st := l.names(stream)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -277,14 +279,14 @@ func (l *JetStreamLog) learn(stream, epoch string, head uint64) {
 	st.head = max(st.head, head)
 }
 
-func (l *JetStreamLog) forget(stream string) {
+func (l *Log) forget(stream string) {
 	st := l.names(stream)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st.epoch, st.head = "", 0
 }
 
-func epochOf(info *jetstream.StreamInfo) string {
+func epochOf(info *natsjs.StreamInfo) string {
 	if e := info.Config.Metadata[epochKey]; e != "" {
 		return e
 	}
@@ -295,11 +297,11 @@ func epochOf(info *jetstream.StreamInfo) string {
 // request bounds one request to NATS by the log's Timeout, and ends it as soon as the
 // connection it was sent on is lost: its answer would never come, and the caller can try
 // again on the next connection instead of waiting out the timeout.
-func (l *JetStreamLog) request(ctx context.Context) (context.Context, context.CancelFunc) {
+func (l *Log) request(ctx context.Context) (context.Context, context.CancelFunc) {
 	return l.requestUntil(ctx, time.Now().Add(l.opts.Timeout))
 }
 
-func (l *JetStreamLog) requestUntil(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+func (l *Log) requestUntil(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -316,12 +318,12 @@ func (l *JetStreamLog) requestUntil(ctx context.Context, deadline time.Time) (co
 
 // info reads the stream's state from NATS; a stream that does not exist is (nil, nil). The
 // handle it returns carries that state (CachedInfo).
-func (l *JetStreamLog) info(ctx context.Context, stream string) (jetstream.Stream, error) {
+func (l *Log) info(ctx context.Context, stream string) (natsjs.Stream, error) {
 	st, _ := l.known(stream)
 	ctx, cancel := l.request(ctx)
 	defer cancel()
 	s, err := l.js.Stream(ctx, st.name)
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
+	if errors.Is(err, natsjs.ErrStreamNotFound) {
 		l.forget(stream)
 		return nil, nil
 	}
@@ -334,33 +336,33 @@ func (l *JetStreamLog) info(ctx context.Context, stream string) (jetstream.Strea
 }
 
 // ensure makes the stream exist in JetStream and returns what the log knows of it.
-func (l *JetStreamLog) ensure(ctx context.Context, stream string) (jsStream, error) {
+func (l *Log) ensure(ctx context.Context, stream string) (jsStream, error) {
 	if st, ok := l.known(stream); ok {
 		return st, nil
 	}
 	st, _ := l.known(stream)
 	ctx, cancel := l.request(ctx)
 	defer cancel()
-	cfg := jetstream.StreamConfig{
+	cfg := natsjs.StreamConfig{
 		Name:        st.name,
 		Description: "Lifeline stream " + wire.Truncate(stream),
 		Subjects:    []string{st.subject},
-		Storage:     jetstream.FileStorage,
-		Retention:   jetstream.LimitsPolicy,
-		Discard:     jetstream.DiscardOld,
+		Storage:     natsjs.FileStorage,
+		Retention:   natsjs.LimitsPolicy,
+		Discard:     natsjs.DiscardOld,
 		MaxMsgs:     int64(l.opts.MaxEvents),
 		Replicas:    l.opts.Replicas,
 		Duplicates:  2 * time.Minute,
-		RePublish:   &jetstream.RePublish{Source: st.subject, Destination: st.live},
+		RePublish:   &natsjs.RePublish{Source: st.subject, Destination: st.live},
 		Metadata:    map[string]string{epochKey: newID(8), nameKey: wire.Truncate(stream)},
 	}
 	s, err := l.js.CreateStream(ctx, cfg)
-	if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+	if errors.Is(err, natsjs.ErrStreamNameAlreadyInUse) {
 		// Another Host made it first: its epoch is the one.
 		s, err = l.js.Stream(ctx, st.name)
 	}
 	if err != nil {
-		return jsStream{}, fmt.Errorf("%w: stream %q: %v", ErrLogUnavailable, wire.Truncate(stream), err)
+		return jsStream{}, fmt.Errorf("%w: stream %q: %v", ErrUnavailable, wire.Truncate(stream), err)
 	}
 	info := s.CachedInfo()
 	l.learn(stream, epochOf(info), info.State.LastSeq)
@@ -368,12 +370,13 @@ func (l *JetStreamLog) ensure(ctx context.Context, stream string) (jsStream, err
 	return st, nil
 }
 
-// Append implements [StreamLog]: the event is stored in JetStream before it is returned, and
-// every Host's Follow delivers it. While the stream has no leader (JetStream is electing one
-// after a NATS node died) Append keeps trying for the log's Timeout: nothing was stored then,
-// so trying again cannot store the event twice. An answer lost on the way (a timeout, the
-// connection lost meanwhile) is reported as an error: the event may or may not be stored.
-func (l *JetStreamLog) Append(ctx context.Context, stream string, data json.RawMessage) (Event, error) {
+// Append implements [hostplugin.StreamLog]: the event is stored in JetStream before it is
+// returned, and every Host's Follow delivers it. While the stream has no leader (JetStream is
+// electing one after a NATS node died) Append keeps trying for the log's Timeout: nothing was
+// stored then, so trying again cannot store the event twice. An answer lost on the way (a
+// timeout, the connection lost meanwhile) is reported as an error: the event may or may not
+// be stored.
+func (l *Log) Append(ctx context.Context, stream string, data json.RawMessage) (hostplugin.Event, error) {
 	ev, _, err := l.append(ctx, stream, func(uint64) json.RawMessage { return data }, "")
 	return ev, err
 }
@@ -388,7 +391,7 @@ func (l *JetStreamLog) Append(ctx context.Context, stream string, data json.RawM
 // same period (a tick's second): exactly one event per id lands. Because the id makes a
 // retry harmless, AppendUnique also tries again, for the log's Timeout, after an answer lost
 // with a NATS node and while another Host's append of the same id is in progress.
-func (l *JetStreamLog) AppendUnique(ctx context.Context, stream, id string, build func(seq uint64) json.RawMessage) (Event, bool, error) {
+func (l *Log) AppendUnique(ctx context.Context, stream, id string, build func(seq uint64) json.RawMessage) (hostplugin.Event, bool, error) {
 	return l.append(ctx, stream, build, id)
 }
 
@@ -399,36 +402,36 @@ const publishRetry = 100 * time.Millisecond
 // JetStream's code for a publish whose message id another publish is storing right now.
 const jsErrCodeDuplicateInProcess = 10158
 
-func (l *JetStreamLog) append(ctx context.Context, stream string, build func(uint64) json.RawMessage, id string) (Event, bool, error) {
+func (l *Log) append(ctx context.Context, stream string, build func(uint64) json.RawMessage, id string) (hostplugin.Event, bool, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	deadline := time.Now().Add(l.opts.Timeout)
-	fail := func(err error) (Event, bool, error) {
-		return Event{}, false, fmt.Errorf("%w: append to %q: %v", ErrLogUnavailable, wire.Truncate(stream), err)
+	fail := func(err error) (hostplugin.Event, bool, error) {
+		return hostplugin.Event{}, false, fmt.Errorf("%w: append to %q: %v", ErrUnavailable, wire.Truncate(stream), err)
 	}
 	checked := false // whether a missing stream leader was told from a deleted stream
 	for refusals := 0; ; {
 		st, err := l.ensure(ctx, stream)
 		if err != nil {
-			return Event{}, false, err
+			return hostplugin.Event{}, false, err
 		}
 		// Retries are this loop's: it tells a deleted stream from one without a leader.
-		popts := []jetstream.PublishOpt{jetstream.WithRetryAttempts(0)}
+		popts := []natsjs.PublishOpt{natsjs.WithRetryAttempts(0)}
 		if id != "" {
 			// The expected last sequence makes build's seq the real one: a Host that missed
 			// another's event is refused, reads the head and tries again.
-			popts = append(popts, jetstream.WithMsgID(id), jetstream.WithExpectLastSequence(st.head))
+			popts = append(popts, natsjs.WithMsgID(id), natsjs.WithExpectLastSequence(st.head))
 		}
 		data := build(st.head + 1)
 		rctx, cancel := l.requestUntil(ctx, deadline)
 		ack, err := l.js.Publish(rctx, st.subject, data, popts...)
 		cancel()
-		var apiErr *jetstream.APIError
+		var apiErr *natsjs.APIError
 		errors.As(err, &apiErr)
 		switch {
 		case err == nil && ack.Duplicate:
-			return Event{}, false, nil
+			return hostplugin.Event{}, false, nil
 		case err == nil:
 			if ack.Sequence <= st.head && id == "" {
 				// Sequences only grow in one stream: this one was recreated.
@@ -438,8 +441,8 @@ func (l *JetStreamLog) append(ctx context.Context, stream string, build func(uin
 			}
 			l.learn(stream, st.epoch, ack.Sequence)
 			cur, _ := l.known(stream)
-			return Event{Epoch: cur.epoch, Seq: ack.Sequence, Data: append(json.RawMessage(nil), data...)}, true, nil
-		case errors.Is(err, jetstream.ErrNoStreamResponse):
+			return hostplugin.Event{Epoch: cur.epoch, Seq: ack.Sequence, Data: append(json.RawMessage(nil), data...)}, true, nil
+		case errors.Is(err, natsjs.ErrNoStreamResponse):
 			// Nobody stored it: the stream is electing a leader, or it was deleted. A deleted
 			// stream is told at once by the meta leader; a stream being failed over is not.
 			if !checked {
@@ -449,8 +452,8 @@ func (l *JetStreamLog) append(ctx context.Context, stream string, build func(uin
 					continue
 				}
 			}
-		case apiErr != nil && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-			apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant):
+		case apiErr != nil && (apiErr.ErrorCode == natsjs.JSErrCodeStreamWrongLastSequence ||
+			apiErr.ErrorCode == natsjs.JSErrCodeStreamWrongLastSequenceConstant):
 			if refusals++; refusals > 4 {
 				return fail(err)
 			}
@@ -471,12 +474,12 @@ func (l *JetStreamLog) append(ctx context.Context, stream string, build func(uin
 
 // deleted reports whether NATS says stream does not exist, asking for no longer than a
 // healthy cluster takes to answer.
-func (l *JetStreamLog) deleted(ctx context.Context, stream string) bool {
+func (l *Log) deleted(ctx context.Context, stream string) bool {
 	st, _ := l.known(stream)
 	ctx, cancel := l.requestUntil(ctx, time.Now().Add(min(l.opts.Timeout, 250*time.Millisecond)))
 	defer cancel()
 	_, err := l.js.Stream(ctx, st.name)
-	return errors.Is(err, jetstream.ErrStreamNotFound)
+	return errors.Is(err, natsjs.ErrStreamNotFound)
 }
 
 // lostAnswer reports whether err means the answer to a request was lost (with its NATS
@@ -506,22 +509,22 @@ func sleepUntil(ctx context.Context, at, deadline time.Time) bool {
 	}
 }
 
-// Since implements [StreamLog]. It never returns an error: when NATS cannot be read it answers
-// a reset to the last head it knew, because a replay it cannot read in full is one it cannot
-// vouch for.
-func (l *JetStreamLog) Since(ctx context.Context, stream string, cur Cursor) ([]Event, Cursor, bool, error) {
-	degraded := func(err error) ([]Event, Cursor, bool, error) {
+// Since implements [hostplugin.StreamLog]. It never returns an error: when NATS cannot be read
+// it answers a reset to the last head it knew, because a replay it cannot read in full is one
+// it cannot vouch for.
+func (l *Log) Since(ctx context.Context, stream string, cur hostplugin.Cursor) ([]hostplugin.Event, hostplugin.Cursor, bool, error) {
+	degraded := func(err error) ([]hostplugin.Event, hostplugin.Cursor, bool, error) {
 		st, _ := l.known(stream)
 		if st.epoch == "" {
 			st.epoch = l.unborn // never seen: all the page can hold is nothing
 		}
-		l.logger.Warn("hostplugin: cannot read the stream log; resetting the page to the last known head",
+		l.logger.Warn("jetstream: cannot read the stream log; resetting the page to the last known head",
 			"stream", wire.Truncate(stream), "epoch", st.epoch, "seq", st.head, "err", err)
-		return nil, Cursor{Epoch: st.epoch, Seq: st.head}, false, nil
+		return nil, hostplugin.Cursor{Epoch: st.epoch, Seq: st.head}, false, nil
 	}
 	// A NATS node failing over (a stream leader elected again) takes a few seconds: retry
 	// within sinceRetry before settling for a reset.
-	var s jetstream.Stream
+	var s natsjs.Stream
 	var err error
 	found := false
 	for deadline := time.Now().Add(sinceRetry); ; {
@@ -537,11 +540,11 @@ func (l *JetStreamLog) Since(ctx context.Context, stream string, cur Cursor) ([]
 		time.Sleep(200 * time.Millisecond)
 	}
 	if !found {
-		return nil, Cursor{Epoch: l.unborn}, false, nil
+		return nil, hostplugin.Cursor{Epoch: l.unborn}, false, nil
 	}
 	info := s.CachedInfo()
 	epoch, first, last := epochOf(info), info.State.FirstSeq, info.State.LastSeq
-	head := Cursor{Epoch: epoch, Seq: last}
+	head := hostplugin.Cursor{Epoch: epoch, Seq: last}
 	if cur.Epoch != epoch || cur.Seq > last || cur.Seq+1 < first {
 		return nil, head, false, nil
 	}
@@ -566,7 +569,7 @@ func (l *JetStreamLog) Since(ctx context.Context, stream string, cur Cursor) ([]
 // sinceRetry bounds how long Since keeps trying NATS before it answers a reset.
 const sinceRetry = 5 * time.Second
 
-var errGap = errors.New("hostplugin: the log no longer holds the range")
+var errGap = errors.New("jetstream: the log no longer holds the range")
 
 // readParallel is how many reads of single events read keeps in flight.
 const readParallel = 16
@@ -584,7 +587,7 @@ const consumerWait = 500 * time.Millisecond
 // A long range is fetched through a consumer of its own; when none can be made at once, and
 // for short ranges, the events are read one request each, several at a time, from the
 // stream leader, which needs nothing but the stream.
-func (l *JetStreamLog) read(ctx context.Context, s jetstream.Stream, epoch string, from, to uint64) ([]Event, error) {
+func (l *Log) read(ctx context.Context, s natsjs.Stream, epoch string, from, to uint64) ([]hostplugin.Event, error) {
 	if to-from+1 >= replayBatch {
 		events, err := l.fetch(ctx, s, epoch, from, to)
 		if err == nil || errors.Is(err, errGap) {
@@ -593,19 +596,19 @@ func (l *JetStreamLog) read(ctx context.Context, s jetstream.Stream, epoch strin
 	}
 	ctx, cancel := l.request(ctx)
 	defer cancel()
-	out := make([]Event, to-from+1)
+	out := make([]hostplugin.Event, to-from+1)
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(readParallel)
 	for seq := from; seq <= to && gctx.Err() == nil; seq++ {
 		g.Go(func() error {
 			m, err := s.GetMsg(gctx, seq)
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
+			if errors.Is(err, natsjs.ErrMsgNotFound) {
 				return errGap
 			}
 			if err != nil {
 				return err
 			}
-			out[seq-from] = Event{Epoch: epoch, Seq: m.Sequence, Data: m.Data}
+			out[seq-from] = hostplugin.Event{Epoch: epoch, Seq: m.Sequence, Data: m.Data}
 			return nil
 		})
 	}
@@ -619,12 +622,12 @@ func (l *JetStreamLog) read(ctx context.Context, s jetstream.Stream, epoch strin
 }
 
 // fetch reads from..to through an ephemeral consumer made for this read and deleted after.
-func (l *JetStreamLog) fetch(ctx context.Context, s jetstream.Stream, epoch string, from, to uint64) ([]Event, error) {
+func (l *Log) fetch(ctx context.Context, s natsjs.Stream, epoch string, from, to uint64) ([]hostplugin.Event, error) {
 	cctx, cancel := l.requestUntil(ctx, time.Now().Add(min(l.opts.Timeout, consumerWait)))
-	c, err := s.CreateConsumer(cctx, jetstream.ConsumerConfig{
-		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
+	c, err := s.CreateConsumer(cctx, natsjs.ConsumerConfig{
+		DeliverPolicy:     natsjs.DeliverByStartSequencePolicy,
 		OptStartSeq:       from,
-		AckPolicy:         jetstream.AckNonePolicy,
+		AckPolicy:         natsjs.AckNonePolicy,
 		MemoryStorage:     true,
 		Replicas:          1,
 		InactiveThreshold: time.Minute, // in case the delete below is lost
@@ -643,10 +646,10 @@ func (l *JetStreamLog) fetch(ctx context.Context, s jetstream.Stream, epoch stri
 	}()
 	ctx, cancel = l.request(ctx)
 	defer cancel()
-	out := make([]Event, 0, to-from+1)
+	out := make([]hostplugin.Event, 0, to-from+1)
 	next := from
 	for next <= to {
-		batch, err := c.Fetch(int(min(to-next+1, 1024)), jetstream.FetchContext(ctx))
+		batch, err := c.Fetch(int(min(to-next+1, 1024)), natsjs.FetchContext(ctx))
 		if err != nil {
 			return nil, err
 		}
@@ -660,7 +663,7 @@ func (l *JetStreamLog) fetch(ctx context.Context, s jetstream.Stream, epoch stri
 			if md.Sequence.Stream != next {
 				return nil, errGap
 			}
-			out = append(out, Event{Epoch: epoch, Seq: next, Data: append(json.RawMessage(nil), m.Data()...)})
+			out = append(out, hostplugin.Event{Epoch: epoch, Seq: next, Data: append(json.RawMessage(nil), m.Data()...)})
 			if next++; next > to {
 				break
 			}
@@ -669,8 +672,15 @@ func (l *JetStreamLog) fetch(ctx context.Context, s jetstream.Stream, epoch stri
 			return nil, err
 		}
 		if got == 0 {
-			return nil, fmt.Errorf("hostplugin: replay of %s stalled at %d", s.CachedInfo().Config.Name, next)
+			return nil, fmt.Errorf("jetstream: replay of %s stalled at %d", s.CachedInfo().Config.Name, next)
 		}
 	}
 	return out, nil
+}
+
+// newID returns n random bytes in hex.
+func newID(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b)
 }

@@ -1,31 +1,34 @@
 //go:build !js
 
-package hostplugin
+package jetstream
 
 import (
 	"context"
 	"encoding/json"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/hostplugin"
 )
 
-// Follow implements [StreamLog]. It delivers the copies JetStream republishes of each event
-// once the event is stored (the stream's RePublish, received on a plain NATS subscription),
-// so events of every Host reach fn in seq order. A copy lost on the way (the connection to
-// NATS dropped, the stream leader died with copies in flight) shows as a gap before the next
-// copy, or is found when the stream is quiet: either way the missing events are read from
-// the stream and passed to fn first. An event appended while Follow registers is passed to
-// fn or returned by a later Since: the subscription is made before the start is read.
+// Follow implements [hostplugin.StreamLog]. It delivers the copies JetStream republishes of
+// each event once the event is stored (the stream's RePublish, received on a plain NATS
+// subscription), so events of every Host reach fn in seq order. A copy lost on the way (the
+// connection to NATS dropped, the stream leader died with copies in flight) shows as a gap
+// before the next copy, or is found when the stream is quiet: either way the missing events
+// are read from the stream and passed to fn first. An event appended while Follow registers
+// is passed to fn or returned by a later Since: the subscription is made before the start is
+// read.
 //
 // Follow needs no JetStream consumer: a consumer lives on one NATS node, and remaking one
 // after that node died needs the JetStream meta leader (possibly dead as well, then absent
 // for seconds) and may be placed on the dead node again, which blocks it until that node
 // returns. Subscriptions survive a lost node: NATS moves them with the connection.
-func (l *JetStreamLog) Follow(stream string, fn func(Event)) (stop func()) {
+func (l *Log) Follow(stream string, fn func(hostplugin.Event)) (stop func()) {
 	ctx, cancel := context.WithCancel(l.ctx)
 	st, _ := l.known(stream)
 	f := &follower{l: l, stream: stream, fn: fn, copies: make(chan *nats.Msg, 64), looks: make(chan struct{}, 1)}
@@ -37,7 +40,7 @@ func (l *JetStreamLog) Follow(stream string, fn func(Event)) (stop func()) {
 	})
 	if err != nil {
 		// Only a closed connection refuses a subscription: nothing will be delivered.
-		l.logger.Warn("hostplugin: cannot follow a stream", "stream", wire.Truncate(stream), "err", err)
+		l.logger.Warn("jetstream: cannot follow a stream", "stream", wire.Truncate(stream), "err", err)
 	} else {
 		l.mu.Lock()
 		l.followers[sub] = f
@@ -84,19 +87,19 @@ const followRetry = 250 * time.Millisecond
 
 // follower is one Follow: the fields below looks are its goroutine's own.
 type follower struct {
-	l      *JetStreamLog
+	l      *Log
 	stream string
-	fn     func(Event)
+	fn     func(hostplugin.Event)
 	copies chan *nats.Msg // republished copies, in the order NATS delivered them
 	looks  chan struct{}  // a request to read the stream's head now
 
-	s     jetstream.Stream // from the last read of the stream's state
-	epoch string           // "" until the stream is known
-	next  uint64           // the seq fn gets next
-	first uint64           // the oldest seq the stream held at the last read
-	head  uint64           // the newest
-	reads uint64           // how many reads of the state were applied
-	warn  bool             // whether the stream's missing RePublish was reported
+	s     natsjs.Stream // from the last read of the stream's state
+	epoch string        // "" until the stream is known
+	next  uint64        // the seq fn gets next
+	first uint64        // the oldest seq the stream held at the last read
+	head  uint64        // the newest
+	reads uint64        // how many reads of the state were applied
+	warn  bool          // whether the stream's missing RePublish was reported
 }
 
 // look asks the follower to read the stream's head soon. It never blocks.
@@ -109,7 +112,7 @@ func (f *follower) look() {
 
 // state is the answer to a read of the stream's state made while copies kept being handled.
 type state struct {
-	s     jetstream.Stream
+	s     natsjs.Stream
 	err   error
 	reads uint64 // f.reads when the read began
 }
@@ -167,7 +170,7 @@ func (f *follower) run(ctx context.Context, lookFirst bool) {
 // received handles one republished copy. It reports false when NATS failed a read the copy
 // needed; the copy's event is then read from the stream by a later look.
 func (f *follower) received(ctx context.Context, m *nats.Msg) bool {
-	seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+	seq, err := strconv.ParseUint(m.Header.Get(natsjs.SequenceHeader), 10, 64)
 	if err != nil || seq == 0 {
 		return true // not a copy JetStream made
 	}
@@ -184,7 +187,7 @@ func (f *follower) received(ctx context.Context, m *nats.Msg) bool {
 	if seq < f.next {
 		return true
 	}
-	f.deliver(Event{Epoch: f.epoch, Seq: seq, Data: append(json.RawMessage(nil), m.Data...)})
+	f.deliver(hostplugin.Event{Epoch: f.epoch, Seq: seq, Data: append(json.RawMessage(nil), m.Data...)})
 	return true
 }
 
@@ -215,7 +218,7 @@ func (f *follower) catchUp(ctx context.Context, through uint64) bool {
 	events, err := f.l.read(ctx, f.s, f.epoch, from, through)
 	if err != nil {
 		if ctx.Err() == nil {
-			f.l.logger.Debug("hostplugin: cannot read a followed stream; trying again", "stream", wire.Truncate(f.stream), "from", from, "to", through, "err", err)
+			f.l.logger.Debug("jetstream: cannot read a followed stream; trying again", "stream", wire.Truncate(f.stream), "from", from, "to", through, "err", err)
 		}
 		return false
 	}
@@ -239,7 +242,7 @@ func (f *follower) refresh(ctx context.Context) bool {
 
 // apply takes a read of the stream's state: a new epoch restarts the follow at the stream's
 // oldest event, and a stream without RePublish (made by an older Lifeline) is given it.
-func (f *follower) apply(ctx context.Context, s jetstream.Stream) {
+func (f *follower) apply(ctx context.Context, s natsjs.Stream) {
 	info := s.CachedInfo()
 	if e := epochOf(info); e != f.epoch {
 		f.epoch, f.next = e, max(info.State.FirstSeq, 1)
@@ -251,31 +254,31 @@ func (f *follower) apply(ctx context.Context, s jetstream.Stream) {
 	}
 }
 
-func (f *follower) deliver(ev Event) {
+func (f *follower) deliver(ev hostplugin.Event) {
 	f.next = ev.Seq + 1
 	f.l.learn(f.stream, ev.Epoch, ev.Seq)
 	f.fn(ev)
 }
 
 // republishes reports whether JetStream republishes the stream's events where Follow listens.
-func republishes(info *jetstream.StreamInfo, st jsStream) bool {
+func republishes(info *natsjs.StreamInfo, st jsStream) bool {
 	rp := info.Config.RePublish
 	return rp != nil && rp.Destination == st.live && !rp.HeadersOnly && (rp.Source == "" || rp.Source == st.subject)
 }
 
 // republish gives a stream made without RePublish the one Follow listens to. Until it has
 // one, its events reach fn only when the follower reads the stream (every followQuiet).
-func (f *follower) republish(ctx context.Context, info *jetstream.StreamInfo, st jsStream) {
+func (f *follower) republish(ctx context.Context, info *natsjs.StreamInfo, st jsStream) {
 	cfg := info.Config
-	cfg.RePublish = &jetstream.RePublish{Source: st.subject, Destination: st.live}
+	cfg.RePublish = &natsjs.RePublish{Source: st.subject, Destination: st.live}
 	rctx, cancel := f.l.request(ctx)
 	defer cancel()
 	_, err := f.l.js.UpdateStream(rctx, cfg)
 	switch {
 	case err == nil:
-		f.l.logger.Info("hostplugin: the stream now republishes its events for live delivery", "stream", wire.Truncate(f.stream), "subject", st.live)
+		f.l.logger.Info("jetstream: the stream now republishes its events for live delivery", "stream", wire.Truncate(f.stream), "subject", st.live)
 	case !f.warn && ctx.Err() == nil:
 		f.warn = true
-		f.l.logger.Warn("hostplugin: cannot make the stream republish its events; live delivery waits for reads of the stream", "stream", wire.Truncate(f.stream), "err", err)
+		f.l.logger.Warn("jetstream: cannot make the stream republish its events; live delivery waits for reads of the stream", "stream", wire.Truncate(f.stream), "err", err)
 	}
 }
