@@ -17,9 +17,9 @@
 //	go run ./e2e/fleet -bench     # figures: publish-to-deliver latency, events/s (ring vs JetStream)
 //	go run ./e2e/fleet -bench -out bench/FLEET.md   # … and rewrite their part of bench/FLEET.md
 //
-// It needs web/lifeline.wasm (scripts/build.sh) and nginx (installed when missing). Every
-// child runs in a process group of its own (internal/testbed), stopped when the run ends or is
-// interrupted, and killed by the kernel if the run itself is.
+// It needs the demo page (web/index.html; the Host serves its own client) and nginx (installed
+// when missing). Every child runs in a process group of its own (internal/testbed), stopped
+// when the run ends or is interrupted, and killed by the kernel if the run itself is.
 package main
 
 import (
@@ -148,8 +148,8 @@ func (f *fleet) build() error {
 			return fmt.Errorf("go build %s: %w", pkg, err)
 		}
 	}
-	if _, err := os.Stat("web/lifeline.wasm"); err != nil {
-		return errors.New("web/lifeline.wasm is missing: run ./scripts/build.sh first")
+	if _, err := os.Stat("web/index.html"); err != nil {
+		return errors.New("web/index.html is missing: run from the repository root")
 	}
 	if _, err := exec.LookPath("nginx"); err != nil {
 		logf("installing nginx")

@@ -11,7 +11,7 @@
 //	go run ./e2e/soak                                       # 10 minutes, 200 clients, 3 pages
 //	SOAK_DURATION=60s SOAK_CLIENTS=50 SOAK_PAGES=1 go run ./e2e/soak   # the smoke version
 //
-// It needs bin/host, bin/client and web/ built (scripts/build.sh) and, for pages, e2e/'s npm
+// It needs bin/host and bin/client built (scripts/build.sh) and, for pages, e2e/'s npm
 // packages and /usr/bin/chromium (scripts/setup-e2e.sh). Everything listens on loopback; every
 // child runs in its own process group (internal/testbed) and is stopped on exit, failure and
 // interruption included, and killed by the kernel if the soak itself is. Exit status 0

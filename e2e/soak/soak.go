@@ -115,7 +115,7 @@ func (s *soak) run(ctx context.Context) int {
 }
 
 func (s *soak) setUp(ctx context.Context) error {
-	for _, f := range []string{"bin/host", "bin/client", "web/lifeline.wasm", "web/index.html"} {
+	for _, f := range []string{"bin/host", "bin/client", "web/index.html"} {
 		if _, err := os.Stat(filepath.Join(s.o.root, f)); err != nil {
 			return fmt.Errorf("%s missing: run scripts/build.sh first", f)
 		}
