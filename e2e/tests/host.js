@@ -268,4 +268,58 @@ async function startEmbed(config = {}) {
   return app;
 }
 
-module.exports = { startHost, startProxy, startEmbed, recordStates, states, waitState, waitFor, collectTicks, ticks, gapsIn, freePort };
+// sharedWorker attaches DevTools to the browser's shared worker (the hub of shared mode), which
+// Playwright does not expose. It returns send(method, params) into the worker, on(method, fn)
+// for its events, and detach(). Playwright's CDPSession cannot address a flattened child
+// session, so the messages go through Target.sendMessageToTarget. Attaching changes a worker's
+// lifetime: detach before a test of it.
+async function sharedWorker(browser) {
+  const cdp = await browser.newBrowserCDPSession();
+  const { targetInfos } = await cdp.send('Target.getTargets');
+  const w = targetInfos.find((t) => t.type === 'shared_worker');
+  if (!w) {
+    await cdp.detach();
+    throw new Error('no shared worker among the targets: ' + targetInfos.map((t) => t.type).join(', '));
+  }
+  const { sessionId } = await cdp.send('Target.attachToTarget', { targetId: w.targetId, flatten: false });
+  let id = 0;
+  const pending = new Map();
+  const listeners = new Map();
+  cdp.on('Target.receivedMessageFromTarget', (e) => {
+    if (e.sessionId !== sessionId) return;
+    const m = JSON.parse(e.message);
+    if (m.id !== undefined && pending.has(m.id)) {
+      const { resolve, reject, method } = pending.get(m.id);
+      pending.delete(m.id);
+      if (m.error) reject(new Error(`${method} in the shared worker: ${m.error.message}`));
+      else resolve(m.result);
+      return;
+    }
+    for (const fn of listeners.get(m.method) || []) fn(m.params);
+  });
+  return {
+    send(method, params = {}) {
+      return new Promise((resolve, reject) => {
+        const i = ++id;
+        pending.set(i, { resolve, reject, method });
+        cdp.send('Target.sendMessageToTarget', { sessionId, message: JSON.stringify({ id: i, method, params }) }).catch(reject);
+      });
+    },
+    // evaluate runs expression in the worker and returns its value; a throw is an error.
+    async evaluate(expression) {
+      const r = await this.send('Runtime.evaluate', { expression, returnByValue: true });
+      if (r.exceptionDetails) throw new Error(`in the shared worker: ${r.exceptionDetails.exception ? r.exceptionDetails.exception.description : r.exceptionDetails.text}`);
+      return r.result.value;
+    },
+    on(method, fn) {
+      if (!listeners.has(method)) listeners.set(method, []);
+      listeners.get(method).push(fn);
+    },
+    async detach() {
+      await cdp.send('Target.detachFromTarget', { sessionId }).catch(() => {});
+      await cdp.detach().catch(() => {});
+    },
+  };
+}
+
+module.exports = { startHost, startProxy, startEmbed, recordStates, states, waitState, waitFor, collectTicks, ticks, gapsIn, freePort, sharedWorker };
