@@ -5,8 +5,14 @@
 //   - repeat visit: every load in one persistent profile (launchPersistentContext), as a
 //     returning user's browser is. An off-the-record newContext() never reuses V8's wasm code
 //     cache, so it cannot stand for a repeat visit.
-// Each iteration loads: Lifeline first, socket.io first, Lifeline repeat, socket.io repeat, so
-// that a change in the machine's load falls on all four alike.
+// Lifeline runs in both its modes: shared (the default: the hub in a SharedWorker, which the
+// probe below cannot see into, so those rows have no compile figures) and in-page
+// (lifelineOptions.mode = "in-page", set before any script of the page). A shared first visit
+// is tab 1 in a fresh context, then tabs 2–5 opened one by one beside it ("tabs"); a shared
+// repeat visit finds the hub the previous one left, if its extendedLifetime still keeps it.
+// Each iteration loads: shared first (and its tabs 2–5), in-page first, socket.io first, shared
+// repeat, in-page repeat, socket.io repeat, so that a change in the machine's load falls on all
+// alike.
 //
 // Every time is performance.now() in the page: ms from navigation start.
 //   fetchStart, responseEnd  the client code's Resource Timing entry (the wasm for Lifeline,
@@ -29,8 +35,10 @@
 //
 //   node pageload.js --lifeline http://127.0.0.1:P/ --sio http://127.0.0.1:Q/page.html --n 20 --dwell 3000
 // Prints one JSON object:
-//   {"first": {"lifeline": [load…], "sio": [load…]}, "repeat": {…}, "primer": {"lifeline": load,
-//    "sio": load}, "traces": [{load, counts, …}…], "errors": […], "n": N, "dwell": ms}
+//   {"first": {"lifeline": [load…], "inpage": […], "tabs": […], "sio": […]},
+//    "repeat": {"lifeline": […], "inpage": […], "sio": […]}, "primer": {"lifeline": load,
+//    "inpage": load, "sio": load}, "traces": [{load, counts, …}…], "errors": […], "n": N, "dwell": ms}
+// The traced loads are in-page repeat visits (the probe and the trace see the page, not a worker).
 // primer is the first load of each page in the persistent profile (its first visit), kept apart.
 const fs = require('fs');
 const os = require('os');
@@ -91,6 +99,9 @@ const probe = `(() => {
   addEventListener('lifeline:ready', () => { if (rec.ready === undefined) rec.ready = performance.now(); });
 })();`;
 
+// inPage makes a page run its hub in the page itself.
+const inPage = `globalThis.lifelineOptions = Object.assign({}, globalThis.lifelineOptions, { mode: 'in-page' });`;
+
 // collect runs in the page once it is connected.
 function collect() {
   const rec = window.__pl || { calls: [], states: [], urls: [] };
@@ -129,6 +140,7 @@ function collect() {
 async function load(context, url, stay, hooks = {}) {
   const page = await context.newPage();
   try {
+    if (hooks.inPage) await page.addInitScript(inPage);
     if (hooks.before) await hooks.before(page);
     await page.goto(url, { waitUntil: 'commit', timeout: 30000 });
     await page.waitForFunction(() => window.__connectedAt, null, { timeout: 30000, polling: 20 });
@@ -145,11 +157,32 @@ async function load(context, url, stay, hooks = {}) {
 }
 
 // fresh loads url in a browser context of its own: nothing cached.
-async function fresh(browser, url) {
+async function fresh(browser, url, hooks = {}) {
   const context = await browser.newContext();
   try {
     await context.addInitScript(probe);
-    return await load(context, url, 0);
+    return await load(context, url, 0, hooks);
+  } finally {
+    await context.close();
+  }
+}
+
+// freshTabs loads url as tab 1 of a fresh context, then tabs 2–5 one after another while the
+// earlier tabs stay open: shared mode's first visit and the tabs that join its hub.
+async function freshTabs(browser, url) {
+  const context = await browser.newContext();
+  try {
+    await context.addInitScript(probe);
+    const tab = async () => {
+      const page = await context.newPage();
+      await page.goto(url, { waitUntil: 'commit', timeout: 30000 });
+      await page.waitForFunction(() => window.__connectedAt, null, { timeout: 30000, polling: 20 });
+      return page.evaluate(collect);
+    };
+    const first = await tab();
+    const others = [];
+    for (let i = 2; i <= 5; i++) others.push(await tab());
+    return { first, others };
   } finally {
     await context.close();
   }
@@ -174,6 +207,7 @@ async function traceLoad(context, url, stay) {
   let cdp;
   let done;
   const m = await load(context, url, stay, {
+    inPage: true,
     async before(page) {
       cdp = await context.newCDPSession(page);
       cdp.on('Tracing.dataCollected', (d) => {
@@ -203,7 +237,7 @@ async function traceLoad(context, url, stay) {
 }
 
 (async () => {
-  const out = { first: { lifeline: [], sio: [] }, repeat: { lifeline: [], sio: [] }, primer: {}, traces: [], errors: [], n, dwell };
+  const out = { first: { lifeline: [], inpage: [], tabs: [], sio: [] }, repeat: { lifeline: [], inpage: [], sio: [] }, primer: {}, traces: [], errors: [], n, dwell };
   const browser = await chromium.launch(launch);
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeline-pageload-'));
   let persistent;
@@ -217,16 +251,23 @@ async function traceLoad(context, url, stay) {
     await attempt('warm-up lifeline', () => fresh(browser, a.lifeline));
     await attempt('warm-up sio', () => fresh(browser, a.sio));
     out.primer.lifeline = await attempt('primer lifeline', () => load(persistent, a.lifeline, dwell));
+    out.primer.inpage = await attempt('primer in-page', () => load(persistent, a.lifeline, dwell, { inPage: true }));
     out.primer.sio = await attempt('primer sio', () => load(persistent, a.sio, dwell));
     const push = (list, m) => { if (m) list.push(m); };
     for (let i = 0; i < n; i++) {
-      push(out.first.lifeline, await attempt('first lifeline', () => fresh(browser, a.lifeline)));
+      const tabs = await attempt('first lifeline tabs', () => freshTabs(browser, a.lifeline));
+      if (tabs) {
+        out.first.lifeline.push(tabs.first);
+        out.first.tabs.push(...tabs.others);
+      }
+      push(out.first.inpage, await attempt('first in-page', () => fresh(browser, a.lifeline, { inPage: true })));
       push(out.first.sio, await attempt('first sio', () => fresh(browser, a.sio)));
       push(out.repeat.lifeline, await attempt('repeat lifeline', () => load(persistent, a.lifeline, dwell)));
+      push(out.repeat.inpage, await attempt('repeat in-page', () => load(persistent, a.lifeline, dwell, { inPage: true })));
       push(out.repeat.sio, await attempt('repeat sio', () => load(persistent, a.sio, dwell)));
     }
     for (let i = 0; i < Number(a.traced); i++) {
-      push(out.traces, await attempt('traced repeat lifeline', () => traceLoad(persistent, a.lifeline, dwell)));
+      push(out.traces, await attempt('traced repeat in-page', () => traceLoad(persistent, a.lifeline, dwell)));
     }
   } finally {
     if (persistent) await persistent.close().catch(() => {});

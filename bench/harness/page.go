@@ -53,13 +53,12 @@ func (e *env) clientWasm(dir string) (string, error) {
 	return out, os.WriteFile(out, raw, 0o644)
 }
 
-// buildWasm builds ./wasm for js/wasm into out with scripts/build.sh's flags and extra ones.
-func (e *env) buildWasm(out string, extra ...string) error {
-	args := append([]string{"build", "-trimpath"}, extra...)
-	cmd := exec.Command("go", append(args, "-o", out, "./wasm")...)
-	cmd.Dir, cmd.Env = e.root, append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+// buildNamesTwin builds the served wasm's twin with scripts/wasm.sh, the one build of it.
+func (e *env) buildNamesTwin() error {
+	cmd := exec.Command("bash", "scripts/wasm.sh", e.namesTwin(), "--names")
+	cmd.Dir = e.root
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building the wasm (go %s): %v\n%s", strings.Join(args, " "), err, b)
+		return fmt.Errorf("building the wasm's names twin (scripts/wasm.sh --names): %v\n%s", err, b)
 	}
 	return nil
 }
@@ -67,8 +66,6 @@ func (e *env) buildWasm(out string, extra ...string) error {
 // namesTwin is the served wasm built again without -s: the same code with its name section,
 // which says which package each function comes from.
 func (e *env) namesTwin() string { return filepath.Join(e.bin, "lifeline.names.wasm") }
-
-func (e *env) buildNamesTwin() error { return e.buildWasm(e.namesTwin()) }
 
 // compressed returns the raw, gzip -9 and brotli -q11 sizes of a file, as scripts/build.sh
 // compresses the wasm.
@@ -95,7 +92,11 @@ type pageLoad struct {
 	GoReadyFrom                            string
 }
 
-type pageLoads struct{ Lifeline, Sio []pageLoad }
+// pageLoads are one visit's loads: Lifeline in shared mode (the default; tab 1 on a first
+// visit), in-page, the tabs 2–5 of a shared first visit, and socket.io-client.
+type pageLoads struct {
+	Lifeline, InPage, Tabs, Sio []pageLoad
+}
 
 // pageTrace is a traced repeat load: V8's code-cache and compile events during it.
 type pageTrace struct {
@@ -106,7 +107,7 @@ type pageTrace struct {
 
 type pageRun struct {
 	First, Repeat pageLoads
-	Primer        struct{ Lifeline, Sio *pageLoad }
+	Primer        struct{ Lifeline, InPage, Sio *pageLoad }
 	Traces        []pageTrace
 	Errors        []string
 }
@@ -216,7 +217,7 @@ func (e *env) s6Page(r *report) error {
 		loads = e.n(20, 5)
 	}
 	t := r.table(fmt.Sprintf("6. The page in Chromium: where the time goes, median of %d loads per row (ms from navigation start)", loads),
-		"repeat visit: Lifeline ≤ socket.io-client; first visit: ≤ 1.6× socket.io-client; brotli wasm ≤ 1.2 MB (issue 14)",
+		"repeat visit: Lifeline ≤ socket.io-client; first visit: ≤ 1.6× socket.io-client; brotli wasm ≤ 1.2 MB (issue 14); shared mode: tabs 2–5 ≤ 60 ms, tab 1 within 10% of in-page (issue 17)",
 		"page", "visit", "fetch start", "bytes arrived", "instantiated", "Go ready", "connected", "connected p90",
 		"÷ socket.io", "wasm call → instance", "last byte → instance", "transferred / body", "loads")
 	host, err := e.startServer(kLifeline, "s6-host", 0, "")
@@ -240,7 +241,7 @@ func (e *env) s6Page(r *report) error {
 	if err != nil {
 		return err
 	}
-	if err := p.Wait(5*time.Minute + time.Duration(loads)*(2*e.dwell+20*time.Second)); err != nil {
+	if err := p.Wait(5*time.Minute + time.Duration(loads)*(3*e.dwell+30*time.Second)); err != nil {
 		_ = p.Stop(5 * time.Second)
 		return fmt.Errorf("pageload.js: %w", err)
 	}
@@ -259,22 +260,26 @@ func (e *env) s6Page(r *report) error {
 	}
 
 	conn := func(ls []pageLoad, p float64) float64 { return pct(values(ls, colConnected), p) }
-	firstRatio := conn(res.First.Lifeline, 50) / conn(res.First.Sio, 50)
-	repeatRatio := conn(res.Repeat.Lifeline, 50) / conn(res.Repeat.Sio, 50)
-	r.note(t, "Lifeline / socket.io-client, connected: first visit %s (p90 %s), repeat visit %s (p90 %s)",
-		ratio(conn(res.First.Lifeline, 50), conn(res.First.Sio, 50)), ratio(conn(res.First.Lifeline, 90), conn(res.First.Sio, 90)),
-		ratio(conn(res.Repeat.Lifeline, 50), conn(res.Repeat.Sio, 50)), ratio(conn(res.Repeat.Lifeline, 90), conn(res.Repeat.Sio, 90)))
-	r.note(t, "first visit: each load in a fresh browser context (nothing cached); repeat visit: one persistent profile (`launchPersistentContext`) loading the page again, each page kept open %v after connected; every iteration loads Lifeline first, socket.io first, Lifeline repeat, socket.io repeat, after one unmeasured fresh load of each", e.dwell)
-	r.note(t, "fetch start and bytes arrived: the client code's Resource Timing entry (fetchStart, responseEnd): the wasm for Lifeline, socket.io.min.js for socket.io; instantiated: the first WebAssembly.instantiateStreaming / instantiate to give an Instance (compileStreaming and compile are stamped too); Go ready: %s; connected: the first `lifeline:state` with state connected, socket.io's `connect`", goReadySource(res.First.Lifeline))
-	if xs := values(res.First.Lifeline, colReady); len(xs) > 0 {
-		r.note(t, "`lifeline:ready` (globalThis.lifeline installed, just before the controller starts): first visit %s, repeat %s (medians)",
-			fmtMs(pct(xs, 50)), med(res.Repeat.Lifeline, colReady))
+	for _, m := range []struct {
+		name          string
+		first, repeat []pageLoad
+	}{{"shared (the default)", res.First.Lifeline, res.Repeat.Lifeline}, {"in-page", res.First.InPage, res.Repeat.InPage}} {
+		r.note(t, "Lifeline %s / socket.io-client, connected: first visit %s (p90 %s), repeat visit %s (p90 %s)", m.name,
+			ratio(conn(m.first, 50), conn(res.First.Sio, 50)), ratio(conn(m.first, 90), conn(res.First.Sio, 90)),
+			ratio(conn(m.repeat, 50), conn(res.Repeat.Sio, 50)), ratio(conn(m.repeat, 90), conn(res.Repeat.Sio, 90)))
+	}
+	r.note(t, "first visit: each load in a fresh browser context (nothing cached); a shared first visit is tab 1, and its tabs 2–5 are opened one after another beside it (the row tabs 2–5 pools them); repeat visit: one persistent profile (`launchPersistentContext`) loading the page again, each page kept open %v after connected, so a shared repeat visit finds the hub its predecessor left (extendedLifetime keeps it up to 5 min after its last tab); every iteration loads shared first (+ tabs 2–5), in-page first, socket.io first, shared repeat, in-page repeat, socket.io repeat, after one unmeasured fresh load of each", e.dwell)
+	r.note(t, "shared mode runs the hub in a SharedWorker, where this probe cannot see: its rows have no fetch or compile figures")
+	r.note(t, "fetch start and bytes arrived: the client code's Resource Timing entry (fetchStart, responseEnd): the wasm for Lifeline, socket.io.min.js for socket.io; instantiated: the first WebAssembly.instantiateStreaming / instantiate to give an Instance (compileStreaming and compile are stamped too); Go ready: %s; connected: the first `lifeline:state` with state connected, socket.io's `connect`", goReadySource(res.First.InPage))
+	if xs := values(res.First.InPage, colReady); len(xs) > 0 {
+		r.note(t, "`lifeline:ready` (globalThis.lifeline installed), in-page: first visit %s, repeat %s (medians)",
+			fmtMs(pct(xs, 50)), med(res.Repeat.InPage, colReady))
 	}
 	r.note(t, "transferred / body: the Resource Timing transferSize / encodedBodySize (0 transferred: served from the HTTP cache; about 300 B: revalidated, answered 304)")
 	for _, p := range []struct {
 		name string
 		l    *pageLoad
-	}{{"Lifeline", res.Primer.Lifeline}, {"socket.io-client", res.Primer.Sio}} {
+	}{{"Lifeline shared", res.Primer.Lifeline}, {"Lifeline in-page", res.Primer.InPage}, {"socket.io-client", res.Primer.Sio}} {
 		if p.l == nil {
 			continue
 		}
@@ -285,13 +290,13 @@ func (e *env) s6Page(r *report) error {
 		r.note(t, "%s", s)
 	}
 	e.s6CodeCache(r, t, &res)
-	if n := revalidated(res.Repeat.Lifeline); n > 0 {
-		r.note(t, "%d of %d Lifeline repeat loads revalidated the wasm (a 304): its heuristic freshness, a tenth of its age since Last-Modified, had run out; Chromium then no longer finds V8's code cache for it (seen with V8 made to cache at once)", n, len(res.Repeat.Lifeline))
+	if n := revalidated(res.Repeat.InPage); n > 0 {
+		r.note(t, "%d of %d Lifeline in-page repeat loads revalidated the wasm (a 304): Chromium then no longer finds V8's code cache for it (seen with V8 made to cache at once)", n, len(res.Repeat.InPage))
 	}
 	for _, v := range []struct {
 		name string
 		ls   []pageLoad
-	}{{"first", res.First.Lifeline}, {"repeat", res.Repeat.Lifeline}} {
+	}{{"in-page first", res.First.InPage}, {"in-page repeat", res.Repeat.InPage}} {
 		twice := 0
 		for _, l := range v.ls {
 			if l.Resource != nil && l.Resource.Count > 1 {
@@ -317,14 +322,28 @@ func (e *env) s6Page(r *report) error {
 		r.fail("6 sizes", err)
 	}
 	full := loads >= 20
-	r.judgeFull(full, "6", "repeat visit: Lifeline connected ≤ socket.io-client (ratio of medians ≤ 1.0)", repeatRatio <= 1.0,
-		fmt.Sprintf("%.2f× (%s / %s)", repeatRatio, fmtMs(conn(res.Repeat.Lifeline, 50)), fmtMs(conn(res.Repeat.Sio, 50))),
-		"a repeat visit that neither compiles nor runs much before main: see where the time goes in scenario 6 and issue 14's levers")
-	r.judgeFull(full, "6", "first visit: Lifeline connected ≤ 1.6× socket.io-client", firstRatio <= 1.6,
-		fmt.Sprintf("%.2f× (%s / %s)", firstRatio, fmtMs(conn(res.First.Lifeline, 50)), fmtMs(conn(res.First.Sio, 50))),
-		"an earlier wasm fetch, less to download and compile, less to run before main (issue 14)")
+	for _, m := range []struct {
+		name          string
+		first, repeat []pageLoad
+	}{{"shared (the default)", res.First.Lifeline, res.Repeat.Lifeline}, {"in-page", res.First.InPage, res.Repeat.InPage}} {
+		repeatRatio := conn(m.repeat, 50) / conn(res.Repeat.Sio, 50)
+		firstRatio := conn(m.first, 50) / conn(res.First.Sio, 50)
+		r.judgeFull(full, "6", "repeat visit: Lifeline "+m.name+" connected ≤ socket.io-client (ratio of medians ≤ 1.0)", repeatRatio <= 1.0,
+			fmt.Sprintf("%.2f× (%s / %s)", repeatRatio, fmtMs(conn(m.repeat, 50)), fmtMs(conn(res.Repeat.Sio, 50))),
+			"a repeat visit that neither compiles nor runs much before main: see where the time goes in scenario 6 and issue 14's levers")
+		r.judgeFull(full, "6", "first visit: Lifeline "+m.name+" connected ≤ 1.6× socket.io-client", firstRatio <= 1.6,
+			fmt.Sprintf("%.2f× (%s / %s)", firstRatio, fmtMs(conn(m.first, 50)), fmtMs(conn(res.First.Sio, 50))),
+			"an earlier wasm fetch, less to download and compile, less to run before main (issue 14)")
+	}
+	tabs := conn(res.First.Tabs, 50)
+	r.judgeFull(full, "6", "shared mode: tabs 2–5 connected ≤ 60 ms (median)", tabs <= 60, fmtMs(tabs),
+		"a tab that joins a running hub: its script, its port, the hub's answer")
+	tab1, inpage := conn(res.First.Lifeline, 50), conn(res.First.InPage, 50)
+	r.judgeFull(full, "6", "shared mode: tab 1 within 10% of the in-page first visit", tab1 <= 1.1*inpage,
+		fmt.Sprintf("%s vs %s (%s)", fmtMs(tab1), fmtMs(inpage), ratio(tab1, inpage)),
+		"the worker's own script and runner fetched in series before the wasm")
 	if wasmPath != "" {
-		if err := e.s6Sizes(r, wasmPath, res.First.Lifeline); err != nil {
+		if err := e.s6Sizes(r, wasmPath, res.First.InPage); err != nil {
 			r.fail("6 sizes", err)
 		}
 	}
@@ -337,6 +356,7 @@ func breakdown(res *pageRun) [][]string {
 		"first":  pct(values(res.First.Sio, colConnected), 50),
 		"repeat": pct(values(res.Repeat.Sio, colConnected), 50),
 	}
+	sioConn["first, tab 1"], sioConn["first, tabs 2–5"] = sioConn["first"], sioConn["first"]
 	row := func(page, visit string, ls []pageLoad, isSio bool) []string {
 		cells := []string{page, visit, med(ls, colFetchStart), med(ls, colBytesArrived)}
 		div := ratio(pct(values(ls, colConnected), 50), sioConn[visit])
@@ -355,8 +375,11 @@ func breakdown(res *pageRun) [][]string {
 		return append(cells, fmtBytes(pct(values(ls, colTransfer), 50))+" / "+fmtBytes(pct(values(ls, colEncoded), 50)), fmt.Sprint(len(ls)))
 	}
 	return [][]string{
-		row("Lifeline", "first", res.First.Lifeline, false),
-		row("Lifeline", "repeat", res.Repeat.Lifeline, false),
+		row("Lifeline shared", "first, tab 1", res.First.Lifeline, false),
+		row("Lifeline shared", "first, tabs 2–5", res.First.Tabs, false),
+		row("Lifeline shared", "repeat", res.Repeat.Lifeline, false),
+		row("Lifeline in-page", "first", res.First.InPage, false),
+		row("Lifeline in-page", "repeat", res.Repeat.InPage, false),
 		row("socket.io-client", "first", res.First.Sio, true),
 		row("socket.io-client", "repeat", res.Repeat.Sio, true),
 	}
@@ -387,7 +410,7 @@ func goReadySource(ls []pageLoad) string {
 // s6CodeCache says whether the repeat visits compiled from V8's code cache: from the traced
 // loads' own events, and from the compile times of the two visits.
 func (e *env) s6CodeCache(r *report, t *table, res *pageRun) {
-	first, repeat := pct(values(res.First.Lifeline, colWasmCall), 50), pct(values(res.Repeat.Lifeline, colWasmCall), 50)
+	first, repeat := pct(values(res.First.InPage, colWasmCall), 50), pct(values(res.Repeat.InPage, colWasmCall), 50)
 	times := fmt.Sprintf("wasm call → instance, median: first visit %s, repeat %s (%s)", fmtMs(first), fmtMs(repeat), ratio(repeat, first))
 	n := len(res.Traces)
 	if n == 0 {

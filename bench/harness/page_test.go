@@ -10,12 +10,15 @@ import (
 	"testing"
 )
 
-// A run as bench/browser/pageload.js prints it, two loads per row. Lifeline's first visit
-// streams its wasm; its repeat visit compiles with compileStreaming, then instantiates, and
-// sets performance.mark('lifeline:go-ready'). socket.io has no wasm.
+// A run as bench/browser/pageload.js prints it, two loads per row. Lifeline in-page: its
+// first visit streams its wasm; its repeat visit compiles with compileStreaming, then
+// instantiates, and sets performance.mark('lifeline:go-ready'). Lifeline shared: the hub is a
+// worker the probe cannot see, so only connected. socket.io has no wasm.
 const cannedRun = `{
  "first": {
-  "lifeline": [
+  "lifeline": [{"connected": 330, "calls": []}, {"connected": 420, "calls": []}],
+  "tabs": [{"connected": 40, "calls": []}, {"connected": 50, "calls": []}, {"connected": 45, "calls": []}],
+  "inpage": [
    {"connected": 300, "resource": {"name": "http://h/lifeline.wasm", "fetchStart": 60, "responseEnd": 150, "transferSize": 1300000, "encodedBodySize": 1299700},
     "calls": [{"fn": "instantiateStreaming", "t0": 61, "t1": 200}], "compiled": 200, "instantiated": 200, "goReady": 250, "goReadyFrom": "state", "ready": 240},
    {"connected": 400, "resource": {"name": "http://h/lifeline.wasm", "fetchStart": 80, "responseEnd": 170, "transferSize": 1300000, "encodedBodySize": 1299700},
@@ -27,7 +30,8 @@ const cannedRun = `{
   ]
  },
  "repeat": {
-  "lifeline": [
+  "lifeline": [{"connected": 30, "calls": []}, {"connected": 35, "calls": []}],
+  "inpage": [
    {"connected": 150, "resource": {"name": "http://h/lifeline.wasm", "fetchStart": 10, "responseEnd": 40, "transferSize": 0, "encodedBodySize": 1299700},
     "calls": [{"fn": "compileStreaming", "t0": 11, "t1": 60}, {"fn": "instantiate", "t0": 61, "t1": 70}], "compiled": 60, "instantiated": 70, "goReady": 90, "goReadyFrom": "mark"},
    {"connected": 250, "resource": {"name": "http://h/lifeline.wasm", "fetchStart": 30, "responseEnd": 60, "transferSize": 0, "encodedBodySize": 1299700},
@@ -51,9 +55,12 @@ func TestBreakdownReadsEveryColumnOfBothVisits(t *testing.T) {
 	want := [][]string{
 		// fetch start, bytes arrived, instantiated, Go ready, connected, p90, ÷ socket.io,
 		// wasm call → instance, last byte → instance, transferred / body, loads
-		{"Lifeline", "first", "60 ms", "150 ms", "200 ms", "250 ms", "300 ms", "400 ms", "3.00×", "139 ms", "50 ms", "1.30 MB / 1.30 MB", "2"},
+		{"Lifeline shared", "first, tab 1", "n/a", "n/a", "n/a", "n/a", "330 ms", "420 ms", "3.30×", "n/a", "n/a", "n/a / n/a", "2"},
+		{"Lifeline shared", "first, tabs 2–5", "n/a", "n/a", "n/a", "n/a", "45 ms", "50 ms", "0.45×", "n/a", "n/a", "n/a / n/a", "3"},
+		{"Lifeline shared", "repeat", "n/a", "n/a", "n/a", "n/a", "30 ms", "35 ms", "0.60×", "n/a", "n/a", "n/a / n/a", "2"},
+		{"Lifeline in-page", "first", "60 ms", "150 ms", "200 ms", "250 ms", "300 ms", "400 ms", "3.00×", "139 ms", "50 ms", "1.30 MB / 1.30 MB", "2"},
 		// compileStreaming's start to instantiate's end: 70 - 11 = 59.
-		{"Lifeline", "repeat", "10 ms", "40 ms", "70 ms", "90 ms", "150 ms", "250 ms", "3.00×", "59 ms", "30 ms", "0 B / 1.30 MB", "2"},
+		{"Lifeline in-page", "repeat", "10 ms", "40 ms", "70 ms", "90 ms", "150 ms", "250 ms", "3.00×", "59 ms", "30 ms", "0 B / 1.30 MB", "2"},
 		{"socket.io-client", "first", "20 ms", "30 ms", "n/a", "n/a", "100 ms", "200 ms", "1", "n/a", "n/a", "15.0 KB / 14.7 KB", "2"},
 		{"socket.io-client", "repeat", "5 ms", "8 ms", "n/a", "n/a", "50 ms", "70 ms", "1", "n/a", "n/a", "300 B / 14.7 KB", "2"},
 	}
@@ -62,10 +69,10 @@ func TestBreakdownReadsEveryColumnOfBothVisits(t *testing.T) {
 			t.Errorf("row %d:\n got %q\nwant %q", i, safeRow(got, i), want[i])
 		}
 	}
-	if s := goReadySource(res.Repeat.Lifeline); !strings.Contains(s, "performance.mark") || strings.Contains(s, "else") {
+	if s := goReadySource(res.Repeat.InPage); !strings.Contains(s, "performance.mark") || strings.Contains(s, "else") {
 		t.Errorf("goReadySource(repeat) = %q, want the mark alone", s)
 	}
-	if s := goReadySource(res.First.Lifeline); !strings.HasPrefix(s, "the first `lifeline:state`") {
+	if s := goReadySource(res.First.InPage); !strings.HasPrefix(s, "the first `lifeline:state`") {
 		t.Errorf("goReadySource(first) = %q, want the first lifeline:state", s)
 	}
 }
@@ -73,8 +80,8 @@ func TestBreakdownReadsEveryColumnOfBothVisits(t *testing.T) {
 func TestBreakdownSaysNAWhereAPageHasNoSuchMoment(t *testing.T) {
 	// A Lifeline page that never instantiated (its wasm failed) but connected nothing either
 	// must not invent figures.
-	res := pageRun{First: pageLoads{Lifeline: []pageLoad{{Calls: nil}}}}
-	got := breakdown(&res)[0]
+	res := pageRun{First: pageLoads{InPage: []pageLoad{{Calls: nil}}}}
+	got := breakdown(&res)[3]
 	for i, col := range []int{2, 3, 4, 5, 6, 9, 10} {
 		if got[col] != "n/a" {
 			t.Errorf("column %d (%d) = %q, want n/a", col, i, got[col])
@@ -146,7 +153,7 @@ func TestRevalidatedCountsThe304s(t *testing.T) {
 		name string
 		ls   []pageLoad
 		want int
-	}{{"lifeline first", res.First.Lifeline, 0}, {"lifeline repeat", res.Repeat.Lifeline, 0}, {"sio repeat", res.Repeat.Sio, 2}} {
+	}{{"lifeline first", res.First.InPage, 0}, {"lifeline repeat", res.Repeat.InPage, 0}, {"sio repeat", res.Repeat.Sio, 2}} {
 		if got := revalidated(tt.ls); got != tt.want {
 			t.Errorf("revalidated(%s) = %d, want %d", tt.name, got, tt.want)
 		}
