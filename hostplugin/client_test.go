@@ -28,7 +28,7 @@ func TestHandlerServesTheClientBesideTheEndpointAndInjectsIt(t *testing.T) {
 	}
 	body := page.body
 	m := regexp.MustCompile(`<script src="(/app/client/lifeline\.[0-9a-f]{16}\.js)" data-wasm="(/app/client/lifeline\.[0-9a-f]{16}\.wasm)" data-run="(/app/client/run\.[0-9a-f]{16}\.js)" data-worker="(/app/client/worker\.[0-9a-f]{16}\.js)" async></script></head>`).FindStringSubmatch(body)
-	if m == nil || !strings.Contains(body, `<link rel="preload" href="`+hostplugin.ClientPrefix("/app/ws")) {
+	if m == nil || !strings.Contains(m[0], `<script src="`+hostplugin.ClientPrefix("/app/ws")) {
 		t.Fatalf("the page lacks the client's tags at the end of its head: %s", body)
 	}
 	for _, u := range m[1:] {

@@ -88,7 +88,6 @@ func ExampleHost_Inject() {
 	// <head>
 	// <title>Hi</title>
 	// <script type="application/json" id="lifeline-bootstrap">{"recovery":{"slowAfterMs":3000,"deadlineMs":15000,"initialDelayMs":500,"maxDelayMs":10000,"factor":2,"jitter":0.5,"stableAfterMs":10000},"endpoint":"/_lifeline/events","heartbeatMs":15000}</script>
-	// <link rel="preload" href="/_lifeline/client/lifeline.<hash>.wasm" as="fetch" type="application/wasm" crossorigin>
 	// <script src="/_lifeline/client/lifeline.<hash>.js" data-wasm="/_lifeline/client/lifeline.<hash>.wasm" data-run="/_lifeline/client/run.<hash>.js" data-worker="/_lifeline/client/worker.<hash>.js" async>
 	// </script>
 	// </head>

@@ -14,9 +14,7 @@ mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# -trimpath and -buildvcs=false: the same source gives the same bytes on any machine and at
-# any commit (VCS stamps would change the wasm with every commit).
-GOOS=js GOARCH=wasm go build -trimpath -buildvcs=false -ldflags="-s -w" -o "$tmp/lifeline.wasm" ./wasm
+./scripts/wasm.sh "$tmp/lifeline.wasm"
 cat web/settings.js web/lifeline.js >"$out/lifeline.js"
 cat "$(go env GOROOT)/lib/wasm/wasm_exec.js" web/runner.js >"$out/run.js"
 cp web/worker.js "$out/worker.js"

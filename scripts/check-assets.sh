@@ -8,7 +8,7 @@ dist=hostplugin/internal/client/dist
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 ./scripts/assets.sh "$tmp" >/dev/null
-GOOS=js GOARCH=wasm go build -trimpath -buildvcs=false -ldflags="-s -w" -o "$tmp/fresh.wasm" ./wasm
+node -e 'const fs = require("fs"), zlib = require("zlib"); fs.writeFileSync(process.argv[2], zlib.brotliDecompressSync(fs.readFileSync(process.argv[1])))' "$tmp/lifeline.wasm.br" "$tmp/fresh.wasm"
 stale=()
 for f in lifeline.js run.js worker.js; do
   cmp -s "$dist/$f" "$tmp/$f" || stale+=("$f")

@@ -302,11 +302,24 @@
     return 'shared'; // the hub checks the option's value and names a bad one
   }
 
+  // compile starts the wasm's streaming compilation, or returns undefined where the browser
+  // cannot stream (the runner then instantiates from the URL). A failure is the runner's to
+  // report, when it awaits the module; until then it is not an unhandled rejection.
+  function compile(url) {
+    if (typeof WebAssembly !== 'object' || typeof WebAssembly.compileStreaming !== 'function') return undefined;
+    const m = WebAssembly.compileStreaming(fetch(url));
+    m.catch(() => {});
+    return m;
+  }
+
   function startInPage() {
     mode = 'in-page';
     const channel = new MessageChannel();
     connect(channel.port1);
-    const run = () => globalThis.__lifelineRun({ wasm: wasmURL, onExit: failed });
+    // Compile while the runner loads: the bytes stream into the compiler as they arrive
+    // as they arrive, not after run.js has come and gone.
+    const module = compile(wasmURL);
+    const run = () => globalThis.__lifelineRun({ module, wasm: wasmURL, onExit: failed });
     const go = () => {
       globalThis.__lifelineConnect(channel.port2);
       run();

@@ -42,10 +42,15 @@
   }
 
   try {
+    // Compile first: importScripts blocks this worker until the runner has loaded, and the
+    // module's bytes can stream into the compiler meanwhile.
+    const wasm = sameOrigin('wasm');
+    const module = typeof WebAssembly.compileStreaming === 'function' ? WebAssembly.compileStreaming(fetch(wasm)) : undefined;
+    if (module) module.catch(() => {});
     importScripts(sameOrigin('run'));
     // The program closes the worker itself once no tab is left (hub.Options.OnIdle).
     self.__lifelineClose = () => self.close();
-    self.__lifelineRun({ wasm: sameOrigin('wasm'), onExit: exited });
+    self.__lifelineRun({ module, wasm, onExit: exited });
   } catch (err) {
     exited('the worker could not start: ' + err);
   }

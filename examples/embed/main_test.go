@@ -87,7 +87,6 @@ func TestThePageIsServedWithTheClientInjectedIntoItsHead(t *testing.T) {
 			}
 			for _, re := range []string{
 				`<script type="application/json" id="lifeline-bootstrap">\{"recovery":`,
-				`<link rel="preload" href="/_lifeline/client/lifeline\.[0-9a-f]{16}\.wasm" as="fetch" type="application/wasm" crossorigin>`,
 				`<script src="/_lifeline/client/lifeline\.[0-9a-f]{16}\.js" [^>]*async></script>`,
 			} {
 				if n := len(regexp.MustCompile(re).FindAllString(head, -1)); n != 1 {

@@ -129,14 +129,16 @@ func (c *Client) identity() ([]byte, error) {
 }
 
 // Tags are what the plugin inserts into a page's head after the bootstrap, with prefix the
-// URL path the assets are served under ("/_lifeline/client/"): a preload of the wasm, so its
-// download starts while the page parses, and the tab script, async, which starts the hub.
+// URL path the assets are served under ("/_lifeline/client/"): the tab script, async, which
+// starts the wasm's streaming compile (in-page) or the hub at once. There is deliberately no
+// <link rel="preload"> of the wasm: a module compiled from a preloaded response never enters
+// V8's code cache (bench/RESULTS.md, scenario 6, measured: 18 stores, 0 hits with a preload;
+// 3 of 3 hits without), and in shared mode the worker, not the page, fetches the wasm.
 func (c *Client) Tags(prefix string) []byte {
 	// The prefix comes from the configured endpoint: percent-encoded as a URL path, then
 	// escaped for an HTML attribute, so no value of it can leave the attribute.
 	attr := func(s string) string { return html.EscapeString((&url.URL{Path: s}).EscapedPath()) }
 	var b strings.Builder
-	fmt.Fprintf(&b, `<link rel="preload" href="%s" as="fetch" type="application/wasm" crossorigin>`, attr(prefix+c.wasm.name))
 	fmt.Fprintf(&b, `<script src="%s" data-wasm="%s" data-run="%s" data-worker="%s" async></script>`,
 		attr(prefix+c.script.name), attr(prefix+c.wasm.name), attr(prefix+c.run.name), attr(prefix+c.worker.name))
 	return []byte(b.String())
