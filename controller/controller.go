@@ -310,6 +310,11 @@ type loop struct {
 	// fail meanwhile hold the ladder at its first cap instead of climbing it. It closes at
 	// the first ready, or maxDelay after it opened (then it is an outage like any other).
 	restartUntil time.Time
+	// restarted is set once a "service restart" close has opened a restart window, and
+	// cleared by a session that lived maxDelay (or a new sequence): a Host that says ready
+	// and closes with 1012 again at once is flapping, and must not hold its pages at the
+	// first cap by repeating the word "restart".
+	restarted bool
 
 	slowT, deadlineT, retryT, stableT, chainT *time.Timer
 	last                                      Status
@@ -469,7 +474,7 @@ func (l *loop) command(cmd command) {
 	case cmdReconnect:
 		l.cancelAll(ErrReplaced)
 		l.failures = 0
-		l.restartUntil = time.Time{}
+		l.restartUntil, l.restarted = time.Time{}, false
 		l.goHome()
 		l.chain = l.chain[:0]
 		l.attemptNow()
@@ -492,7 +497,7 @@ func (l *loop) command(cmd command) {
 		}
 		l.offline = false
 		l.failures = 0
-		l.restartUntil = time.Time{}
+		l.restartUntil, l.restarted = time.Time{}, false
 		l.goHome()
 		l.attemptNow()
 	}
@@ -658,7 +663,7 @@ func (l *loop) fail(g *gen, err, cause error) {
 	l.failures++
 	restart := errors.Is(err, ErrHostRestarting)
 	if restart {
-		l.openRestartWindow()
+		l.hostRestarting(g)
 	}
 	if time.Now().Before(l.restartUntil) {
 		l.failures = 1 // the Host said it is coming back: wait at the first cap only
@@ -693,6 +698,25 @@ func (l *loop) fail(g *gen, err, cause error) {
 		d = max(d, after)
 	}
 	l.schedule(d)
+}
+
+// hostRestarting opens a restart window for a session (or attempt) g the Host closed with
+// "service restart", once per session that lived maxDelay: a second restart sooner than that
+// is a flap, and its failures climb the ladder like any other's (the window of the first
+// still holds if it is open).
+func (l *loop) hostRestarting(g *gen) {
+	if g.ready && time.Since(g.readyAt) >= l.c.cfg.maxDelay {
+		l.restarted = false
+	}
+	if l.restarted {
+		if time.Now().After(l.restartUntil) {
+			l.c.log.Warn("lifeline: the Host restarted again within maxDelay of the last restart; retrying on the ladder",
+				"attempt", g.h.n, "failures", l.failures)
+		}
+		return
+	}
+	l.restarted = true
+	l.openRestartWindow()
 }
 
 // openRestartWindow starts a restart window, unless one is open already.

@@ -1003,6 +1003,45 @@ func TestARestartingHostIsRetriedAtTheFirstCapForMaxDelay(t *testing.T) {
 	})
 }
 
+func TestAHostFlappingWithServiceRestartClimbsTheLadder(t *testing.T) {
+	// A Host that says ready and closes with 1012 after 40 ms, again and again: the first
+	// restart holds the first cap (the window); every later one is a flap on the ladder, as a
+	// plain drop would be, not a dial every 500 ms forever.
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, controller.Recovery{}, fullCap)
+		h.ctl.Start()
+		restarting := fmt.Errorf("gateway: session closed: 1012: %w", controller.ErrHostRestarting)
+		var waits []time.Duration
+		for range 6 {
+			synctest.Wait()
+			a := h.next(t)
+			if err := a.gen.Ready(&carrier{}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(40 * time.Millisecond)
+			a.end <- restarting
+			synctest.Wait()
+			s := h.wantState(t, controller.Reconnecting)
+			waits = append(waits, time.Until(s.NextAttempt))
+			time.Sleep(time.Until(s.NextAttempt))
+		}
+		if want := []time.Duration{ms(500), ms(1000), ms(2000), ms(4000), ms(8000), ms(10000)}; !slices.Equal(waits, want) {
+			t.Fatalf("waits after ready-then-1012 = %v, want %v (climbing)", waits, want)
+		}
+		// A session that lives maxDelay earns its restart window again.
+		synctest.Wait()
+		a := h.next(t)
+		a.gen.Ready(&carrier{})
+		time.Sleep(10 * time.Second)
+		a.end <- restarting
+		synctest.Wait()
+		if s := h.wantState(t, controller.Reconnecting); time.Until(s.NextAttempt) != ms(500) {
+			t.Fatalf("a restart after a session of maxDelay: %s, want the first cap", describe(s))
+		}
+		h.ctl.Stop()
+	})
+}
+
 func TestARestartHintIsAMinimumSpreadByJitter(t *testing.T) {
 	for _, tc := range []struct {
 		u    float64
