@@ -20,4 +20,4 @@ fleet: ## a one-machine fleet: 3-node NATS JetStream cluster, three Hosts, nginx
 	./scripts/fleet.sh
 
 clean:
-	rm -rf bin web/lifeline.wasm* web/wasm_exec.js e2e/node_modules e2e/test-results e2e/playwright-report
+	rm -rf bin bench/.bin e2e/node_modules e2e/test-results e2e/playwright-report

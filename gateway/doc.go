@@ -85,7 +85,7 @@
 // it gives the library and closes every socket with 1000. Consequences:
 //
 //   - The library cannot abort a socket that is still connecting. Options.AbortDial can: the
-//     page (wasm/main.go) wraps the WebSocket constructor and fails the connecting socket with
+//     page's runner (web/runner.js) wraps the WebSocket constructor and fails the connecting socket with
 //     close(), which the API allows. That matters beyond tidiness: Chromium lets only one
 //     WebSocket per host connect at a time, so a stalled handshake left pending would hold up
 //     every later attempt. Either way Run returns at once when the controller gives up, and a

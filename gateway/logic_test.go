@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/lifeline-go/lifeline/gateway"
@@ -287,54 +288,52 @@ func TestPanickingHandlerIsContained(t *testing.T) {
 }
 
 func TestBlockedHandlerStallsOnlyItsStreamThenResyncs(t *testing.T) {
-	const queue = 64
-	gw := newGateway(t, &gateway.Options{QueueLen: queue})
-	entered, release := make(chan struct{}, 1), make(chan struct{})
-	slow := newRecorder()
-	gw.Subscribe("slow", func(d gateway.Delivery) {
-		slow.handle(d)
-		if d.Seq == 1 && !d.Reset {
-			entered <- struct{}{}
-			<-release
+	// In a bubble: "the handler has returned and the gateway has noticed" is synctest.Wait,
+	// not a poll.
+	synctest.Test(t, func(t *testing.T) {
+		const queue = 64
+		gw := newGateway(t, &gateway.Options{QueueLen: queue})
+		entered, release := make(chan struct{}, 1), make(chan struct{})
+		slow := newRecorder()
+		gw.Subscribe("slow", func(d gateway.Delivery) {
+			slow.handle(d)
+			if d.Seq == 1 && !d.Reset {
+				entered <- struct{}{}
+				<-release
+			}
+		})
+		fast := newRecorder()
+		gw.Subscribe("fast", fast.handle)
+		s := gateway.NewTestSession(t, gw)
+		wantFrames(t, s.Reconcile(), "sub fast, sub slow")
+		feed(t, s, reset("slow", "E", 0), reset("fast", "E", 0), event("slow", 1))
+		select {
+		case <-entered:
+		case <-time.After(bound):
+			t.Fatal("the slow handler never ran")
+		}
+		for i := uint64(2); i <= 200; i++ {
+			feed(t, s, event("slow", i))
+			if i <= 50 {
+				feed(t, s, event("fast", i-1))
+			}
+		}
+		if got := fast.waitSeq(t, 49); checkStream(t, got) != 1 {
+			t.Fatalf("fast stream: %s", summary(got))
+		}
+		// Overflowed while stuck: nothing is asked of the Host until the handler returns.
+		wantFrames(t, s.Reconcile(), "")
+		close(release)
+		// Back: a fresh baseline is requested and the stream goes on from it.
+		synctest.Wait()
+		wantFrames(t, s.Reconcile(), "unsub slow, sub slow")
+		feed(t, s, event("slow", 201), reset("slow", "E", 201), event("slow", 202))
+		all := slow.waitSeq(t, 202)
+		if resets := checkStream(t, all); resets != 2 || len(all) != queue+4 {
+			t.Fatalf("slow stream delivered %s, want R0, 1 to %d (the event in the handler and the queue of %d), R201, 202",
+				summary(all), queue+1, queue)
 		}
 	})
-	fast := newRecorder()
-	gw.Subscribe("fast", fast.handle)
-	s := gateway.NewTestSession(t, gw)
-	wantFrames(t, s.Reconcile(), "sub fast, sub slow")
-	feed(t, s, reset("slow", "E", 0), reset("fast", "E", 0), event("slow", 1))
-	select {
-	case <-entered:
-	case <-time.After(bound):
-		t.Fatal("the slow handler never ran")
-	}
-	for i := uint64(2); i <= 200; i++ {
-		feed(t, s, event("slow", i))
-		if i <= 50 {
-			feed(t, s, event("fast", i-1))
-		}
-	}
-	if got := fast.waitSeq(t, 49); checkStream(t, got) != 1 {
-		t.Fatalf("fast stream: %s", summary(got))
-	}
-	// Overflowed while stuck: nothing is asked of the Host until the handler returns.
-	wantFrames(t, s.Reconcile(), "")
-	close(release)
-	// Back: a fresh baseline is requested and the stream goes on from it.
-	var got []wire.ClientFrame
-	for deadline := time.Now().Add(bound); len(got) == 0 && time.Now().Before(deadline); {
-		got = s.Reconcile()
-		if len(got) == 0 {
-			time.Sleep(time.Millisecond) // polling a plain function, bounded by deadline
-		}
-	}
-	wantFrames(t, got, "unsub slow, sub slow")
-	feed(t, s, event("slow", 201), reset("slow", "E", 201), event("slow", 202))
-	all := slow.waitSeq(t, 202)
-	if resets := checkStream(t, all); resets != 2 || len(all) != queue+4 {
-		t.Fatalf("slow stream delivered %s, want R0, 1 to %d (the event in the handler and the queue of %d), R201, 202",
-			summary(all), queue+1, queue)
-	}
 }
 
 func TestDoneWaitsForTheRunningHandler(t *testing.T) {

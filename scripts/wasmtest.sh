@@ -2,7 +2,8 @@
 # Runs the tests of every package that builds for the browser under GOOS=js GOARCH=wasm:
 #  - in Node (go_js_wasm_exec) for the packages that need no browser API. Node 20 has no global
 #    WebSocket without --experimental-websocket;
-#  - in real Chromium (wasmbrowsertest) for the page, which needs a DOM.
+#  - in real Chromium (wasmbrowsertest) for the page (the DOM) and the gateway (the browser's own
+#    WebSocket, whose close and abort rules differ from Node's).
 # A wasm test cannot listen: the gateway's socket tests use a scriptable Host started natively
 # here, whose URL they read from LIFELINE_TEST_SERVER (they skip without it).
 set -euo pipefail

@@ -55,7 +55,7 @@ func run() int {
 	out := flag.String("out", "", "results file (default: bench/RESULTS.md for a full run, else bench/raw/<run>/RESULTS.md)")
 	noBuild := flag.Bool("no-build", false, "use the binaries already in bench/.bin")
 	kinds := flag.String("kinds", strings.Join(allKinds, ","), "comma-separated client kinds to run")
-	client := flag.String("client", "", "the `directory` of a client (as scripts/assets.sh writes it) for the Host to serve instead of building bench/.bin/client (to measure one build against another)")
+	client := flag.String("client", "", "the `directory` of a client (as scripts/assets.sh writes it) for the Host to serve instead of building bench/.bin/assets (to measure one build against another)")
 	loads := flag.Int("loads", 0, "scenario 6: loads per visit and page (default 20 × scale, at least 5)")
 	dwell := flag.Duration("dwell", 3*time.Second, "scenario 6: how long a repeat visit's page stays open after connected (V8 writes its code cache only after 2 s without new top-tier code)")
 	flag.Parse()
@@ -180,7 +180,7 @@ func repoRoot() (string, error) {
 // -web names other assets) with an unstripped twin of its wasm, and installs the pinned npm
 // packages of bench/ when they are missing or stale.
 func (e *env) build() error {
-	fmt.Println("harness: building bench/.bin/host, bench/.bin/client and the page")
+	fmt.Println("harness: building bench/.bin/host, bench/.bin/client and the page's client (bench/.bin/assets)")
 	for _, b := range [][2]string{{"host", "./cmd/host"}, {"client", "./cmd/client"}} {
 		if b[0] == "client" && !slices.Contains(allKinds, kLifeline) {
 			continue

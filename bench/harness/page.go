@@ -20,11 +20,11 @@ import (
 	"github.com/lifeline-go/lifeline/internal/testbed"
 )
 
-// buildClient builds the client the Host serves into bench/.bin/client with scripts/assets.sh
+// buildClient builds the client the Host serves into bench/.bin/assets with scripts/assets.sh
 // (the Host runs with -client: what is measured is this tree's client, whatever is embedded),
 // and its wasm, decompressed, beside it for the size tables.
 func (e *env) buildClient() error {
-	dir := filepath.Join(e.bin, "client")
+	dir := e.clientDir()
 	cmd := exec.Command(filepath.Join(e.root, "scripts/assets.sh"), dir)
 	cmd.Dir = e.root
 	if out, err := cmd.CombinedOutput(); err != nil {

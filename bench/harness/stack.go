@@ -34,7 +34,7 @@ type env struct {
 	bed   *testbed.Bed // every process of the run, logging into raw
 
 	// Scenario 6 only.
-	client string        // the client the Host serves (-client); "" means bench/.bin/client, built here
+	client string        // the client the Host serves (-client); "" means bench/.bin/assets, built here
 	loads  int           // loads per row; 0 means 20 × scale (at least 5)
 	dwell  time.Duration // how long a repeat visit's page stays open after connected
 }
@@ -44,7 +44,7 @@ func (e *env) clientDir() string {
 	if e.client != "" {
 		return e.client
 	}
-	return filepath.Join(e.bin, "client")
+	return filepath.Join(e.bin, "assets") // not "client": that is bin/client's binary
 }
 
 // n scales a client count, keeping at least lo.

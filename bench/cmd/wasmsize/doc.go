@@ -2,8 +2,8 @@
 // and brotli -q11 (Node's zlib, as scripts/build.sh compresses it), the size of each section,
 // and the function bodies summed per Go package and per module, largest first.
 //
-//	go run ./bench/cmd/wasmsize web/lifeline.wasm
-//	go run ./bench/cmd/wasmsize -names lifeline.names.wasm -top 40 web/lifeline.wasm
+//	scripts/wasm.sh /tmp/lifeline.wasm && go run ./bench/cmd/wasmsize /tmp/lifeline.wasm
+//	scripts/wasm.sh /tmp/names.wasm --names && go run ./bench/cmd/wasmsize -names /tmp/names.wasm -top 40 /tmp/lifeline.wasm
 //
 // The package of a function is read from the name section, which `-ldflags=-s` drops: build
 // without -s (same other flags: the code is byte for byte the same) and pass that build, or
