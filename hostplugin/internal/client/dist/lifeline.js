@@ -731,7 +731,7 @@
   }
 
   // hubFailed moves this tab to a fresh shared hub (the one the ended hub named, so that
-  // every tab meets in it), or to in-page after two failures within a minute.
+  // every tab meets in it), or to in-page at the third failure within a minute.
   function hubFailed(why, next) {
     console.error('lifeline: the shared hub stopped: ' + why);
     disconnect();
