@@ -330,14 +330,14 @@ func (e *env) s6Page(r *report) error {
 		firstRatio := conn(m.first, 50) / conn(res.First.Sio, 50)
 		r.judgeFull(full, "6", "repeat visit: Lifeline "+m.name+" connected ≤ socket.io-client (ratio of medians ≤ 1.0)", repeatRatio <= 1.0,
 			fmt.Sprintf("%.2f× (%s / %s)", repeatRatio, fmtMs(conn(m.repeat, 50)), fmtMs(conn(res.Repeat.Sio, 50))),
-			"a repeat visit that neither compiles nor runs much before main: see where the time goes in scenario 6 and issue 14's levers")
+			"a repeat visit that neither compiles nor runs much before main: the levers tried and what each did are in bench/PAGELOAD.md")
 		r.judgeFull(full, "6", "first visit: Lifeline "+m.name+" connected ≤ 1.6× socket.io-client", firstRatio <= 1.6,
 			fmt.Sprintf("%.2f× (%s / %s)", firstRatio, fmtMs(conn(m.first, 50)), fmtMs(conn(res.First.Sio, 50))),
-			"an earlier wasm fetch, less to download and compile, less to run before main (issue 14)")
+			"an earlier wasm fetch, less to download and compile, less to run before main (bench/PAGELOAD.md)")
 	}
 	tabs := conn(res.First.Tabs, 50)
 	r.judgeFull(full, "6", "shared mode: tabs 2–5 connected ≤ 60 ms (median)", tabs <= 60, fmtMs(tabs),
-		"a tab that joins a running hub: its script, its port, the hub's answer")
+		"a tab that joins a running hub: its script, its port, the hub's answer (where the time goes: bench/PAGELOAD.md)")
 	tab1, inpage := conn(res.First.Lifeline, 50), conn(res.First.InPage, 50)
 	r.judgeFull(full, "6", "shared mode: tab 1 within 10% of the in-page first visit", tab1 <= 1.1*inpage,
 		fmt.Sprintf("%s vs %s (%s)", fmtMs(tab1), fmtMs(inpage), ratio(tab1, inpage)),
