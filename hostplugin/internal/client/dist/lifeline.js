@@ -674,8 +674,8 @@
     mode = 'in-page';
     const channel = new MessageChannel();
     connect(channel.port1);
-    // Compile while the runner loads: the bytes stream into the compiler as they arrive
-    // as they arrive, not after run.js has come and gone.
+    // Compile while the runner loads: the bytes stream into the compiler as they arrive, not
+    // after run.js has come and gone.
     const module = compile(wasmURL);
     const run = () => globalThis.__lifelineRun({ module, wasm: wasmURL, onExit: failed });
     const go = () => {
