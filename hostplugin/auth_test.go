@@ -127,8 +127,8 @@ func TestAuthenticateRefusesBeforeTheUpgrade(t *testing.T) {
 			if tok := hostplugin.AcceptTokens(f.h); tok < 1 {
 				t.Errorf("accept tokens %.3f after refused dials, want the full burst of 1", tok)
 			}
-			waitFor(t, "the refusal to be logged", func() bool { return f.logs.has(tt.log) })
-			if tt.user == "crash" && !f.logs.has("Authenticate panicked", "stack=goroutine") {
+			waitFor(t, "the refusal to be logged", func() bool { return f.logs.Has(tt.log) })
+			if tt.user == "crash" && !f.logs.Has("Authenticate panicked", "stack=goroutine") {
 				t.Errorf("the panic was logged without its stack:\n%s", f.logs)
 			}
 			// The Host carries on, and the token is there for the first page it lets in.
@@ -281,10 +281,10 @@ func TestAuthorizeDeniesOneStreamAndTheOthersCarryOn(t *testing.T) {
 			if r := c.expect(wire.TypeReset); r.Stream != "public" {
 				t.Fatalf("sub public after the denial: %+v", r)
 			}
-			if tt.stream == "boom" && !f.logs.has("Authorize panicked", "stack=goroutine") {
+			if tt.stream == "boom" && !f.logs.Has("Authorize panicked", "stack=goroutine") {
 				t.Errorf("the panic was not logged with its stack:\n%s", f.logs)
 			}
-			if tt.stream != "boom" && !f.logs.has("denied a subscription", tt.stream) {
+			if tt.stream != "boom" && !f.logs.Has("denied a subscription", tt.stream) {
 				t.Errorf("the denial was not logged:\n%s", f.logs)
 			}
 			if got := f.h.Sessions(); got != 1 {
@@ -490,24 +490,7 @@ func TestRefusalLogsAreThinned(t *testing.T) {
 		refusedDial(t, f, nil)
 		probe(t, f, http.MethodGet, http.Header{})
 	}
-	if got := f.logs.count("refused a socket (401)"); got == 0 || got >= n {
+	if got := f.logs.Count("refused a socket (401)"); got == 0 || got >= n {
 		t.Errorf("%d log lines for %d refused sockets, want some, thinned:\n%s", got, n, f.logs)
 	}
-}
-
-// count is how many lines contain every part.
-func (l *logs) count(parts ...string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-next:
-	for _, line := range l.lines {
-		for _, p := range parts {
-			if !strings.Contains(line, p) {
-				continue next
-			}
-		}
-		n++
-	}
-	return n
 }

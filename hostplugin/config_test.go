@@ -315,7 +315,7 @@ func TestReloadAppliesAValidFileAndKeepsTheConfigOnAnInvalidOne(t *testing.T) {
 	if got := h.Config(); got.Heartbeat() != 2*time.Second || got.Recovery().Deadline() != 9*time.Second {
 		t.Errorf("an invalid reload was half applied: heartbeat %v, deadline %v", got.Heartbeat(), got.Recovery().Deadline())
 	}
-	if !l.has("reload refused", "recovery.deadlineMs") {
+	if !l.Has("reload refused", "recovery.deadlineMs") {
 		t.Errorf("the refused reload was not logged with its reason; logs:\n%s", l)
 	}
 }

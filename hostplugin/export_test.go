@@ -97,3 +97,7 @@ func AcceptTokens(h *Host) float64 {
 	defer h.adm.mu.Unlock()
 	return h.adm.lim.Tokens()
 }
+
+// SetMaxQueue sets how many frames h queues for a slow page before it sheds it. Call it
+// before the first session.
+func SetMaxQueue(h *Host, n int) { h.maxQueue = n }

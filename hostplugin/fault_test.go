@@ -82,7 +82,7 @@ func TestFaultStallReadyOpensSocketsThatNeverGetReady(t *testing.T) {
 	stalled := f.dial(t)
 	waitFor(t, "the session to open", func() bool { return f.h.Sessions() == 1 })
 	stalled.send(`bad`) // its error frame is held with everything else
-	waitFor(t, "the frame to be handled", func() bool { return f.logs.has("bad client frame") })
+	waitFor(t, "the frame to be handled", func() bool { return f.logs.Has("bad client frame") })
 
 	f.faults.Set(fault.Fault{})
 	f.dial(t).expect(wire.TypeReady) // a socket opened after the mode gets its ready frame

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,54 +16,14 @@ import (
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/internal/testlog"
 )
 
 // bound is the longest any test waits for something that should happen.
 const bound = 5 * time.Second
 
 // logs records a Host's log lines for assertions.
-type logs struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-func (l *logs) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logs) WithAttrs([]slog.Attr) slog.Handler       { return l }
-func (l *logs) WithGroup(string) slog.Handler            { return l }
-func (l *logs) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	b.WriteString(r.Level.String() + " " + r.Message)
-	r.Attrs(func(a slog.Attr) bool {
-		b.WriteString(" " + a.Key + "=" + a.Value.String())
-		return true
-	})
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, b.String())
-	return nil
-}
-
-// has reports whether a line containing every part was logged.
-func (l *logs) has(parts ...string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-next:
-	for _, line := range l.lines {
-		for _, p := range parts {
-			if !strings.Contains(line, p) {
-				continue next
-			}
-		}
-		return true
-	}
-	return false
-}
-
-func (l *logs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
-}
+type logs = testlog.Recorder
 
 // mustConfig parses a config document or fails the test.
 func mustConfig(t testing.TB, doc string) hostplugin.Config {

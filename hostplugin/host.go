@@ -96,6 +96,9 @@ type Host struct {
 	client *client.Client // the client served and injected; nil with Options.NoClient
 	authn  func(*http.Request) (string, error)
 	authz  func(identity, stream string) error
+	// maxQueue is the per-session limit maxQueue; a field so that a test can shed a slow
+	// page after a few frames, not after megabytes.
+	maxQueue int
 
 	applyMu sync.Mutex // serialises apply, so that concurrent reloads cannot drop an endpoint
 	state   atomic.Pointer[hostState]
@@ -155,6 +158,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		log:       o.Log,
 		authn:     o.Authenticate,
 		authz:     o.Authorize,
+		maxQueue:  maxQueue,
 		sessions:  map[*session]struct{}{},
 		idle:      make(chan struct{}),
 		hubs:      map[string]*hub{},

@@ -323,7 +323,7 @@ func TestInjectLeavesOtherResponsesUntouched(t *testing.T) {
 					t.Errorf("header %s = %q, want %q untouched", k, got, v)
 				}
 			}
-			if tt.wantLogs != "" && !l.has(tt.wantLogs) {
+			if tt.wantLogs != "" && !l.Has(tt.wantLogs) {
 				t.Errorf("no log line %q; logs:\n%s", tt.wantLogs, l)
 			}
 		})

@@ -118,7 +118,7 @@ func TestPerAddressRateRefusesASocketLoop(t *testing.T) {
 	if w := upgradeFrom(f, other+":40000"); w.Code == http.StatusTooManyRequests {
 		t.Errorf("another address was refused: one looping client must not limit the others")
 	}
-	waitFor(t, "the refusal to be logged", func() bool { return f.logs.has("per-address rate", "client="+looper) })
+	waitFor(t, "the refusal to be logged", func() bool { return f.logs.Has("per-address rate", "client="+looper) })
 }
 
 // TestPerAddressRateBehindTrustedProxies is the wiring of the trusted proxies (the rule's

@@ -224,12 +224,12 @@ func (s *session) send(frame []byte) {
 		s.mu.Unlock()
 		return
 	}
-	if len(s.queue) >= maxQueue {
+	if len(s.queue) >= s.h.maxQueue {
 		s.closed = true
 		s.queue = nil
 		s.mu.Unlock()
 		s.h.logOverload.Do(func() {
-			s.h.logger.Warn("hostplugin: shedding a session that reads too slowly", "session", s.id, "remote", s.remote, "queued", maxQueue)
+			s.h.logger.Warn("hostplugin: shedding a session that reads too slowly", "session", s.id, "remote", s.remote, "queued", s.h.maxQueue)
 		})
 		// No close frame: it would wait behind the frames the page is not reading. The page
 		// sees the socket drop and comes back with its cursor.

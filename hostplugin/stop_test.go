@@ -114,7 +114,7 @@ func TestStopClosesEverySessionAtOnceWith1012(t *testing.T) {
 	if st := f.h.Stats(); !st.Draining {
 		t.Errorf("Stats after Stop: %+v, want draining (health then says 503)", st)
 	}
-	if !f.logs.has("stopped with no successor", "sessions=50") {
+	if !f.logs.Has("stopped with no successor", "sessions=50") {
 		t.Errorf("no log of the stop:\n%s", f.logs)
 	}
 }

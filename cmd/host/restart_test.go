@@ -3,7 +3,6 @@
 package main_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -25,6 +24,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/testbed"
 )
 
 // group is a bin/host started for a restart test, with the successors it starts: they share
@@ -40,49 +40,19 @@ type group struct {
 }
 
 // timedLines is a process's output, one line at a time, with when each arrived.
-type timedLines struct {
-	mu    sync.Mutex
-	lines []string
-	at    []time.Time
-}
+type timedLines struct{ testbed.Lines }
 
-func (l *timedLines) read(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		l.mu.Lock()
-		l.lines = append(l.lines, sc.Text())
-		l.at = append(l.at, time.Now())
-		l.mu.Unlock()
-	}
-}
-
-func (l *timedLines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
-}
+func (l *timedLines) read(r io.Reader) { l.Read(r) }
 
 // wait returns the submatches of the first line from index from on that matches re, when it
 // arrived and its index.
 func (l *timedLines) wait(t *testing.T, re *regexp.Regexp, from int) ([]string, time.Time, int) {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	for {
-		l.mu.Lock()
-		for i := from; i < len(l.lines); i++ {
-			if m := re.FindStringSubmatch(l.lines[i]); m != nil {
-				at := l.at[i]
-				l.mu.Unlock()
-				return m, at, i
-			}
-		}
-		l.mu.Unlock()
-		if time.Now().After(deadline) {
-			t.Fatalf("no line matching %q within %v:\n%s", re, bound, l)
-		}
-		time.Sleep(2 * time.Millisecond)
+	m, at, i, err := l.Wait(re, from, bound)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return m, at, i
 }
 
 var servingPID = regexp.MustCompile(`msg="host: serving" url=(https?://\S+) .* pid=(\d+) successor=(true|false)`)

@@ -450,7 +450,7 @@ func TestJetStreamLogDegradesToResetsWhileNATSIsDownAndRecovers(t *testing.T) {
 	if _, err := log.Append(context.Background(), "s", json.RawMessage(`1`)); err == nil {
 		t.Fatal("Append while NATS is down succeeded")
 	}
-	if !l.has("ERROR", "lost the NATS connection") {
+	if !l.Has("ERROR", "lost the NATS connection") {
 		t.Fatalf("no error logged for the lost connection:\n%s", l)
 	}
 	if h := log.Health(); h.Outages != 1 || h.DownSince.IsZero() {
@@ -466,7 +466,7 @@ func TestJetStreamLogDegradesToResetsWhileNATSIsDownAndRecovers(t *testing.T) {
 	if ev := jsAppendN(t, log, "s", 3, 1)[0]; ev.Seq != 4 || ev.Epoch != evs[0].Epoch {
 		t.Fatalf("Append after recovery = %+v, want seq 4 in the same epoch", ev)
 	}
-	if !l.has("INFO", "NATS connection is back") {
+	if !l.Has("INFO", "NATS connection is back") {
 		t.Fatalf("no recovery logged:\n%s", l)
 	}
 }

@@ -3,7 +3,6 @@
 package restart_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +25,7 @@ import (
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/hostplugin/restart"
+	"github.com/lifeline-go/lifeline/internal/testbed"
 )
 
 // bound is the longest any test waits for something that should happen.
@@ -131,52 +131,23 @@ type proc struct {
 }
 
 // lines is a process's output, line by line, as it arrives.
-type lines struct {
-	mu    sync.Mutex
-	list  []string
-	times []time.Time
-}
+type lines struct{ testbed.Lines }
 
-func (l *lines) read(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		l.mu.Lock()
-		l.list = append(l.list, sc.Text())
-		l.times = append(l.times, time.Now())
-		l.mu.Unlock()
-	}
-}
-
-func (l *lines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.list, "\n")
-}
+func (l *lines) read(r io.Reader) { l.Read(r) }
 
 // wait returns the first line matching re from line from on, its submatches, when it
 // arrived, and its index.
 func (l *lines) wait(t *testing.T, re *regexp.Regexp, from int) ([]string, time.Time, int) {
 	t.Helper()
-	deadline := time.Now().Add(bound)
-	for {
-		l.mu.Lock()
-		for i := from; i < len(l.list); i++ {
-			if m := re.FindStringSubmatch(l.list[i]); m != nil {
-				at := l.times[i]
-				l.mu.Unlock()
-				return m, at, i
-			}
-		}
-		l.mu.Unlock()
-		if time.Now().After(deadline) {
-			t.Fatalf("no line matching %q within %v; output:\n%s", re, bound, l)
-		}
-		time.Sleep(2 * time.Millisecond)
+	m, at, i, err := l.Wait(re, from, bound)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return m, at, i
 }
 
 // has reports whether some line contains s.
-func (l *lines) has(s string) bool { return strings.Contains(l.String(), s) }
+func (l *lines) has(s string) bool { return l.Has(s) }
 
 var readyLine = regexp.MustCompile(`^ready pid=(\d+) addr=(\S+)$`)
 
