@@ -316,23 +316,30 @@ func (e *env) s8Run(r *report, t *table, mode string, browsers, perBrowser int, 
 	return nil
 }
 
-// readHerdResult reads the result line of herd.js's stdout log.
+// readHerdResult reads the last result line of herd.js's stdout log: a scenario run again
+// (after a stall) appends to the same log.
 func readHerdResult(path string) (*herdLine, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
+	var last []byte
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	for sc.Scan() {
-		if !bytes.HasPrefix(sc.Bytes(), []byte(`{"event":"result"`)) {
-			continue
+		if bytes.HasPrefix(sc.Bytes(), []byte(`{"event":"result"`)) {
+			last = append(last[:0], sc.Bytes()...)
 		}
-		var l herdLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			return nil, fmt.Errorf("harness: herd.js's result in %s: %w", path, err)
-		}
-		return &l, nil
 	}
-	return nil, errors.New("harness: herd.js printed no result in " + path)
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("harness: reading herd.js's log %s: %w", path, err)
+	}
+	if last == nil {
+		return nil, errors.New("harness: herd.js printed no result in " + path)
+	}
+	var l herdLine
+	if err := json.Unmarshal(last, &l); err != nil {
+		return nil, fmt.Errorf("harness: herd.js's result in %s: %w", path, err)
+	}
+	return &l, nil
 }

@@ -115,12 +115,14 @@ func TestHerdMet(t *testing.T) {
 	}
 }
 
-// readHerdResult finds the result line among the driver's others and reads its tabs as
-// herd.js writes them (lower-case keys).
+// readHerdResult finds the last result line among the driver's others (a scenario run again
+// after a stall appends to the same log) and reads its tabs as herd.js writes them
+// (lower-case keys).
 func TestReadHerdResult(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "herd.out")
+	earlier := `{"event":"result","t":4,"tabs":[{"browser":0,"tab":0,"states":[]}],"errors":[]}`
 	res := `{"event":"result","t":5,"tabs":[{"browser":1,"tab":3,"states":[{"t":2,"state":"connected"}],"final":{"state":"connected","dom":"reconnecting"}}],"errors":["x"]}`
-	if err := os.WriteFile(path, []byte(`{"event":"ready","t":1,"opened":900}`+"\n"+`{"event":"down","t":3}`+"\n"+res+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(earlier+"\n"+`{"event":"ready","t":1,"opened":900}`+"\n"+`{"event":"down","t":3}`+"\n"+res+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	l, err := readHerdResult(path)
