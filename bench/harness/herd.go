@@ -148,8 +148,8 @@ func herdMet(f herdFigures, shared bool) bool {
 		f.Down == n && f.Back == n && f.Agree == f.Browsers
 }
 
-// s8Herd: B browsers × T tabs, shared mode, through a 10 s refused outage; then the same in
-// in-page mode at a smaller scale (a wasm instance per tab).
+// s8Herd: B browsers × T tabs, shared mode, through a 10 s refused outage; then the same herd
+// in in-page mode (a wasm instance and a socket per tab), for comparison.
 func (e *env) s8Herd(r *report) error {
 	const perBrowser = 4
 	browsers := e.n(50, 2)
@@ -184,7 +184,7 @@ func (e *env) s8Herd(r *report) error {
 	r.note(t, "each browser is a Playwright browser context of one Chromium (a SharedWorker is per profile, so each runs one hub), its tabs opened one after another, up to 4 browsers at a time; the page is the demo Host's, loaded through the fault proxy, whose refuse resets every open socket and every new one")
 	r.note(t, "returning sockets: the upgrade requests that reached the Host from the proxy's return until every tab was back (the growth of its /_lifeline/health `accepted`); Host sessions: its `sessions` with every tab open, before the cut and once every tab is back")
 	r.note(t, "lasting TCP connections back: the proxy's accepts from its return on that the Host answered and that lasted over 500 ms (as scenario 4's sessions admitted); the proxy cannot tell a WebSocket from an HTTP connection kept alive, so a failed dial's probe (a fetch of the events endpoint) that crossed the return counts here too; TCP accepts during the outage are the dials and their probes, each reset")
-	r.note(t, "tabs down / back: tabs whose lifeline:state left connected after the cut / reached connected again after the return; all tabs back: from the return to the last tab's connected; browsers agreeing: browsers whose every tab shows connected at the end in `lifeline.state()` and `#connection-status[data-state]` (the tabs of a shared browser also saw the same sequence of states: see the schedule)")
+	r.note(t, "tabs down / back: tabs whose lifeline:state left connected after the cut / reached connected again after the return; all tabs back: from the return to the last tab's connected; browsers agreeing: browsers whose every tab shows connected at the end in `lifeline.state()` and `#connection-status[data-state]`; same sequence: browsers whose tabs all saw the same sequence of states from the cut on")
 	r.note(t, "in-page, each tab runs its own wasm instance and socket and climbs its own ladder, so the tabs of a browser need not see the same sequence of states; in shared mode they see the hub's")
 	if inPage != browsers {
 		r.note(t, "in-page ran %d browsers (%d tabs) where shared ran %d (BENCH_HERD_INPAGE=%d)", inPage, inPage*perBrowser, browsers, inPage)
