@@ -34,6 +34,7 @@ var scenarios = []scenario{
 	{"5", "planned restart", (*env).s5Restart},
 	{"6", "the page in Chromium", (*env).s6Page},
 	{"7", "the Host", (*env).s7Host},
+	{"8", "a herd of browsers, shared mode", (*env).s8Herd},
 }
 
 func main() {
