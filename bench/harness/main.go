@@ -34,6 +34,7 @@ var scenarios = []scenario{
 	{"5", "planned restart", (*env).s5Restart},
 	{"6", "the page in Chromium", (*env).s6Page},
 	{"7", "the Host", (*env).s7Host},
+	{"9", "a page frozen while its link went half-open", (*env).s9Freeze},
 }
 
 func main() {
