@@ -35,16 +35,20 @@ type freezeSample struct {
 	Events                         []freezeEvent
 }
 
-// freezeBefore is the page at the freeze: Lifeline's state and attempt; socket.io's last
-// ping (null when none came since the recorder was installed), its engine's timers and when
-// its ping timer is due (engine.io-client's _pingTimeoutTime, ms since the epoch).
+// freezeBefore is the page at the freeze: Lifeline's state and attempt; socket.io's first
+// connect and last ping (null before its first), and its engine's timers where the bundle
+// did not rename them (socket.io.min.js does).
 type freezeBefore struct {
 	State                     string
 	Attempt                   int
+	ConnectedAt               float64
 	LastPing                  *float64
 	PingInterval, PingTimeout float64
-	PingTimeoutTime           float64
 }
+
+// socket.io's server defaults (socket.io 4.8.4): a ping every 25 s, and the client gives up
+// pingInterval + pingTimeout after its last.
+const sioPingInterval, sioPingTimeout = 25_000.0, 20_000.0
 
 // freezeEvent is a lifeline:state event (T when the page heard it, At when its hub changed
 // state) or a socket.io event (Ev connect or disconnect, with its Reason).
@@ -66,7 +70,7 @@ type freezeOutcome struct {
 	// The hub (a shared page's worker) had noticed before the page resumed: ms before the
 	// resume; NaN where it had not or there is no hub.
 	HubEarly float64
-	PingDue  float64 // socket.io: its ping timer's due time, ms after the resume; NaN if unknown
+	PingDue  float64 // socket.io: its ping timer's due time, ms after the resume (negative: overdue); NaN if unknown
 }
 
 // analyseFreeze reads one sample: the events from the resume to bound after it.
@@ -105,12 +109,20 @@ func analyseFreeze(s freezeSample, bound time.Duration) freezeOutcome {
 	if o.Connected && !o.Noticed {
 		o.Noticed, o.ToNoticed, o.Cause = true, o.ToConnected, "no state between"
 	}
-	switch {
-	case s.Kind == kLifeline:
-	case s.Before.PingTimeoutTime > 0:
-		o.PingDue = s.Before.PingTimeoutTime - s.ResumedAt
-	case s.Before.LastPing != nil && s.Before.PingInterval > 0:
-		o.PingDue = *s.Before.LastPing + s.Before.PingInterval + s.Before.PingTimeout - s.ResumedAt
+	if s.Kind != kLifeline {
+		// engine.io-client sets its ping timer at the handshake (just before connect) and at
+		// every ping.
+		last := s.Before.ConnectedAt
+		if s.Before.LastPing != nil {
+			last = max(last, *s.Before.LastPing)
+		}
+		interval, timeout := s.Before.PingInterval, s.Before.PingTimeout
+		if interval <= 0 || timeout <= 0 {
+			interval, timeout = sioPingInterval, sioPingTimeout
+		}
+		if last > 0 {
+			o.PingDue = last + interval + timeout - s.ResumedAt
+		}
 	}
 	return o
 }
@@ -194,6 +206,9 @@ func freezeRows(samples []freezeSample, bound time.Duration) [][]string {
 		}
 		if len(due) > 0 {
 			how = append(how, fmt.Sprintf("its ping timer was due %s to %s after the resume", fmtS(slices.Min(due)/1000), fmtS(slices.Max(due)/1000)))
+			if slices.Max(due) < 0 {
+				how[len(how)-1] = fmt.Sprintf("its ping timer was overdue at the resume (by %s to %s)", fmtS(-slices.Max(due)/1000), fmtS(-slices.Min(due)/1000))
+			}
 		}
 		connCell := fmtS(pct(conn, 50) / 1000)
 		if len(conn) < len(outs) {
@@ -347,7 +362,8 @@ func (e *env) s9Freeze(r *report) error {
 	r.note(t, "each sample loads every page in a fresh context of one Chromium, freezes them all at once (the debugger pauses the page's JavaScript: this headless Chromium's Page.setWebLifecycleState 'frozen' changes nothing), switches every page's proxy to stall then up (the open connections are frozen for good, no FIN, no RST; new ones are forwarded), resumes the pages after the freeze and dispatches the lifecycle's resume event to them; the figures are from the page's own events (Date.now(), one clock with the driver's)")
 	r.note(t, "connected: Lifeline's `lifeline:state` connected with a new attempt; socket.io's `connect` after the resume. Noticed: the first state other than connected (Lifeline), `disconnect` (socket.io, with its reason); a page still showing connected %v after the resume believed it all along", freezeBound)
 	r.note(t, "a shared page's hub is its SharedWorker, which the debugger does not pause: over a freeze longer than its watchdog (2.5 × 15 s heartbeat) the worker finds the dead link and reconnects while the page is frozen, and the page hears of it all at once on resuming")
-	r.note(t, "socket.io-client (engine.io-client 6.6) closes with `ping timeout` when no ping came for pingInterval + pingTimeout (25 + 20 s): a timer, and a check of its due time when it sends; it does not listen for the page's resume, so after a freeze shorter than that it believes the dead link until the timer runs out, then waits its reconnection delay (1 s ± 50%%)")
+	r.note(t, "socket.io-client (engine.io-client 6.6) closes with `ping timeout` when no ping came for pingInterval + pingTimeout (25 + 20 s after its handshake or its last ping): a timer, and a check of its due time when the page emits; it does not listen for the page's resume, so after a freeze shorter than that it believes the dead link until the timer runs out, then waits its reconnection delay (1 s ± 50%%). The samples freeze 1 s, 1 s + 25/n s, … after the connect, so that its timer's phase is spread over a ping interval")
+	r.note(t, "socket.io-client's reconnect begins with HTTP long-polling requests, which Chromium sends on its pooled keep-alive connections to the origin: those the stall froze too (half-open, they look alive) swallow a request each, and each such attempt ends only at the Manager's 20 s connect timeout (`reconnect_error` timeout). The socket.io server (Node's http) closes an idle keep-alive connection after 5 s, so only a page frozen within 5 s of its last polling request (here: the samples frozen 1 s after the connect) holds such connections; behind a proxy that keeps idle connections longer (nginx: 75 s) more pages would. Lifeline dials a WebSocket, which Chromium never sends on a pooled connection")
 	r.note(t, "the command: `go run ./bench/harness -only 9`; the driver is bench/browser/freeze.js, its raw output in bench/raw/<run>/s9-freeze.out")
 	if len(res.Errors) > 0 {
 		r.note(t, "%d samples failed, first: %s", len(res.Errors), res.Errors[0])

@@ -49,7 +49,7 @@ func TestAnalyseFreezeReadsWhatEachPageDidAfterTheResume(t *testing.T) {
 		},
 		{
 			name: "socket.io: its ping timer runs out after the resume, then its reconnection delay; events past the bound are not read",
-			s: freezeSample{Kind: kSIO, ResumedAt: resumed, Before: freezeBefore{LastPing: ptr(75_000), PingInterval: 25_000, PingTimeout: 20_000},
+			s: freezeSample{Kind: kSIO, ResumedAt: resumed, Before: freezeBefore{ConnectedAt: 50_000, LastPing: ptr(75_000)},
 				Events: []freezeEvent{
 					{T: 120_001, Ev: "disconnect", Reason: "ping timeout"},
 					{T: 121_000, Ev: "reconnect_attempt"},
@@ -61,8 +61,8 @@ func TestAnalyseFreezeReadsWhatEachPageDidAfterTheResume(t *testing.T) {
 			want: freezeOutcome{Connected: true, ToConnected: 43_100, Noticed: true, ToNoticed: 20_001, Cause: "ping timeout", Failed: []string{"timeout"}, HubEarly: math.NaN(), PingDue: 20_000},
 		},
 		{
-			name: "socket.io with no connect after its disconnect within the bound; its timer's own due time before the last ping's",
-			s: freezeSample{Kind: kSIO, ResumedAt: resumed, Before: freezeBefore{LastPing: ptr(50_000), PingInterval: 25_000, PingTimeout: 20_000, PingTimeoutTime: 95_000},
+			name: "socket.io with no connect after its disconnect within the bound; no ping yet, so its timer runs from the connect, with the engine's own timers where it has them",
+			s: freezeSample{Kind: kSIO, ResumedAt: resumed, Before: freezeBefore{ConnectedAt: 54_000, PingInterval: 20_000, PingTimeout: 21_000},
 				Events: []freezeEvent{{T: 100_020, Ev: "disconnect", Reason: "ping timeout"}, {T: 221_000, Ev: "connect"}}},
 			want: freezeOutcome{ToConnected: math.NaN(), Noticed: true, ToNoticed: 20, Cause: "ping timeout", HubEarly: math.NaN(), PingDue: -5000},
 		},
@@ -90,13 +90,16 @@ func TestFreezeRowsGroupByPageAndFreezeAndCountWhatNeverHappened(t *testing.T) {
 			}}
 	}
 	believer := freezeSample{Name: "socket.io-client", Kind: kSIO, FreezeMs: 20_000, ResumedAt: resumed,
-		Before: freezeBefore{LastPing: ptr(79_000), PingInterval: 25_000, PingTimeout: 20_000}}
+		Before: freezeBefore{ConnectedAt: 60_000, LastPing: ptr(79_000)}}
+	late := freezeSample{Name: "socket.io-client", Kind: kSIO, FreezeMs: 60_000, ResumedAt: resumed, Before: freezeBefore{ConnectedAt: 39_000},
+		Events: []freezeEvent{{T: 100_010, Ev: "disconnect", Reason: "ping timeout"}, {T: 121_000, Ev: "reconnect_error", Reason: "timeout"}, {T: 122_500, Ev: "connect"}}}
 	got := freezeRows([]freezeSample{
-		lifeline(60_000, 2000, 2400), believer, lifeline(60_000, 2100, 3100), lifeline(20_000, 2000, 2500), lifeline(60_000, 2050, 2600),
+		lifeline(60_000, 2000, 2400), believer, late, lifeline(60_000, 2100, 3100), lifeline(20_000, 2000, 2500), lifeline(60_000, 2050, 2600),
 	}, 2*time.Minute)
 	want := [][]string{
 		{"Lifeline in-page", "60.00 s", "3", "2.60 s", "3.10 s", "3/3", "2.05 s", "2.10 s", "probe unanswered ×3"},
 		{"socket.io-client", "20.00 s", "1", "– (1 never)", "–", "0/1", "–", "–", "believed connected for the whole 2m0s ×1; its ping timer was due 24.00 s to 24.00 s after the resume"},
+		{"socket.io-client", "60.00 s", "1", "22.50 s", "22.50 s", "1/1", "0.01 s", "0.01 s", "ping timeout ×1; then reconnect attempts failed (timeout ×1; at most 1 in a sample); its ping timer was overdue at the resume (by 16.00 s to 16.00 s)"},
 		{"Lifeline in-page", "20.00 s", "1", "2.50 s", "2.50 s", "1/1", "2.00 s", "2.00 s", "probe unanswered ×1"},
 	}
 	if !slices.EqualFunc(got, want, slices.Equal) {
