@@ -30,6 +30,7 @@ const freezeBound = 2 * time.Minute
 type freezeSample struct {
 	Name, Kind, Mode               string
 	FreezeMs                       float64
+	SettleMs                       float64 // from connected to the freeze
 	FrozenAt, StalledAt, ResumedAt float64
 	Before                         freezeBefore
 	Events                         []freezeEvent
@@ -51,7 +52,8 @@ type freezeBefore struct {
 const sioPingInterval, sioPingTimeout = 25_000.0, 20_000.0
 
 // freezeEvent is a lifeline:state event (T when the page heard it, At when its hub changed
-// state) or a socket.io event (Ev connect or disconnect, with its Reason).
+// state) or a socket.io event (Ev connect, disconnect, reconnect_attempt or reconnect_error,
+// the last two its Manager's, with a Reason for disconnect and reconnect_error).
 type freezeEvent struct {
 	T, At        float64
 	State, Error string
@@ -191,7 +193,7 @@ func freezeRows(samples []freezeSample, bound time.Duration) [][]string {
 		}
 		slices.Sort(how)
 		if miss := len(outs) - len(noticed); miss > 0 {
-			how = append(how, fmt.Sprintf("believed connected for the whole %v ×%d", bound, miss))
+			how = append(how, fmt.Sprintf("believed connected for the whole %.0f s ×%d", bound.Seconds(), miss))
 		}
 		if len(failed) > 0 {
 			var fs []string
@@ -237,7 +239,7 @@ func (e *env) s9Freeze(r *report) error {
 	}
 	t := r.table(fmt.Sprintf("9. A page frozen while its link went half-open: resume → connected, %d samples per row", n),
 		"Lifeline connected again within 3 s of resuming from a 60 s freeze (issue 15)",
-		"client", "freeze", "n", "resume → connected p50", "max", "noticed within "+freezeBound.String(),
+		"client", "freeze", "n", "resume → connected p50", "max", fmt.Sprintf("noticed within %.0f s", freezeBound.Seconds()),
 		"resume → noticed p50", "max", "how it noticed")
 
 	host, err := e.startServer(kLifeline, "s9-host", 0, "")
@@ -353,14 +355,14 @@ func (e *env) s9Freeze(r *report) error {
 		}
 		measured := fmt.Sprintf("max %s over %d samples", fmtS(worst/1000), got)
 		if never > 0 {
-			measured += fmt.Sprintf(", %d not connected within %v", never, freezeBound)
+			measured += fmt.Sprintf(", %d not connected within %.0f s", never, freezeBound.Seconds())
 		}
-		r.judgeFull(e.scale >= 1, "9", fmt.Sprintf("a page frozen %v over a half-open link connected again ≤ 3 s after resuming", f),
+		r.judgeFull(e.scale >= 1, "9", fmt.Sprintf("a page frozen %.0f s over a half-open link connected again ≤ 3 s after resuming", f.Seconds()),
 			got > 0 && never == 0 && worst <= 3000, measured,
 			"the page probes its link on resume (and on a late timer): a probe unanswered within 2 s ends the generation, then the first rung (≤ 500 ms) and the handshake")
 	}
 	r.note(t, "each sample loads every page in a fresh context of one Chromium, freezes them all at once (the debugger pauses the page's JavaScript: this headless Chromium's Page.setWebLifecycleState 'frozen' changes nothing), switches every page's proxy to stall then up (the open connections are frozen for good, no FIN, no RST; new ones are forwarded), resumes the pages after the freeze and dispatches the lifecycle's resume event to them; the figures are from the page's own events (Date.now(), one clock with the driver's)")
-	r.note(t, "connected: Lifeline's `lifeline:state` connected with a new attempt; socket.io's `connect` after the resume. Noticed: the first state other than connected (Lifeline), `disconnect` (socket.io, with its reason); a page still showing connected %v after the resume believed it all along", freezeBound)
+	r.note(t, "connected: Lifeline's `lifeline:state` connected with a new attempt; socket.io's `connect` after the resume. Noticed: the first state other than connected (Lifeline), `disconnect` (socket.io, with its reason); a page still showing connected %.0f s after the resume believed it all along", freezeBound.Seconds())
 	r.note(t, "a shared page's hub is its SharedWorker, which the debugger does not pause: over a freeze longer than its watchdog (2.5 × 15 s heartbeat) the worker finds the dead link and reconnects while the page is frozen, and the page hears of it all at once on resuming")
 	r.note(t, "socket.io-client (engine.io-client 6.6) closes with `ping timeout` when no ping came for pingInterval + pingTimeout (25 + 20 s after its handshake or its last ping): a timer, and a check of its due time when the page emits; it does not listen for the page's resume, so after a freeze shorter than that it believes the dead link until the timer runs out, then waits its reconnection delay (1 s ± 50%%). The samples freeze 1 s, 1 s + 25/n s, … after the connect, so that its timer's phase is spread over a ping interval")
 	r.note(t, "socket.io-client's reconnect begins with HTTP long-polling requests, which Chromium sends on its pooled keep-alive connections to the origin: those the stall froze too (half-open, they look alive) swallow a request each, and each such attempt ends only at the Manager's 20 s connect timeout (`reconnect_error` timeout). The socket.io server (Node's http) closes an idle keep-alive connection after 5 s, so only a page frozen within 5 s of its last polling request (here: the samples frozen 1 s after the connect) holds such connections; behind a proxy that keeps idle connections longer (nginx: 75 s) more pages would. Lifeline dials a WebSocket, which Chromium never sends on a pooled connection")

@@ -98,7 +98,7 @@ func TestFreezeRowsGroupByPageAndFreezeAndCountWhatNeverHappened(t *testing.T) {
 	}, 2*time.Minute)
 	want := [][]string{
 		{"Lifeline in-page", "60.00 s", "3", "2.60 s", "3.10 s", "3/3", "2.05 s", "2.10 s", "probe unanswered ×3"},
-		{"socket.io-client", "20.00 s", "1", "– (1 never)", "–", "0/1", "–", "–", "believed connected for the whole 2m0s ×1; its ping timer was due 24.00 s to 24.00 s after the resume"},
+		{"socket.io-client", "20.00 s", "1", "– (1 never)", "–", "0/1", "–", "–", "believed connected for the whole 120 s ×1; its ping timer was due 24.00 s to 24.00 s after the resume"},
 		{"socket.io-client", "60.00 s", "1", "22.50 s", "22.50 s", "1/1", "0.01 s", "0.01 s", "ping timeout ×1; then reconnect attempts failed (timeout ×1; at most 1 in a sample); its ping timer was overdue at the resume (by 16.00 s to 16.00 s)"},
 		{"Lifeline in-page", "20.00 s", "1", "2.50 s", "2.50 s", "1/1", "2.00 s", "2.00 s", "probe unanswered ×1"},
 	}
