@@ -331,8 +331,10 @@ func (e *env) s9Freeze(r *report) error {
 		stderr, _ := os.ReadFile(p.ErrLog())
 		return fmt.Errorf("freeze.js: %v: %s", err, lastLines(string(stderr), 5))
 	}
+	// The log is appended to: a scenario run again (the machine stalled) finds the first
+	// try's output before its own.
 	var res freezeRun
-	if err := json.Unmarshal(out, &res); err != nil {
+	if err := json.Unmarshal([]byte(lastLines(string(out), 1)), &res); err != nil {
 		return fmt.Errorf("freeze.js printed %q: %w", lastLines(string(out), 3), err)
 	}
 	for _, row := range freezeRows(res.Samples, freezeBound) {
