@@ -35,6 +35,7 @@ var scenarios = []scenario{
 	{"6", "the page in Chromium", (*env).s6Page},
 	{"7", "the Host", (*env).s7Host},
 	{"8", "a herd of browsers, shared mode", (*env).s8Herd},
+	{"9", "a page frozen while its link went half-open", (*env).s9Freeze},
 }
 
 func main() {
