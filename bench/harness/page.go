@@ -251,7 +251,9 @@ func (e *env) s6Page(r *report) error {
 		return fmt.Errorf("pageload.js: %v: %s", err, lastLines(string(stderr), 5))
 	}
 	var res pageRun
-	if err := json.Unmarshal(out, &res); err != nil {
+	// The last line: the testbed appends to the log, so a scenario run again after a stall
+	// finds the first try's result before its own.
+	if err := json.Unmarshal([]byte(lastLines(string(out), 1)), &res); err != nil {
 		return fmt.Errorf("pageload.js printed %q: %w", lastLines(string(out), 3), err)
 	}
 
