@@ -563,6 +563,30 @@ func TestAProbeFindsAHalfOpenLinkInTwoSecondsNotTheWatchdogs37(t *testing.T) {
 	}
 }
 
+func TestAProbeAfterAMissedHeartbeatWaitsHalfAsLong(t *testing.T) {
+	// A page that wakes from a freeze longer than the heartbeat: a heartbeat is already
+	// missing, so the probe only confirms it (issue 15: connected again within 3 s of the
+	// resume, of which the probe's bound was 2 s).
+	sc := newScenario(t)
+	script(t, sc, "a", []ts.Step{{Ready: true, HeartbeatMs: 2000}, {Serve: true}, {Silent: true}})
+	r := newRig(t, sc.URL("a"), fast(), &gateway.Options{ProbeTimeout: time.Second})
+	r.ctl.Start()
+	r.waitConnected()
+	// Silent since ready: past 2 s + the 1 s slack a heartbeat is missing; the watchdog's
+	// 2.5 × 2 s is 1.7 s away when the probe goes, its halved bound 0.5 s.
+	time.Sleep(3300 * time.Millisecond)
+	probed := time.Now()
+	r.gw.Probe()
+	st := r.waitFailure()
+	took := time.Since(probed)
+	if !errors.Is(st.Err, gateway.ErrLinkDead) {
+		t.Fatalf("failure %v, want ErrLinkDead", st.Err)
+	}
+	if !strings.Contains(st.Err.Error(), "probe within 500ms") || took > 500*time.Millisecond+settleBound {
+		t.Fatalf("declared dead %v after the probe (%v), want half its 1s bound", took, st.Err)
+	}
+}
+
 func TestAProbeOnAHealthyLinkChangesNothing(t *testing.T) {
 	sc := newScenario(t)
 	r := newRig(t, sc.URL("a"), fast(), &gateway.Options{ProbeTimeout: 300 * time.Millisecond})

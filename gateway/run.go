@@ -77,14 +77,14 @@ loop:
 			watchdog.Reset(limit - quiet)
 		case <-probes:
 			probeSent = since(l.start)
-			probeT.Reset(g.probeWait)
+			probeT.Reset(g.probeBound(heartbeat, time.Duration(probeSent-l.lastFrame.Load())))
 			l.ping <- struct{}{} // the writer sends it; its capacity is this one probe
 		case <-probeT.C:
 			if l.lastFrame.Load() > probeSent {
 				probeSent = -1 // answered: the link is alive
 				continue
 			}
-			err = fmt.Errorf("%w: no answer to a liveness probe within %v", ErrLinkDead, g.probeWait)
+			err = fmt.Errorf("%w: no answer to a liveness probe within %v", ErrLinkDead, g.probeBound(heartbeat, time.Duration(probeSent-l.lastFrame.Load())))
 			force = true
 			break loop
 		}
@@ -258,4 +258,20 @@ func closeReason(err error) string {
 		r = r[:len(r)-n]
 	}
 	return r
+}
+
+// heartbeatSlack is how late a heartbeat may be before it counts as missing.
+const heartbeatSlack = time.Second
+
+// probeBound is how long a probe waits for a frame when the last one came quiet ago. A
+// heartbeat already missing (none for longer than the heartbeat and its slack: a page that
+// slept or was frozen past one) is half the evidence that the link is dead, since a healthy
+// link's frames would have been waiting in the socket when the page woke: the probe only
+// confirms it, and waits half as long. Either way a healthy link answers within one round
+// trip.
+func (g *Gateway) probeBound(heartbeat, quiet time.Duration) time.Duration {
+	if heartbeat > 0 && quiet > heartbeat+heartbeatSlack {
+		return g.probeWait / 2
+	}
+	return g.probeWait
 }
