@@ -145,13 +145,18 @@ func packData(body []byte, gap int) (out []byte, before, after int, err error) {
 	}
 	out = appendUint(out, uint64(len(merged)))
 	for _, s := range merged {
-		out = append(out, 0, 0x41)
-		out = appendInt(out, s.offset)
-		out = append(out, 0x0b)
-		out = appendUint(out, uint64(len(s.data)))
-		out = append(out, s.data...)
+		out = appendSegment(out, s)
 	}
 	return out, n, len(merged), nil
+}
+
+// appendSegment appends s as an active segment of memory 0 at a constant offset.
+func appendSegment(b []byte, s segment) []byte {
+	b = append(b, 0, 0x41) // flags 0, i32.const
+	b = appendInt(b, s.offset)
+	b = append(b, 0x0b) // end
+	b = appendUint(b, uint64(len(s.data)))
+	return append(b, s.data...)
 }
 
 // reader reads LEB128 numbers and bytes, keeping the first error.

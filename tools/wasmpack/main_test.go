@@ -55,11 +55,7 @@ func data(segs ...segment) []byte {
 	b := []byte{sectionData}
 	b = appendUint(b, uint64(len(segs)))
 	for _, s := range segs {
-		b = append(b, 0, 0x41)
-		b = appendInt(b, s.offset)
-		b = append(b, 0x0b)
-		b = appendUint(b, uint64(len(s.data)))
-		b = append(b, s.data...)
+		b = appendSegment(b, s)
 	}
 	return b
 }
