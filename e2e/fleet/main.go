@@ -347,8 +347,9 @@ func (f *fleet) run() error {
 	f.st.mark()
 	victim := 1
 	logf("SIGKILL h%d", victim+1)
-	f.hosts[victim].signal(syscall.SIGKILL)
-	_ = f.hosts[victim].wait(10 * time.Second)
+	if err := f.kill(victim); err != nil {
+		return err
+	}
 	const recoverWithin = 15*time.Second + 10*time.Second
 	if err := f.waitFor("every client reconnected after the SIGKILL", recoverWithin+5*time.Second, func() bool {
 		return f.st.allConnected(f.clientsN)
@@ -379,8 +380,9 @@ func (f *fleet) run() error {
 	before := f.st.minSeq()
 	time.Sleep(5 * time.Second)
 	logf("SIGKILL h3 (replay through the two NATS nodes left)")
-	f.hosts[2].signal(syscall.SIGKILL)
-	_ = f.hosts[2].wait(10 * time.Second)
+	if err := f.kill(2); err != nil {
+		return err
+	}
 	if err := f.waitFor(fmt.Sprintf("every client reconnected with n%d down", dead+1), recoverWithin+5*time.Second, func() bool {
 		return f.st.allConnected(f.clientsN)
 	}); err != nil {
@@ -397,6 +399,20 @@ func (f *fleet) run() error {
 		return fmt.Errorf("with a NATS node down: ticks stalled (slowest client at seq %d, was %d)", after, before)
 	}
 	return nil
+}
+
+// kill SIGKILLs Host i and returns once its clients have said they lost it. Until then the
+// clients' state still shows them connected to a process that is gone, and a wait for
+// "every client connected" would pass at once (a fresh-clone run read it 6 ms too early).
+// The Host's sessions include up to two pages, which are not clients.
+func (f *fleet) kill(i int) error {
+	n := f.sessions(i)
+	d0 := f.st.disconnects()
+	f.hosts[i].signal(syscall.SIGKILL)
+	_ = f.hosts[i].wait(10 * time.Second)
+	return f.waitFor(fmt.Sprintf("h%d's %d sessions to be seen lost", i+1, n), 10*time.Second, func() bool {
+		return f.st.disconnects()-d0 >= n-2
+	})
 }
 
 // sessions reads Host i's session count from its health endpoint (-1 when unreadable).
@@ -550,6 +566,13 @@ func (s *clientState) allConnected(n int) bool {
 		}
 	}
 	return true
+}
+
+// disconnects is how many disconnects the clients reported since the last mark.
+func (s *clientState) disconnects() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.discs
 }
 
 func (s *clientState) minSeq() uint64 {
