@@ -113,17 +113,7 @@ func ByPackage(m *Module, p *Packages) []PackageSize {
 		s.Bytes += f.Size
 		s.Funcs++
 	}
-	out := make([]PackageSize, 0, len(sizes))
-	for _, s := range sizes {
-		out = append(out, *s)
-	}
-	slices.SortFunc(out, func(a, b PackageSize) int {
-		if c := cmp.Compare(b.Bytes, a.Bytes); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Package, b.Package)
-	})
-	return out
+	return bySize(sizes)
 }
 
 // ByModule groups package sizes by the module (or, for the standard library, the top-level
@@ -157,17 +147,7 @@ func ByModule(pkgs []PackageSize, modules []string) []PackageSize {
 		s.Bytes += ps.Bytes
 		s.Funcs += ps.Funcs
 	}
-	out := make([]PackageSize, 0, len(sizes))
-	for _, s := range sizes {
-		out = append(out, *s)
-	}
-	slices.SortFunc(out, func(a, b PackageSize) int {
-		if c := cmp.Compare(b.Bytes, a.Bytes); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Package, b.Package)
-	})
-	return out
+	return bySize(sizes)
 }
 
 // SameCode reports whether two modules have the same function bodies, size for size: then
@@ -234,4 +214,19 @@ func Thousands(n int) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// bySize lists sizes largest first, then by package name.
+func bySize(sizes map[string]*PackageSize) []PackageSize {
+	out := make([]PackageSize, 0, len(sizes))
+	for _, s := range sizes {
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b PackageSize) int {
+		if c := cmp.Compare(b.Bytes, a.Bytes); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Package, b.Package)
+	})
+	return out
 }

@@ -870,19 +870,19 @@ func (h *failoverHost) silences(t0 time.Time) (publish, deliver time.Duration) {
 func (h *failoverHost) firstPublish(t0 time.Time) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, at := range h.published {
-		if at.After(t0) {
-			return at.Sub(t0)
-		}
-	}
-	return -1
+	return firstAfter(h.published, t0)
 }
 
 // firstDelivery is how long after t0 the Host delivered its first event.
 func (h *failoverHost) firstDelivery(t0 time.Time) time.Duration {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, at := range h.eventAt {
+	return firstAfter(h.eventAt, t0)
+}
+
+// firstAfter is how long after t0 the first of times came, or -1 if none did.
+func firstAfter(times []time.Time, t0 time.Time) time.Duration {
+	for _, at := range times {
 		if at.After(t0) {
 			return at.Sub(t0)
 		}
