@@ -3,7 +3,7 @@
 // Authorize. What an embedder gets from hostplugin.New and h.Handler(mux), and nothing else.
 const fs = require('fs');
 const path = require('path');
-const { test, expect, waitFor, mode, sharedWorker } = require('./fixtures');
+const { test, expect, waitFor, mode, withMode, sharedWorker } = require('./fixtures');
 
 const box = '#connection-status';
 
@@ -60,7 +60,7 @@ test('a page with no Lifeline markup connects with the injected default indicato
 test('a user cannot read another user\'s stream: denied ends that subscription, the handler sees it, their own stream flows on', async ({ page, browser, hosts }) => {
   const app = await hosts.startEmbed({});
   // bob is signed in elsewhere, so his stream is real and has events.
-  const bobs = await browser.newContext();
+  const bobs = await withMode(await browser.newContext());
   try {
     const bob = await bobs.newPage();
     await bob.goto(app.url('/login?user=bob'));

@@ -16,14 +16,20 @@ function writeLog(testInfo, i, host) {
 // runs the whole suite in both); unset leaves the page to choose (shared where it can).
 const mode = process.env.LIFELINE_MODE || '';
 
+// withMode makes every page of context open in that mode; the fixture's context has it, and
+// a test that opens a context of its own calls it.
+async function withMode(context) {
+  if (mode) {
+    await context.addInitScript((m) => {
+      globalThis.lifelineOptions = Object.assign({}, globalThis.lifelineOptions, { mode: m });
+    }, mode);
+  }
+  return context;
+}
+
 const test = base.test.extend({
   context: async ({ context }, use) => {
-    if (mode) {
-      await context.addInitScript((m) => {
-        globalThis.lifelineOptions = Object.assign({}, globalThis.lifelineOptions, { mode: m });
-      }, mode);
-    }
-    await use(context);
+    await use(await withMode(context));
   },
   proxies: async ({}, use) => {
     const started = [];
@@ -60,4 +66,4 @@ const test = base.test.extend({
   },
 });
 
-module.exports = { test, expect: base.expect, mode, ...h };
+module.exports = { test, expect: base.expect, mode, withMode, ...h };
