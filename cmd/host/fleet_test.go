@@ -6,23 +6,24 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/testbed"
 )
 
+// freePort is a loopback address nothing listens on, never one handed out before in this
+// process (testbed.FreePort says why that matters).
 func freePort(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := testbed.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 func subscribe(t *testing.T, c *websocket.Conn, stream string) {

@@ -11,16 +11,35 @@ const root = path.resolve(__dirname, '..', '..');
 const hostBin = path.join(root, 'bin', 'host');
 const embedBin = path.join(root, 'bin', 'embed');
 
-function freePort() {
+// freePort asks for a loopback port that is free now and that this worker has not handed out
+// before: the kernel gives a port closed a moment ago to the next pick as readily as any other,
+// so a repeat is held open while it is asked again (internal/testbed.FreePort does the same).
+const handedOut = new Set();
+function listenAny() {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();
     srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
+    srv.listen(0, '127.0.0.1', () => resolve(srv));
   });
+}
+async function freePort() {
+  const held = [];
+  try {
+    for (let i = 0; i < 64; i++) {
+      const srv = await listenAny();
+      const { port } = srv.address();
+      if (!handedOut.has(port)) {
+        handedOut.add(port);
+        await new Promise((ok) => srv.close(ok));
+        return port;
+      }
+      held.push(srv);
+    }
+    throw new Error('freePort: the kernel offered 64 ports in a row that were handed out before');
+  } finally {
+    for (const srv of held) srv.close();
+  }
 }
 
 async function waitFor(fn, { timeout = 10_000, interval = 50, what = 'condition' } = {}) {

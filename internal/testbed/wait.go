@@ -7,20 +7,48 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 )
 
-// FreePort asks the kernel for a loopback port that is free now. Another process could take
-// it before it is used: on loopback, where a run starts its servers one at a time, that does
-// not happen.
+// FreePort asks the kernel for a loopback port that is free now and that this process has not
+// handed out before. A run picks all its ports before it starts the processes that bind them,
+// and the kernel gives a port closed a moment ago to the next pick as readily as any other (a
+// fleet run once got one port for a NATS route and a Host), so the picks are remembered; a
+// repeat is held open while the kernel is asked again, so that it cannot come back at once.
+// Another process could still take a port before it is used: on loopback, where a run starts
+// its servers itself, nothing else is picking.
 func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("testbed: a free port: %w", err)
+	var held []net.Listener
+	defer func() {
+		for _, ln := range held {
+			ln.Close()
+		}
+	}()
+	for range 64 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("testbed: a free port: %w", err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		picked.Lock()
+		again := picked.ports[port]
+		picked.ports[port] = true
+		picked.Unlock()
+		if !again {
+			ln.Close()
+			return port, nil
+		}
+		held = append(held, ln)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("testbed: a free port: the kernel offered %d ports in a row that were handed out before", len(held))
 }
+
+// picked is every port FreePort has handed out in this process.
+var picked = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
 
 // FreeAddr is FreePort as "127.0.0.1:port".
 func FreeAddr() (string, error) {

@@ -146,3 +146,20 @@ func TestGetHealthReadsTheBodyOfA503(t *testing.T) {
 		t.Fatalf("GetHealth = %+v; want %+v", h, want)
 	}
 }
+
+// A run picks all its ports before it starts the processes that bind them, so the picks must
+// differ among themselves: the kernel gives a port closed a moment ago to the next pick as
+// readily as any other (a fleet run once got the same port for a NATS route and a Host).
+func TestFreePortNeverHandsOutAPortTwice(t *testing.T) {
+	seen := map[int]int{}
+	for i := range 300 {
+		port, err := testbed.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j, dup := seen[port]; dup {
+			t.Fatalf("pick %d got port %d, which pick %d had already got", i, port, j)
+		}
+		seen[port] = i
+	}
+}
