@@ -346,6 +346,10 @@ func closedError(cause error) error {
 // the network changed, the machine slept. A probe is one small frame on an open socket;
 // probes while one is outstanding on a session are folded into it, so calls never storm.
 //
+// A session still in its handshake sends its ping once its ready frame has come: the probe
+// is not lost when the page wakes just as the Host answers (the controller may report the
+// connection before the session has marked itself ready).
+//
 // A Host that does not know the frame answers it with an error frame, which proves the link
 // alive all the same; the session then sends no more pings (such a Host would close a session
 // after enough frames it does not know) and relies on its watchdog.
@@ -353,9 +357,7 @@ func (g *Gateway) Probe() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for s := range g.sessions {
-		if s.ready {
-			s.probe()
-		}
+		s.probe()
 	}
 }
 

@@ -563,6 +563,34 @@ func TestAProbeFindsAHalfOpenLinkInTwoSecondsNotTheWatchdogs37(t *testing.T) {
 	}
 }
 
+// A probe asked for while a session is still in its handshake is sent once the session is
+// ready, not dropped: the controller reports the connection from inside the session's Ready,
+// a moment before the session marks itself ready, and a page that woke in that moment (a
+// fresh-clone run of the test above did) would otherwise wait for the watchdog.
+func TestAProbeDuringTheHandshakeIsSentOnceReady(t *testing.T) {
+	sc := newScenario(t)
+	script(t, sc, "a", []ts.Step{{Hold: true}, {Ready: true}, {Serve: true}, {Silent: true}})
+	r := newRig(t, sc.URL("a"), fast(), &gateway.Options{ProbeTimeout: 500 * time.Millisecond})
+	r.ctl.Start()
+	waitHost(t, sc, "a", "held", "==", 1)
+	r.gw.Probe() // the session is dialling: its upgrade is held
+	do(t, "release", func(ctx ctxT) (struct{}, error) { return struct{}{}, sc.Release(ctx, "a") })
+	r.waitConnected()
+	st := r.waitFailure()
+	if !errors.Is(st.Err, gateway.ErrLinkDead) || !strings.Contains(st.Err.Error(), "probe") {
+		t.Fatalf("failure %v, want ErrLinkDead from the probe asked for during the handshake", st.Err)
+	}
+	pings := 0
+	for _, f := range stats(t, sc).Hosts["a"].Received {
+		if f.T == wire.TypePing {
+			pings++
+		}
+	}
+	if pings != 1 {
+		t.Fatalf("the Host received %d pings, want 1", pings)
+	}
+}
+
 func TestAProbeAfterAMissedHeartbeatWaitsHalfAsLong(t *testing.T) {
 	// A page that wakes from a freeze longer than the heartbeat: a heartbeat is already
 	// missing, so the probe only confirms it (issue 15: connected again within 3 s of the

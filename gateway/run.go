@@ -52,8 +52,10 @@ func (s *session) run() error {
 loop:
 	for {
 		probes := s.probes
-		if probeSent >= 0 {
-			probes = nil // one probe at a time: later requests wait for this one's answer
+		if probeSent >= 0 || heartbeat == 0 {
+			// One probe at a time: later requests wait for this one's answer. And none before
+			// the ready frame (which arms the heartbeat): the handshake has its own deadline.
+			probes = nil
 		}
 		select {
 		case <-s.ctx.Done():
