@@ -552,12 +552,7 @@ func TestAProbeFindsAHalfOpenLinkInTwoSecondsNotTheWatchdogs37(t *testing.T) {
 	if took < 500*time.Millisecond || took > 500*time.Millisecond+settleBound {
 		t.Fatalf("declared dead %v after the probe, want about its 500ms", took)
 	}
-	pings := 0
-	for _, f := range stats(t, sc).Hosts["a"].Received {
-		if f.T == wire.TypePing {
-			pings++
-		}
-	}
+	pings := pingsReceived(t, sc, "a")
 	if pings != 1 {
 		t.Fatalf("the Host received %d pings, want 1 (two probes fold into one)", pings)
 	}
@@ -580,12 +575,7 @@ func TestAProbeDuringTheHandshakeIsSentOnceReady(t *testing.T) {
 	if !errors.Is(st.Err, gateway.ErrLinkDead) || !strings.Contains(st.Err.Error(), "probe") {
 		t.Fatalf("failure %v, want ErrLinkDead from the probe asked for during the handshake", st.Err)
 	}
-	pings := 0
-	for _, f := range stats(t, sc).Hosts["a"].Received {
-		if f.T == wire.TypePing {
-			pings++
-		}
-	}
+	pings := pingsReceived(t, sc, "a")
 	if pings != 1 {
 		t.Fatalf("the Host received %d pings, want 1", pings)
 	}
@@ -643,12 +633,7 @@ func TestAnOlderHostThatDoesNotKnowPingKeepsThePage(t *testing.T) {
 	if s := r.ctl.Status(); s.State != controller.Connected || s.Attempt != 1 {
 		t.Fatalf("with an older Host: %v attempt %d, want still connected", s.State, s.Attempt)
 	}
-	pings := 0
-	for _, f := range stats(t, sc).Hosts["a"].Received {
-		if f.T == wire.TypePing {
-			pings++
-		}
-	}
+	pings := pingsReceived(t, sc, "a")
 	if pings != 1 {
 		t.Fatalf("the older Host received %d pings, want 1: its error answer proves the link, and no more are sent", pings)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
+	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/testserver"
 )
 
@@ -74,6 +75,18 @@ func waitHost(t *testing.T, sc *testserver.Scenario, host, field, cmp string, va
 func stats(t *testing.T, sc *testserver.Scenario) testserver.Reply {
 	t.Helper()
 	return do(t, "stats", sc.Stats)
+}
+
+// pingsReceived counts the liveness probes the host got.
+func pingsReceived(t *testing.T, sc *testserver.Scenario, host string) int {
+	t.Helper()
+	n := 0
+	for _, f := range stats(t, sc).Hosts[host].Received {
+		if f.T == wire.TypePing {
+			n++
+		}
+	}
+	return n
 }
 
 // config resolves a recovery config from milliseconds; zero fields keep their defaults.
