@@ -7,7 +7,7 @@ run: ## build everything and serve the demo page on http://127.0.0.1:8080
 test: ## every test: lint, go test -race, wasm tests (Node, Chromium), Playwright, chaos smoke, short fleet
 	./scripts/test.sh
 
-lint: ## vet + staticcheck, native and js/wasm
+lint: ## gofmt, go mod tidy, vet + staticcheck (native and js/wasm, with and without -tags lifeline_faults), the import rules
 	./scripts/lint.sh
 
 bench: ## benchmarks (long; not part of make test)

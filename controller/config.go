@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lifeline-go/lifeline/internal/strictjson"
 )
 
 // Recovery is the timing config as it travels: in the Host's config file, in the page's
@@ -45,30 +47,31 @@ type Config struct {
 	stableAfter  time.Duration
 }
 
-// Defaults, as SPEC section 2 gives them.
+// The defaults (README's config table); DefaultConfig is where embedding code reads them.
 const (
-	DefaultSlowAfter    = 3 * time.Second
-	DefaultDeadline     = 15 * time.Second
-	DefaultInitialDelay = 500 * time.Millisecond
-	DefaultMaxDelay     = 10 * time.Second
-	DefaultFactor       = 2.0
-	DefaultJitter       = 0.5
-	DefaultStableAfter  = 10 * time.Second
+	defaultSlowAfter    = 3 * time.Second
+	defaultDeadline     = 15 * time.Second
+	defaultInitialDelay = 500 * time.Millisecond
+	defaultMaxDelay     = 10 * time.Second
+	defaultFactor       = 2.0
+	defaultJitter       = 0.5
+	defaultStableAfter  = 10 * time.Second
 )
 
-// MaxTimerMs is the largest timer value a browser honours (setTimeout's signed 32-bit range).
-const MaxTimerMs = math.MaxInt32
+// maxTimerMs is the largest timer value a browser honours (setTimeout's signed 32-bit range).
+const maxTimerMs = math.MaxInt32
 
-// DefaultConfig returns the default timing config.
+// DefaultConfig returns the default timing config: the one Resolve gives for an empty
+// [Recovery] (each field's default is stated on Recovery).
 func DefaultConfig() Config {
 	return Config{
-		slowAfter:    DefaultSlowAfter,
-		deadline:     DefaultDeadline,
-		initialDelay: DefaultInitialDelay,
-		maxDelay:     DefaultMaxDelay,
-		factor:       DefaultFactor,
-		jitter:       DefaultJitter,
-		stableAfter:  DefaultStableAfter,
+		slowAfter:    defaultSlowAfter,
+		deadline:     defaultDeadline,
+		initialDelay: defaultInitialDelay,
+		maxDelay:     defaultMaxDelay,
+		factor:       defaultFactor,
+		jitter:       defaultJitter,
+		stableAfter:  defaultStableAfter,
 	}
 }
 
@@ -154,19 +157,10 @@ func (e FieldError) Error() string {
 	return b.String()
 }
 
-// formatNumber prints a number for an error message as a person writes it: 0, 1.5,
-// 2147483648, 1e+300, NaN, +Inf. (Values decoded from a document print as written instead;
-// see [ConfigError.AsWritten].)
-func FormatNumber(v float64) string {
-	if v == math.Trunc(v) && math.Abs(v) < 1e21 {
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
-}
-
 // ConfigError lists every rule a config broke, in the order of the fields.
 type ConfigError struct {
-	// Package names the resolver that found the errors; the message begins with it.
+	// Package names what found the errors, the resolver or the reader of the document they
+	// were in ("hostplugin" for the Host's config file); the message begins with it.
 	// Default "controller".
 	Package string
 	Fields  []FieldError
@@ -184,17 +178,6 @@ func (e *ConfigError) Error() string {
 	return pkg + ": " + strings.Join(msgs, "; ")
 }
 
-// AsWritten replaces the value of every field error whose path written has with the text
-// there: the numbers of a decoded document then print as the user wrote them ("got 1e300",
-// not "got 1e+300"). written maps paths to texts, as the decoder reports them.
-func (e *ConfigError) AsWritten(written map[string]string) {
-	for i, f := range e.Fields {
-		if w, ok := written[f.Path]; ok {
-			e.Fields[i].Value = w
-		}
-	}
-}
-
 // Unwrap exposes each [FieldError] to errors.Is and errors.As.
 func (e *ConfigError) Unwrap() []error {
 	errs := make([]error, len(e.Fields))
@@ -206,7 +189,7 @@ func (e *ConfigError) Unwrap() []error {
 
 const recoveryPath = "recovery."
 
-// Resolve checks every rule of SPEC section 2 and returns the resolved config, or a
+// Resolve checks every rule of PROTOCOL.md §2.1 and returns the resolved config, or a
 // *[ConfigError] naming every broken field with the value seen. Absent fields take defaults.
 // It is the one resolver: the Host plugin, the page and embedding code all go through it.
 func Resolve(r Recovery) (Config, error) {
@@ -218,8 +201,8 @@ func Resolve(r Recovery) (Config, error) {
 		}
 		v := *p
 		// NaN fails every comparison, so it must be rejected before the range check passes it.
-		if math.IsNaN(v) || math.IsInf(v, 0) || v != math.Trunc(v) || v < 1 || v > MaxTimerMs {
-			errs = append(errs, FieldError{recoveryPath + name, "must be an integer in 1..2147483647", FormatNumber(v)})
+		if math.IsNaN(v) || math.IsInf(v, 0) || v != math.Trunc(v) || v < 1 || v > maxTimerMs {
+			errs = append(errs, FieldError{recoveryPath + name, "must be an integer in 1..2147483647", strictjson.FormatNumber(v)})
 			return
 		}
 		*dst = time.Duration(v) * time.Millisecond
@@ -230,22 +213,22 @@ func Resolve(r Recovery) (Config, error) {
 	timer("maxDelayMs", r.MaxDelayMs, &c.maxDelay)
 	if p := r.Factor; p != nil {
 		if v := *p; math.IsNaN(v) || math.IsInf(v, 0) || v < 1 {
-			errs = append(errs, FieldError{recoveryPath + "factor", "must be a finite number >= 1", FormatNumber(v)})
+			errs = append(errs, FieldError{recoveryPath + "factor", "must be a finite number >= 1", strictjson.FormatNumber(v)})
 		} else {
 			c.factor = v
 		}
 	}
 	if p := r.Jitter; p != nil {
 		if v := *p; math.IsNaN(v) || v < 0 || v > 1 {
-			errs = append(errs, FieldError{recoveryPath + "jitter", "must be a number in [0,1]", FormatNumber(v)})
+			errs = append(errs, FieldError{recoveryPath + "jitter", "must be a number in [0,1]", strictjson.FormatNumber(v)})
 		} else {
 			c.jitter = v
 		}
 	}
 	if p := r.StableAfterMs; p != nil {
 		// 0 is legal here: it restores the immediate reset on ready.
-		if v := *p; math.IsNaN(v) || math.IsInf(v, 0) || v != math.Trunc(v) || v < 0 || v > MaxTimerMs {
-			errs = append(errs, FieldError{recoveryPath + "stableAfterMs", "must be an integer in 0..2147483647", FormatNumber(v)})
+		if v := *p; math.IsNaN(v) || math.IsInf(v, 0) || v != math.Trunc(v) || v < 0 || v > maxTimerMs {
+			errs = append(errs, FieldError{recoveryPath + "stableAfterMs", "must be an integer in 0..2147483647", strictjson.FormatNumber(v)})
 		} else {
 			c.stableAfter = time.Duration(v) * time.Millisecond
 		}
@@ -255,7 +238,7 @@ func Resolve(r Recovery) (Config, error) {
 	if !hasField(errs, "initialDelayMs") && !hasField(errs, "maxDelayMs") && c.initialDelay > c.maxDelay {
 		errs = append(errs, FieldError{recoveryPath + "initialDelayMs",
 			"must be <= maxDelayMs (" + strconv.FormatInt(int64(c.maxDelay/time.Millisecond), 10) + ")",
-			FormatNumber(float64(c.initialDelay / time.Millisecond))})
+			strictjson.FormatNumber(float64(c.initialDelay / time.Millisecond))})
 	}
 	if len(errs) > 0 {
 		return Config{}, &ConfigError{Fields: errs}

@@ -166,11 +166,11 @@ func FuzzResolve(f *testing.F) {
 			return
 		}
 		for _, d := range []time.Duration{c.SlowAfter(), c.Deadline(), c.InitialDelay(), c.MaxDelay()} {
-			if d < time.Millisecond || d > controller.MaxTimerMs*time.Millisecond || d%time.Millisecond != 0 {
+			if d < time.Millisecond || d > math.MaxInt32*time.Millisecond || d%time.Millisecond != 0 {
 				t.Fatalf("accepted timer %v outside 1..2147483647 ms", d)
 			}
 		}
-		if s := c.StableAfter(); s < 0 || s > controller.MaxTimerMs*time.Millisecond {
+		if s := c.StableAfter(); s < 0 || s > math.MaxInt32*time.Millisecond {
 			t.Fatalf("accepted stableAfter %v", s)
 		}
 		if f := c.Factor(); math.IsNaN(f) || math.IsInf(f, 0) || f < 1 {
@@ -190,62 +190,10 @@ func FuzzResolve(f *testing.F) {
 	})
 }
 
-func TestParseRecovery(t *testing.T) {
-	known := "(known: slowAfterMs, deadlineMs, initialDelayMs, maxDelayMs, factor, jitter, stableAfterMs)"
-	tests := []struct {
-		name    string
-		in      string
-		wantErr string
-	}{
-		{"an empty object takes every default", `{}`, ""},
-		{"null takes every default", `null`, ""},
-		{"numbers are read", `{"deadlineMs":5000,"jitter":0.25}`, ""},
-		{"a string where a number belongs names the field", `{"deadlineMs":"5000"}`, `controller: recovery.deadlineMs: must be a number, got "5000"`},
-		{"an unknown field is refused with the known ones", `{"deadline":5000}`, `controller: recovery.deadline: is not a known field ` + known},
-		{"keys are case-sensitive", `{"deadlinems":5}`, `controller: recovery.deadlinems: is not a known field ` + known},
-		{"a Go field name is not a key", `{"DeadlineMs":5}`, `controller: recovery.DeadlineMs: is not a known field ` + known},
-		{"a key may appear once", `{"deadlineMs":5000,"deadlineMs":5}`, `controller: recovery.deadlineMs: appears more than once`},
-		{"an array is not an object", `[1,2]`, `controller: recovery: must be a JSON object, got [1,2]`},
-		{"broken JSON is refused", `{"deadlineMs":`, `controller: recovery.deadlineMs: invalid JSON at line 1, column 15: the document ends too soon`},
-		{"trailing data is refused", `{} {}`, `controller: recovery: must hold one JSON value and nothing after it (line 1, column 4), got {}`},
-		{"a trailing brace is refused", `{}}`, `controller: recovery: must hold one JSON value and nothing after it (line 1, column 3), got }`},
-	}
-	for _, tt := range tests {
-		_, err := controller.ParseRecovery([]byte(tt.in))
-		got := ""
-		if err != nil {
-			got = err.Error()
-		}
-		if got != tt.wantErr {
-			t.Errorf("%s: ParseRecovery(%s) error = %q, want %q", tt.name, tt.in, got, tt.wantErr)
-		}
-	}
-	r, err := controller.ParseRecovery([]byte(`{"deadlineMs":0}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := controller.Resolve(r); err == nil || err.Error() != "controller: recovery.deadlineMs: must be an integer in 1..2147483647, got 0" {
-		t.Errorf("Resolve(parsed deadline 0) = %v", err)
-	}
-}
-
-func TestErrorsPrintValuesAsWritten(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{`{"deadlineMs":2147483648}`, "got 2147483648"},
-		{`{"deadlineMs":1e300}`, "got 1e300"},
-		{`{"deadlineMs":15000.5}`, "got 15000.5"},
-		{`{"jitter":1.50}`, "got 1.50"},
-		{`{"factor":-0}`, "got -0"},
-		{`{"initialDelayMs":2E4}`, "got 2E4"},
-	}
-	for _, tt := range tests {
-		_, err := controller.ResolveRecoveryJSON([]byte(tt.in))
-		if err == nil || !strings.HasSuffix(err.Error(), tt.want) {
-			t.Errorf("ResolveRecoveryJSON(%s) = %v, want an error ending %q", tt.in, err, tt.want)
-		}
-	}
-	// Go values have no text: they print as a person writes numbers, never with an exponent
-	// below 1e21.
+// TestGoValuesPrintAsAPersonWritesNumbers: a Recovery built in code has no text to show, so its
+// values print as a person writes numbers, never with an exponent below 1e21. (Values read
+// from a document print as written: internal/configdoc.)
+func TestGoValuesPrintAsAPersonWritesNumbers(t *testing.T) {
 	_, err := controller.Resolve(controller.Recovery{DeadlineMs: new(2147483648.0), MaxDelayMs: new(1e300)})
 	if want := "controller: recovery.deadlineMs: must be an integer in 1..2147483647, got 2147483648; " +
 		"recovery.maxDelayMs: must be an integer in 1..2147483647, got 1e+300"; err == nil || err.Error() != want {

@@ -9,13 +9,12 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/lifeline-go/lifeline/gateway/wire"
 )
 
 // Options tune a [Controller]. A nil *Options means all defaults.
 type Options struct {
-	// Endpoint is the default target handed to every generation (Generation.Target). The
-	// controller treats it as an opaque name; the gateway dials it. Default "".
-	Endpoint string
 	// Logger receives the controller's logs. Default: slog.Default() natively; none in the
 	// browser build, which links no log/slog (see [Logger]).
 	Logger Logger
@@ -36,10 +35,10 @@ type Options struct {
 type Controller struct {
 	src      Source
 	cfg      Config
-	endpoint string
 	log      Logger
 	rnd      func() float64
 	onChange func(Status)
+	observe  func(Status) // the Source's StatusObserver, or nil
 
 	// life serialises Start and Stop. It is a channel rather than a mutex so that a Stop
 	// waiting for a slow source is a durable block under testing/synctest.
@@ -72,15 +71,18 @@ func New(src Source, cfg Config, opts *Options) (*Controller, error) {
 	if o.Rand == nil {
 		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())).Float64
 	}
-	return &Controller{
+	c := &Controller{
 		src:      src,
 		cfg:      cfg,
-		endpoint: o.Endpoint,
 		log:      o.Logger,
 		rnd:      o.Rand,
 		onChange: o.OnChange,
 		life:     make(chan struct{}, 1),
-	}, nil
+	}
+	if so, ok := src.(StatusObserver); ok {
+		c.observe = so.ObserveStatus
+	}
+	return c, nil
 }
 
 // Config returns the controller's timing config.
@@ -195,7 +197,7 @@ func (c *Controller) publish(s Status) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.status = s
-	if c.onChange == nil {
+	if c.onChange == nil && c.observe == nil {
 		return
 	}
 	c.queue = append(c.queue, s)
@@ -205,7 +207,7 @@ func (c *Controller) publish(s Status) {
 	}
 }
 
-// deliver hands queued statuses to OnChange in order. It runs on its own goroutine so that the
+// deliver hands queued statuses to the Source's ObserveStatus and OnChange in order. It runs on its own goroutine so that the
 // loop never waits for an observer and an observer may call the controller; it exits when the
 // queue is empty, so a stopped controller leaves no goroutine behind.
 func (c *Controller) deliver() {
@@ -221,7 +223,12 @@ func (c *Controller) deliver() {
 		c.queue[0] = Status{}
 		c.queue = c.queue[1:]
 		c.mu.Unlock()
-		c.onChange(s)
+		if c.observe != nil {
+			c.observe(s)
+		}
+		if c.onChange != nil {
+			c.onChange(s)
+		}
 	}
 }
 
@@ -323,6 +330,11 @@ type loop struct {
 // redirectTries is how many failed attempts a redirect target gets before the page goes home.
 const redirectTries = 2
 
+// home is the target that names the source's own endpoint (see Generation.Target). The
+// controller never holds its string: the source names every place, home included, so the two
+// cannot disagree on how a place is spelled.
+const home = ""
+
 func (l *loop) send(cmd command) {
 	o := order{cmd: cmd, done: make(chan struct{})}
 	select {
@@ -344,7 +356,7 @@ func (l *loop) run() {
 	l.retryT = stoppedTimer()
 	l.stableT = stoppedTimer()
 	l.chainT = stoppedTimer()
-	l.target = c.endpoint
+	l.target = home
 	if !l.offline {
 		l.attemptNow()
 	}
@@ -510,9 +522,9 @@ func (l *loop) attemptNow() {
 	l.next = time.Now()
 }
 
-// goHome makes the page's own endpoint the target again.
+// goHome makes the source's own endpoint the target again.
 func (l *loop) goHome() {
-	l.target = l.c.endpoint
+	l.target = home
 	l.targetFails = 0
 }
 
@@ -578,10 +590,9 @@ func (l *loop) goAway(g *gen, uri string) error {
 	if g == nil || g != l.cur || !g.ready || g.h.ctx.Err() != nil || l.stopping || l.offline {
 		return ErrStale
 	}
-	l.redirected = uri != ""
-	if uri == "" {
+	l.redirected = uri != g.h.target
+	if !l.redirected {
 		// Come back to the same place: a restart, never a loop.
-		uri = g.h.target
 		l.openRestartWindow()
 	} else {
 		loop := slices.Contains(l.chain, uri)
@@ -628,8 +639,13 @@ func (l *loop) ended(g *gen, err error) {
 	}
 	switch g {
 	case l.old:
-		// The draining generation left before its successor was ready.
+		// The draining generation left before its successor was ready: the page is not
+		// connected any more, and its status says why (the successor's attempt goes on).
 		l.old = nil
+		if err == nil {
+			err = ErrEnded
+		}
+		l.lastErr = err
 	case l.cur:
 		l.cur = nil
 		if err == nil {
@@ -679,8 +695,11 @@ func (l *loop) fail(g *gen, err, cause error) {
 	if l.offline || l.stopping {
 		return
 	}
-	if !g.ready && g.h.target != c.endpoint && l.target == g.h.target {
+	if !g.ready && g.h.target != home && l.target == g.h.target {
 		l.redirectFailed(g)
+	}
+	if re := (*RedirectError)(nil); errors.As(err, &re) && re.To != g.h.target {
+		l.redirectBeforeReady(g, re.To)
 	}
 	d := Delay(c.cfg, l.failures, c.rnd)
 	if errors.Is(err, ErrUnauthorized) {
@@ -689,7 +708,7 @@ func (l *loop) fail(g *gen, err, cause error) {
 		d = Delay(c.cfg, math.MaxInt, c.rnd)
 	}
 	if ra := (*RetryAfterError)(nil); errors.As(err, &ra) {
-		after := min(ra.After, maxRetryAfter)
+		after := min(ra.After, wire.MaxRetryAfter)
 		if restart {
 			// Every page of a restarting Host has the same hint: spread them above it, as
 			// the ladder spreads below its caps, so they do not all come back at once.
@@ -737,13 +756,25 @@ func (l *loop) redirectFailed(g *gen) {
 	l.targetFails++
 	if l.targetFails >= redirectTries || time.Since(l.targetSince) >= l.c.cfg.maxDelay {
 		l.c.log.Warn("lifeline: redirect target keeps failing; going back to the page's own endpoint",
-			"attempt", g.h.n, "target", g.h.target, "failures", l.targetFails, "endpoint", l.c.endpoint)
+			"attempt", g.h.n, "target", g.h.target, "failures", l.targetFails)
 		l.goHome()
 	}
 }
 
-// maxRetryAfter bounds how long a Host may hold a page back with a 1013 retry-after.
-const maxRetryAfter = 60 * time.Second
+// redirectBeforeReady aims the next attempt at to, where a Host that turned attempt g away
+// sent it. g's target joins the redirect chain as a GOAWAY's does, so a redirect back there
+// in this chain is seen as a loop; the failure itself keeps the next attempt on the ladder.
+func (l *loop) redirectBeforeReady(g *gen, to string) {
+	if !slices.Contains(l.chain, g.h.target) {
+		l.chain = append(l.chain, g.h.target)
+	}
+	if to != l.target {
+		l.targetFails = 0
+	}
+	l.target = to
+	l.c.log.Info("lifeline: the Host turned the attempt away to another place; the next attempt goes there",
+		"attempt", g.h.n, "to", to)
+}
 
 func (l *loop) schedule(d time.Duration) {
 	l.pending, l.due = true, false

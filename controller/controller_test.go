@@ -18,6 +18,10 @@ var errRefused = errors.New("test: connection refused")
 // u=0 draws the full cap, so every delay below is exact.
 const fullCap = 0.0
 
+// A is the page's home in these tests, the source's own endpoint: a generation names it as the
+// empty target (see Generation.Target). B, C, D and X are other places.
+const A = ""
+
 func TestSlowWarningAtThreeSecondsAndCancellationAtFifteen(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, controller.Recovery{}, fullCap)
@@ -36,7 +40,7 @@ func TestSlowWarningAtThreeSecondsAndCancellationAtFifteen(t *testing.T) {
 		if s := h.wantState(t, controller.Connecting); !s.Slow {
 			t.Fatalf("not slow at exactly 3 s: %s", describe(s))
 		}
-		if got := h.rec.Logs("slow"); len(got) != 1 || got[0] != "WARN lifeline: host is slow to respond" {
+		if got := h.logs.Messages("slow"); len(got) != 1 || got[0] != "WARN lifeline: host is slow to respond" {
 			t.Fatalf("slow logs = %q, want one WARN", got)
 		}
 
@@ -60,7 +64,7 @@ func TestSlowWarningAtThreeSecondsAndCancellationAtFifteen(t *testing.T) {
 		if want := t0.Add(15*time.Second + 500*time.Millisecond); !s.NextAttempt.Equal(want) {
 			t.Fatalf("next attempt at +%v, want +15.5s (the first cap)", s.NextAttempt.Sub(t0))
 		}
-		if got := h.rec.Logs("deadline"); len(got) != 1 || got[0] != "WARN lifeline: handshake cancelled at deadline" {
+		if got := h.logs.Messages("deadline"); len(got) != 1 || got[0] != "WARN lifeline: handshake cancelled at deadline" {
 			t.Fatalf("deadline logs = %q, want one WARN", got)
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -93,7 +97,7 @@ func TestWarningDueAfterTheHandshakeSettledNeverFires(t *testing.T) {
 				t.Fatalf("a slow status was delivered: %s", describe(s))
 			}
 		}
-		if got := h.rec.Logs("slow"); len(got) != 0 {
+		if got := h.logs.Messages("slow"); len(got) != 0 {
 			t.Fatalf("slow logs = %q, want none", got)
 		}
 		h.ctl.Stop()
@@ -656,7 +660,7 @@ func TestLogsFirstFailureAtErrorLaterAtWarnRecoveryAtInfo(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		got := h.rec.Logs("")
+		got := h.logs.Messages("")
 		want := []string{
 			"ERROR lifeline: connection failed",
 			"WARN lifeline: connection failed again",
@@ -666,7 +670,7 @@ func TestLogsFirstFailureAtErrorLaterAtWarnRecoveryAtInfo(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Fatalf("logs = %q, want %q", got, want)
 		}
-		rec, _ := h.rec.Record("recovered")
+		rec, _ := h.logs.Record("recovered")
 		var outage time.Duration
 		rec.Attrs(func(a slog.Attr) bool {
 			if a.Key == "outage" {
@@ -712,7 +716,7 @@ func TestGoAwayToANewEndpointMigratesAtOnceMakeBeforeBreak(t *testing.T) {
 		h.ctl.Start()
 		synctest.Wait()
 		a := h.next(t)
-		if a.gen.Target() != "A" {
+		if a.gen.Target() != A {
 			t.Fatalf("first target %q, want the endpoint A", a.gen.Target())
 		}
 		if err := a.gen.Ready(&carrier{}); err != nil {
@@ -756,7 +760,7 @@ func TestRedirectLoopIsSlowedThroughTheLadder(t *testing.T) {
 		b := h.next(t)
 		b.gen.Ready(&carrier{})
 		t0 := time.Now()
-		b.gen.GoAway("A") // B→A: a loop, slowed
+		b.gen.GoAway(A) // B→A: a loop, slowed
 		synctest.Wait()
 		h.none(t)
 		h.wantState(t, controller.Connected) // B keeps delivering
@@ -764,7 +768,7 @@ func TestRedirectLoopIsSlowedThroughTheLadder(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		synctest.Wait()
 		c := h.next(t)
-		if c.gen.Target() != "A" || c.started.Sub(t0) != 20*time.Millisecond {
+		if c.gen.Target() != A || c.started.Sub(t0) != 20*time.Millisecond {
 			t.Fatalf("loop hop to %q after %v, want A after 20ms", c.gen.Target(), c.started.Sub(t0))
 		}
 		c.gen.Ready(&carrier{})
@@ -794,10 +798,10 @@ func TestEmptyGoAwayIsNeverALoop(t *testing.T) {
 				t.Fatal(err)
 			}
 			t0 := time.Now()
-			a.gen.GoAway("")
+			a.gen.GoAway(a.gen.Target()) // the protocol's empty uri: come back here
 			synctest.Wait()
 			b := h.next(t)
-			if b.gen.Target() != "A" || !b.started.Equal(t0) {
+			if b.gen.Target() != A || !b.started.Equal(t0) {
 				t.Fatalf("empty goaway redialed %q after %v, want A at once", b.gen.Target(), b.started.Sub(t0))
 			}
 			b.end <- nil // hand the next round a fresh attempt
@@ -833,10 +837,10 @@ func TestRedirectChainClearsAfterAStableSession(t *testing.T) {
 		time.Sleep(10 * time.Second) // B lives stableAfter: the chain is cleared
 		synctest.Wait()
 		t0 := time.Now()
-		b.gen.GoAway("A") // would be a loop without the reset
+		b.gen.GoAway(A) // would be a loop without the reset
 		synctest.Wait()
 		c := h.next(t)
-		if c.gen.Target() != "A" || !c.started.Equal(t0) {
+		if c.gen.Target() != A || !c.started.Equal(t0) {
 			t.Fatalf("hop to %q after %v, want A at once", c.gen.Target(), c.started.Sub(t0))
 		}
 		h.ctl.Stop()
@@ -1073,7 +1077,7 @@ func TestDialsFailingDuringASamePlaceHandoverDoNotClimbTheLadder(t *testing.T) {
 		a := h.next(t)
 		a.gen.Ready(&carrier{})
 		time.Sleep(time.Minute)
-		a.gen.GoAway("") // come back to the same place; the old session keeps delivering
+		a.gen.GoAway(a.gen.Target()) // come back to the same place; the old session keeps delivering
 		for i := range 6 {
 			synctest.Wait()
 			b := h.next(t)

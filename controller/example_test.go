@@ -52,8 +52,7 @@ func ExampleController() {
 	}
 	connected := make(chan struct{})
 	ctl, err := controller.New(src, cfg, &controller.Options{
-		Endpoint: "wss://example.com/_lifeline/events",
-		Logger:   slog.New(slog.DiscardHandler),
+		Logger: slog.New(slog.DiscardHandler),
 		OnChange: func(s controller.Status) {
 			if s.State == controller.Connected {
 				close(connected)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
+	"github.com/lifeline-go/lifeline/internal/test/testlog"
 )
 
 // fakeSource is a generation source made of channels: every Run announces itself as an
@@ -67,11 +67,10 @@ type carrier struct{ closed atomic.Bool }
 
 func (c *carrier) Close() error { c.closed.Store(true); return nil }
 
-// recorder collects every status delivered to OnChange, and every log record.
+// recorder collects every status delivered to OnChange.
 type recorder struct {
 	mu       sync.Mutex
 	statuses []controller.Status
-	records  []slog.Record
 }
 
 func (r *recorder) onChange(s controller.Status) {
@@ -100,44 +99,11 @@ func (r *recorder) States() []string {
 	return out
 }
 
-func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
-func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.records = append(r.records, rec.Clone())
-	return nil
-}
-func (r *recorder) WithAttrs([]slog.Attr) slog.Handler { return r }
-func (r *recorder) WithGroup(string) slog.Handler      { return r }
-
-// Logs returns "LEVEL message" for every record whose message contains substr.
-func (r *recorder) Logs(substr string) []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []string
-	for _, rec := range r.records {
-		if substr == "" || strings.Contains(rec.Message, substr) {
-			out = append(out, rec.Level.String()+" "+rec.Message)
-		}
-	}
-	return out
-}
-
-func (r *recorder) Record(substr string) (slog.Record, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, rec := range r.records {
-		if strings.Contains(rec.Message, substr) {
-			return rec, true
-		}
-	}
-	return slog.Record{}, false
-}
-
 type harness struct {
-	ctl *controller.Controller
-	src *fakeSource
-	rec *recorder
+	ctl  *controller.Controller
+	src  *fakeSource
+	rec  *recorder
+	logs *testlog.Recorder
 }
 
 // newHarness builds a controller over a fake source with a fixed jitter draw u (so delays are
@@ -145,8 +111,8 @@ type harness struct {
 func newHarness(t *testing.T, r controller.Recovery, u float64) *harness {
 	t.Helper()
 	cfg := mustResolve(t, r)
-	h := &harness{src: newFakeSource(), rec: &recorder{}}
-	opts := &controller.Options{Endpoint: "A", Logger: slog.New(h.rec), OnChange: h.rec.onChange}
+	h := &harness{src: newFakeSource(), rec: &recorder{}, logs: &testlog.Recorder{}}
+	opts := &controller.Options{Logger: slog.New(h.logs), OnChange: h.rec.onChange}
 	if u >= 0 {
 		opts.Rand = constant(u)
 	}

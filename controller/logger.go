@@ -12,15 +12,13 @@ type Logger interface {
 	Error(msg string, args ...any)
 }
 
-// Discard is a Logger that drops everything.
-var Discard Logger = discard{}
-
+// discard is a Logger that drops everything: the browser build's default.
 type discard struct{}
 
 func (discard) Info(string, ...any)  {}
 func (discard) Warn(string, ...any)  {}
 func (discard) Error(string, ...any) {}
 
-// DefaultLogger is the Logger that Options.Logger defaults to: slog.Default() natively, Discard
-// in the browser.
+// DefaultLogger is the Logger that Options.Logger defaults to: slog.Default() natively; in the
+// browser one that drops everything.
 func DefaultLogger() Logger { return defaultLogger() }

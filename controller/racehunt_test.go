@@ -166,7 +166,7 @@ func TestRaceHunt(t *testing.T) {
 				op = "goaway"
 				if rs := src.alive(); len(rs) > 0 {
 					r := rs[rnd.IntN(len(rs))]
-					r.gen.GoAway([]string{"", "A", "B"}[rnd.IntN(3)])
+					r.gen.GoAway([]string{r.gen.Target(), A, "B"}[rnd.IntN(3)]) // the same place, home, elsewhere
 				}
 			case k < 85:
 				op = "fail"

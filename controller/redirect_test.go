@@ -3,6 +3,7 @@ package controller_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -34,7 +35,7 @@ func pingPong(t *testing.T, h *harness, session, window time.Duration) []time.Du
 		}
 		other := "B"
 		if a.gen.Target() == "B" {
-			other = "A"
+			other = A
 		}
 		time.Sleep(session)
 		// ErrStale: the generation was replaced meanwhile; nothing to redirect.
@@ -45,10 +46,10 @@ func pingPong(t *testing.T, h *harness, session, window time.Duration) []time.Du
 }
 
 func TestRedirectLoopDampingHoldsAtEveryStableAfter(t *testing.T) {
-	// SPEC §4: two Hosts that say ready and redirect to each other after 40 ms, with a 10 ms
+	// PROTOCOL.md §5.3: two Hosts that say ready and redirect to each other after 40 ms, with a 10 ms
 	// first cap, get at most 6 dials a second, whatever stableAfterMs is (undamped, every
 	// 40 ms: 26). u = 0.999… is the draw that makes every delay shortest at jitter 0.5.
-	for _, stable := range []float64{0, 1, 20, 40, 100, 1000, 10000, controller.MaxTimerMs} {
+	for _, stable := range []float64{0, 1, 20, 40, 100, 1000, 10000, math.MaxInt32} {
 		for _, u := range []float64{0, 0.5, 0.999999} {
 			t.Run(fmt.Sprintf("stableAfterMs=%v/u=%v", stable, u), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
@@ -92,7 +93,7 @@ func TestOneWayMovesAndEmptyGoAwaysStayImmediateAtStableAfterZero(t *testing.T) 
 		// Restarts in place, again and again: never a loop.
 		for range 5 {
 			t0 := time.Now()
-			prev.gen.GoAway("")
+			prev.gen.GoAway(prev.gen.Target()) // the protocol's empty uri: come back here
 			synctest.Wait()
 			n := h.next(t)
 			if n.gen.Target() != "D" || !n.started.Equal(t0) {
@@ -127,9 +128,9 @@ func TestRedirectChainClearsAfterMaxDelayAtStableAfterZero(t *testing.T) {
 			t.Fatalf("after B lived maxDelay: %s, want the ladder reset", describe(s))
 		}
 		t0 := time.Now()
-		b.gen.GoAway("A") // would be a loop had the chain not ended
+		b.gen.GoAway(A) // would be a loop had the chain not ended
 		synctest.Wait()
-		if c := h.next(t); c.gen.Target() != "A" || !c.started.Equal(t0) {
+		if c := h.next(t); c.gen.Target() != A || !c.started.Equal(t0) {
 			t.Fatalf("hop to %q after %v, want A at once", c.gen.Target(), c.started.Sub(t0))
 		}
 		h.ctl.Stop()
@@ -173,7 +174,7 @@ func TestRedirectToADeadTargetGoesBackHome(t *testing.T) {
 		time.Sleep(time.Until(s.NextAttempt))
 		synctest.Wait()
 		home := h.next(t)
-		if home.gen.Target() != "A" {
+		if home.gen.Target() != A {
 			t.Fatalf("third attempt to %q, want home (A)", home.gen.Target())
 		}
 		if err := home.gen.Ready(&carrier{}); err != nil {
@@ -183,7 +184,7 @@ func TestRedirectToADeadTargetGoesBackHome(t *testing.T) {
 		if got := time.Since(t0); got != 1500*time.Millisecond {
 			t.Fatalf("home again after %v, want 1.5s", got)
 		}
-		if got := h.rec.Logs("going back"); len(got) != 1 {
+		if got := h.logs.Messages("going back"); len(got) != 1 {
 			t.Fatalf("logs %q, want one warning that the page goes home", got)
 		}
 		h.ctl.Stop()
@@ -209,7 +210,7 @@ func TestRedirectTargetThatStallsPastMaxDelayGoesHomeAfterOneTry(t *testing.T) {
 		}
 		time.Sleep(time.Until(h.ctl.Status().NextAttempt))
 		synctest.Wait()
-		if home := h.next(t); home.gen.Target() != "A" {
+		if home := h.next(t); home.gen.Target() != A {
 			t.Fatalf("next attempt to %q, want home (A)", home.gen.Target())
 		}
 		h.ctl.Stop()
@@ -242,7 +243,7 @@ func TestRedirectTargetThatAnswersIsKept(t *testing.T) {
 		}
 		synctest.Wait()
 		h.wantState(t, controller.Connected)
-		b2.gen.GoAway("") // B restarts in place: the page comes back to B
+		b2.gen.GoAway(b2.gen.Target()) // B restarts in place: the page comes back to B
 		synctest.Wait()
 		b3 := h.next(t)
 		if b3.gen.Target() != "B" {
@@ -256,5 +257,79 @@ func TestRedirectTargetThatAnswersIsKept(t *testing.T) {
 			t.Fatalf("after one failure of the restarted B: %q, want B again", b4.gen.Target())
 		}
 		h.ctl.Stop()
+	})
+}
+
+// TestAGoAwayBeforeReadyAimsTheNextAttemptThereOnTheLadder: a draining Host turns away the
+// sockets that reach it with a goaway naming another place (PROTOCOL.md §5.1). The page was not
+// connected, so it follows at the ladder's pace, not at once: two Hosts that turn arriving
+// pages away to each other climb the ladder like any outage instead of storming.
+func TestAGoAwayBeforeReadyAimsTheNextAttemptThereOnTheLadder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, controller.Recovery{}, fullCap)
+		cfg := h.ctl.Config()
+		h.ctl.Start()
+		synctest.Wait()
+		a := h.next(t)
+		turnAway := func(at *attempt, to string) time.Time {
+			at.end <- &controller.RedirectError{To: to, Err: errors.New("turned away")}
+			synctest.Wait()
+			return time.Now()
+		}
+		// home → B → home → B: each hop one rung further up the ladder.
+		prev, targets := a, []string{"B", A, "B"}
+		for i, to := range targets {
+			t0 := turnAway(prev, to)
+			want := controller.Delay(cfg, i+1, func() float64 { return fullCap })
+			time.Sleep(want)
+			synctest.Wait()
+			n := h.next(t)
+			if n.gen.Target() != to || n.started.Sub(t0) != want {
+				t.Fatalf("hop %d: dialed %q after %v, want %q after %v (the ladder's rung %d)",
+					i+1, n.gen.Target(), n.started.Sub(t0), to, want, i+1)
+			}
+			prev = n
+		}
+		if err := prev.gen.Ready(&carrier{}); err != nil {
+			t.Fatalf("Ready at B = %v", err)
+		}
+		if s := h.ctl.Status(); s.State != controller.Connected {
+			t.Fatalf("state %v after the redirected attempt's ready, want connected", s.State)
+		}
+		h.ctl.Stop()
+	})
+}
+
+// A draining session lost before its successor is ready leaves the page not connected: its
+// status says why, as for any lost session, while the successor's attempt goes on.
+func TestADrainingSessionLostBeforeItsSuccessorIsReadySaysWhy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, controller.Recovery{}, fullCap)
+		h.ctl.Start()
+		synctest.Wait()
+		a := h.next(t)
+		if err := a.gen.Ready(&carrier{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.gen.GoAway("wss://b.example/_lifeline/events"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		b := h.next(t) // the successor, handshaking
+		a.end <- errRefused
+		synctest.Wait()
+		st := h.wantState(t, controller.Connecting)
+		if st.Err != errRefused || st.Attempt != b.gen.Number() {
+			t.Fatalf("status %s, want connecting attempt %d with the lost session's error", describe(st), b.gen.Number())
+		}
+		if err := b.gen.Ready(&carrier{}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if st := h.wantState(t, controller.Connected); st.Err != nil {
+			t.Fatalf("connected with %v", st.Err)
+		}
+		h.ctl.Stop()
+		synctest.Wait()
 	})
 }

@@ -13,14 +13,23 @@ import (
 // (except during a GOAWAY handover, where a draining generation may still run beside the one
 // handshake in flight).
 type Source interface {
-	// Run performs one generation: it dials gen.Target(), completes the handshake, calls
-	// gen.Ready once, then carries the connection until it ends, and returns why it ended.
+	// Run performs one generation: it dials gen.Target() (its own endpoint when that is
+	// ""), completes the handshake, calls gen.Ready once, then carries the connection until
+	// it ends, and returns why it ended.
 	//
 	// Run must return promptly once ctx is cancelled, and only after it has released
 	// everything it holds (socket, listeners, goroutines): its return is the settle the
 	// controller waits for before it starts another attempt. A Run that ignores cancellation
 	// delays the next attempt; it never overlaps it.
 	Run(ctx context.Context, gen *Generation) error
+}
+
+// StatusObserver is implemented by a [Source] that wants the controller's statuses: each one
+// is passed to ObserveStatus, in order and one at a time, before Options.OnChange sees it, on
+// the goroutine that delivers them (never the loop's: it may call the controller). The gateway
+// implements it to tell the Host what the page lived through between two connections.
+type StatusObserver interface {
+	ObserveStatus(Status)
 }
 
 // SourceFunc adapts a function to [Source].
@@ -62,8 +71,9 @@ var (
 )
 
 // RetryAfterError is a failure for which the Host asked the page to wait at least After before
-// the next attempt (a 1013 close). The controller waits the longer of After and its ladder
-// delay: a retry-after can slow the ladder down, never speed it up.
+// the next attempt (a 1013 close). The controller waits the longer of After, capped at
+// wire.MaxRetryAfter (60 s), and its ladder delay: a retry-after can slow the ladder down,
+// never speed it up, and never hold a page back longer than the protocol allows.
 type RetryAfterError struct {
 	After time.Duration
 	Err   error
@@ -74,6 +84,24 @@ func (e *RetryAfterError) Error() string {
 }
 
 func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// RedirectError is the failure of an attempt that a draining Host turned away before it was
+// ready, naming another place to go (a GOAWAY before the ready frame). To names the place as
+// [Generation.GoAway] does: "" is the source's own endpoint. The next attempt goes there, at
+// the ladder's pace: the page was not connected, so there is nothing to make before
+// breaking, and two Hosts that send arriving pages to each other cannot make it storm. (A
+// Host that turns the attempt away to the same place is restarting: wrap
+// [ErrHostRestarting] instead.)
+type RedirectError struct {
+	To  string
+	Err error
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("%v (redirected to %q)", e.Err, e.To)
+}
+
+func (e *RedirectError) Unwrap() error { return e.Err }
 
 // Generation is the handle a [Source] gets for one attempt. Its methods are safe from any
 // goroutine; once the generation is stale they do nothing but report [ErrStale].
@@ -88,8 +116,10 @@ type Generation struct {
 // Number is the generation's attempt number.
 func (g *Generation) Number() uint64 { return g.n }
 
-// Target is the endpoint to dial: the controller's Endpoint, or the uri of a GOAWAY that moved
-// the page elsewhere.
+// Target is the place to dial: "" for the source's own endpoint (the page's home: where every
+// sequence starts, and where the page goes back to when a redirect target keeps failing or a
+// session ends), or the place a GOAWAY moved the page to, as the source named it in
+// [Generation.GoAway].
 func (g *Generation) Target() string { return g.target }
 
 // Ready reports that the handshake completed (a fresh ready frame arrived). It returns nil if
@@ -113,9 +143,13 @@ func (g *Generation) Ready(c io.Closer) error {
 	return err
 }
 
-// GoAway reports that the Host is draining this generation. A non-empty uri asks the page to
-// move there; an empty one to come back to the same place. The generation keeps running (and
-// delivering) until the controller replaces it or it ends on its own.
+// GoAway reports that the Host is draining this generation and sends the page to the place
+// uri, named as [Generation.Target] names places: "" is the source's own endpoint, the
+// generation's own Target is the same place (the Host restarts: come back here, never a
+// loop), and any other string is a place elsewhere. The controller compares places as
+// strings (to find redirect loops and the way home), so a source names each place with one
+// string only. The generation keeps running (and delivering) until the controller replaces
+// it or it ends on its own.
 func (g *Generation) GoAway(uri string) error {
 	if g.ctx.Err() != nil {
 		return ErrStale

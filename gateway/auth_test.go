@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
-	ts "github.com/lifeline-go/lifeline/internal/testserver"
+	ts "github.com/lifeline-go/lifeline/internal/test/testserver"
 )
 
 // skipInNode skips a test of refused handshakes in Node: its WebSocket reports the error of a
@@ -54,13 +55,13 @@ func TestARefusedCredentialIsUnauthorized(t *testing.T) {
 			skipInNode(t)
 			sc := newScenario(t)
 			cookie := fmt.Sprintf("ll_probe_%s=seen", sc.ID())
-			header := pageCredential(t, cookie) // carried, and refused all the same
+			handshake := pageCredential(t, cookie) // carried, and refused all the same
 			if tt.status != 0 {
 				auth(t, sc, "a", tt.status, tt.reason, "", tt.noCORS)
 			} else {
 				defaultScript(t, sc, "a", ts.Step{Reject: 503})
 			}
-			r := newRig(t, sc.URL("a"), fast(), &gateway.Options{Header: header})
+			r := newRig(t, sc.URL("a"), fast(), &gateway.Options{Handshake: handshake})
 			r.ctl.Start()
 			want := tt.native
 			if isJS {
@@ -89,17 +90,17 @@ func TestARefusedCredentialIsUnauthorized(t *testing.T) {
 
 			hs := stats(t, sc).Hosts["a"]
 			switch {
-			case !isJS && len(hs.Probes) != 0:
+			case !isJS && len(hs.RefusalQueries) != 0:
 				// The handshake's answer says it all natively.
-				t.Errorf("native probes %+v, want none", hs.Probes)
-			case isJS && (len(hs.Probes) == 0 || len(hs.Probes) > hs.Dials):
-				t.Errorf("%d probes for %d dials, want one after each failed dial", len(hs.Probes), hs.Dials)
+				t.Errorf("native refusal queries %+v, want none", hs.RefusalQueries)
+			case isJS && (len(hs.RefusalQueries) == 0 || len(hs.RefusalQueries) > hs.Dials):
+				t.Errorf("%d refusal queries for %d dials, want one after each failed dial", len(hs.RefusalQueries), hs.Dials)
 			}
-			for _, p := range hs.Probes {
-				// The test page is served from another port: the probe is cross-origin for
-				// real, and carries the page's cookies all the same.
+			for _, p := range hs.RefusalQueries {
+				// The test page is served from another port: the refusal query is
+				// cross-origin for real, and carries the page's cookies all the same.
 				if p.Method != "GET" || p.Origin == "" || !strings.Contains(p.Cookie, cookie) {
-					t.Errorf("probe %+v, want a cross-origin GET with the page's cookie %q", p, cookie)
+					t.Errorf("refusal query %+v, want a cross-origin GET with the page's cookie %q", p, cookie)
 				}
 			}
 
@@ -127,10 +128,43 @@ func TestTheDialCarriesThePagesCredential(t *testing.T) {
 	}
 	stranger.ctl.Stop()
 
-	r := newRig(t, sc.URL("a"), fast(), &gateway.Options{Header: pageCredential(t, cookie)})
+	r := newRig(t, sc.URL("a"), fast(), &gateway.Options{Handshake: pageCredential(t, cookie)})
 	r.ctl.Start()
 	r.waitConnected()
 	if st := waitHost(t, sc, "a", "accepted", "==", 1); st.Refused == 0 {
 		t.Errorf("stats %+v: the stranger was never refused", st)
+	}
+}
+
+// TestATooManySocketsRefusalIsBusyWithItsWait: a 429 (the Host's per-address rate) is an
+// overload with the Host's wait, which the controller honours as it honours a 1013's: from
+// the body's retryAfterMs (what a browser page can read, through the refusal query), else
+// the Retry-After header's seconds (native), else the ladder alone.
+func TestATooManySocketsRefusalIsBusyWithItsWait(t *testing.T) {
+	for _, tc := range []struct {
+		name, header, body string
+		want               time.Duration // 0: no RetryAfterError
+	}{
+		{"the body's wait", "2", `{"error":"too many sockets","retryAfterMs":1500}`, 1500 * time.Millisecond},
+		{"the header's seconds, without a body", "3", ``, 3 * time.Second},
+		{"the header's seconds, with another proxy's body", "1", `<html>429</html>`, time.Second},
+		{"no wait at all", "", ``, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := gateway.RefusedBy(429, tc.header, []byte(tc.body))
+			if !errors.Is(err, gateway.ErrOverloaded) {
+				t.Fatalf("RefusedBy(429) = %v, want ErrOverloaded", err)
+			}
+			var ra *controller.RetryAfterError
+			switch {
+			case tc.want == 0 && errors.As(err, &ra):
+				t.Fatalf("RefusedBy(429) = %v, want no wait", err)
+			case tc.want != 0 && (!errors.As(err, &ra) || ra.After != tc.want):
+				t.Fatalf("RefusedBy(429) = %v, want a RetryAfterError of %v", err, tc.want)
+			}
+		})
+	}
+	if err := gateway.RefusedBy(503, "5", nil); err != nil {
+		t.Fatalf("RefusedBy(503) = %v, want nil: only the statuses the Host refuses with are read", err)
 	}
 }

@@ -5,126 +5,309 @@ package gateway
 import (
 	"context"
 	"errors"
-	"net"
-	"net/http"
+	"fmt"
+	"sync"
+	"syscall/js"
 	"time"
-
-	"github.com/coder/websocket"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
 )
 
-// carrier is one browser WebSocket. Under js/wasm the library answers a cancelled read,
-// write or dial context by calling WebSocket.close(1008), a code the WebSocket API refuses
-// (it throws; only 1000 and 3000–4999 are allowed): the socket would stay open. So no context
-// given to the library here is ever cancelled, and every close goes through Close(1000).
+// frameKind is what a message carried: text (the protocol's frames) or binary (refused).
+type frameKind int
+
+const (
+	textFrame frameKind = iota + 1
+	binaryFrame
+)
+
+// maxBuffered bounds what may wait in the browser's send buffer (bufferedAmount) when a frame
+// is written. The browser never makes a write wait: over a link that stopped draining (half
+// open, or a Host that stopped reading) every frame would pile up in the page's memory until
+// the watchdog ends the session. Past this bound the write fails and the session ends, as a
+// native write blocked on a full TCP window would end it at teardown. One frame of any size
+// can always go: the bound is checked before the send. As much as the calls waiting while
+// disconnected may hold (DefaultMaxQueuedBytes).
+const maxBuffered = DefaultMaxQueuedBytes
+
+// errMessageTooBig ends a read of a frame over the read limit. The browser has received the
+// whole frame by then (the WebSocket API has no streaming), and cannot send 1009 (it may only
+// close with 1000 or 3000–4999): the session ends with 1000 and the error as its reason.
+var errMessageTooBig = errors.New("gateway: message too big")
+
+// errClosedByPage is what a read or write of a socket this page closed returns.
+var errClosedByPage = errors.New("gateway: socket closed by the page")
+
+// closeError is the browser's CloseEvent of a socket: its code and reason (the Host's close
+// frame, or 1006 when none came: a dropped connection, a failed handshake).
+type closeError struct {
+	code   int
+	reason string
+}
+
+func (e *closeError) Error() string {
+	if e.code == closeAbnormal {
+		return "gateway: the connection was lost (no close frame: 1006)"
+	}
+	return fmt.Sprintf("gateway: socket closed with %d %q", e.code, e.reason)
+}
+
+// closeAbnormal is the code a browser reports when no close frame came (RFC 6455 §7.1.5).
+const closeAbnormal = 1006
+
+// closeStatus returns the code and reason of the Host's close frame that ended a read, if one
+// came.
+func closeStatus(err error) (code int, reason string, ok bool) {
+	var ce *closeError
+	if errors.As(err, &ce) && ce.code != closeAbnormal {
+		return ce.code, ce.reason, true
+	}
+	return 0, "", false
+}
+
+// carrier is one browser WebSocket, driven through syscall/js. Its listeners are registered
+// in the same task that creates the socket, before the browser can dispatch any event, so
+// nothing is missed: the Host's first frames (ready, or a refusal's error frame) may be
+// dispatched before dial has even seen the open event, and wait in the queue.
+//
+// The listeners never block (the browser's event loop waits for them): they queue and signal.
+// Every message event comes before the close event, and read drains the queue before it
+// reports the close, so a frame the Host sent right before closing (a retry-after, a goaway,
+// the last events) is always read.
 type carrier struct {
-	c *websocket.Conn
+	ws        js.Value
+	readLimit int64         // set before the pump starts
+	opened    chan struct{} // closed by the open event
+	closed    chan struct{} // closed by the close event, or when the page gives up on it
+	signal    chan struct{} // capacity 1: a message was queued or the socket closed
+	release   func()        // removes the listeners and releases their js.Funcs
+
+	mu    sync.Mutex
+	queue []message
+	end   error // why the socket is closed; nil while it is not
 }
 
-type dialResult struct {
-	c   *websocket.Conn
-	err error
+type message struct {
+	kind frameKind
+	b    []byte
 }
 
-// dial opens the socket. If ctx ends first, dial asks abort (Options.AbortDial) to fail the
-// browser's connecting socket, returns at once, and a reaper goroutine waits for the browser:
-// should the socket open after all, it is closed there and then, so a dial that completes
-// late (during Stop or Close) leaves no socket open. A dial that failed is followed by the
-// probe (probe_js.go), which finds out whether the Host refused the page's credentials.
-func dial(ctx context.Context, url string, _ http.Header, abort func(string)) (*carrier, error) {
-	res := make(chan dialResult, 1)
-	go func() {
-		c, _, err := websocket.Dial(context.Background(), url, &websocket.DialOptions{
-			Subprotocols: []string{wire.Subprotocol},
-		})
-		res <- dialResult{c, err}
-	}()
+// dial opens the socket. If ctx ends first, the socket is closed there and then: close()
+// fails a connecting socket at once, which matters beyond tidiness, since Chromium lets only
+// one WebSocket per host connect at a time and a stalled handshake left pending would hold up
+// every later attempt. A dial that failed is followed by the refusal query (refusal_js.go),
+// which finds out whether the Host refused the page's credentials.
+func dial(ctx context.Context, url string, _ Handshake) (*carrier, error) {
+	k, err := open(url)
+	if err != nil {
+		return nil, err
+	}
 	select {
-	case r := <-res:
-		if r.err != nil {
-			return nil, probe(ctx, url, r.err)
+	case <-k.opened:
+		return k, nil
+	case <-k.closed:
+		select {
+		case <-k.opened:
+			// It opened, and closed before dial looked (a Host refusing the page at once,
+			// 1013 or 1008): the pump reads what the Host said, then the close.
+			return k, nil
+		default:
 		}
-		return &carrier{c: r.c}, nil
+		return nil, queryRefusal(ctx, url, k.reason())
 	case <-ctx.Done():
-		if abort != nil {
-			abort(url)
-		}
-		go func() {
-			if r := <-res; r.c != nil {
-				r.c.Close(websocket.StatusNormalClosure, "lifeline: attempt cancelled")
-			}
-		}()
+		k.close(closeReason(context.Cause(ctx)))
+		k.shut(errClosedByPage)
 		return nil, context.Cause(ctx)
 	}
 }
 
-func (k *carrier) setReadLimit(n int64) { k.c.SetReadLimit(n) }
-
-func (k *carrier) subprotocol() string { return k.c.Subprotocol() }
-
-// closedRereads is how often read asks again after the library reported the socket closed.
-const closedRereads = 32
-
-// read returns the next frame. coder/websocket's browser read picks at random between "a
-// message is buffered" and "the socket closed" once both are ready, so a frame the Host sent
-// right before closing (a retry-after, a goaway, the last events) could be dropped. Closed is
-// final and a buffered message keeps its signal, so asking again finds such a frame with
-// probability 1 − 2⁻³²; when nothing is buffered every reread returns at once.
-func (k *carrier) read() (websocket.MessageType, []byte, error) {
-	typ, b, err := k.c.Read(context.Background())
-	if err == nil || !errors.Is(err, net.ErrClosed) {
-		return typ, b, err
-	}
-	for range closedRereads {
-		if t2, b2, err2 := k.c.Read(context.Background()); err2 == nil {
-			return t2, b2, nil
+// open creates the WebSocket and registers its listeners.
+func open(url string) (k *carrier, err error) {
+	defer func() {
+		// The constructor throws on a URL it refuses (SyntaxError, SecurityError).
+		if p := recover(); p != nil {
+			k, err = nil, fmt.Errorf("gateway: new WebSocket(%q): %s", url, thrown(p))
 		}
-	}
-	return typ, b, err
-}
-
-func (k *carrier) write(b []byte) error {
-	return k.c.Write(context.Background(), websocket.MessageText, b)
-}
-
-// hangup asks the browser to close the socket and waits, up to grace, for its close event.
-// The browser owns the closing handshake: for a dead link (force) there is nothing to wait
-// for, and past grace the close event releases the library's goroutines when it comes.
-func (k *carrier) hangup(reason string, force bool, grace time.Duration) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		k.c.Close(websocket.StatusNormalClosure, reason)
 	}()
-	if force {
-		return
+	ws := js.Global().Get("WebSocket").New(url, wire.Subprotocol)
+	ws.Set("binaryType", "arraybuffer")
+	k = &carrier{
+		ws:     ws,
+		opened: make(chan struct{}),
+		closed: make(chan struct{}),
+		signal: make(chan struct{}, 1),
 	}
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
+	type listener struct {
+		event string
+		f     js.Func
+	}
+	var listeners []listener
+	on := func(event string, fn func(e js.Value)) {
+		f := js.FuncOf(func(_ js.Value, args []js.Value) any {
+			fn(arg0(args))
+			return nil
+		})
+		ws.Call("addEventListener", event, f)
+		listeners = append(listeners, listener{event, f})
+	}
+	on("open", func(js.Value) { close(k.opened) })
+	on("message", k.received)
+	on("error", func(js.Value) {
+		// A browser follows a failed handshake's error with the close event (1006); Node's
+		// WebSocket may leave it at the error. Once open, the close event says more.
+		select {
+		case <-k.opened:
+		default:
+			k.shut(&closeError{code: closeAbnormal})
+		}
+	})
+	on("close", func(e js.Value) {
+		k.shut(&closeError{code: e.Get("code").Int(), reason: e.Get("reason").String()})
+		k.release()
+	})
+	k.release = func() {
+		for _, l := range listeners {
+			ws.Call("removeEventListener", l.event, l.f)
+			l.f.Release()
+		}
+	}
+	return k, nil
+}
+
+// received queues a message event's data.
+func (k *carrier) received(e js.Value) {
+	m := message{kind: textFrame}
+	if d := e.Get("data"); d.Type() == js.TypeString {
+		m.b = []byte(d.String())
+	} else {
+		m.kind = binaryFrame
+		u := js.Global().Get("Uint8Array").New(d)
+		m.b = make([]byte, u.Length())
+		js.CopyBytesToGo(m.b, u)
+	}
+	k.mu.Lock()
+	if k.end == nil {
+		k.queue = append(k.queue, m)
+	}
+	k.mu.Unlock()
+	k.wake()
+}
+
+// shut records why the socket is closed, once, and releases every reader.
+func (k *carrier) shut(why error) {
+	k.mu.Lock()
+	first := k.end == nil
+	if first {
+		k.end = why
+	}
+	k.mu.Unlock()
+	if first {
+		close(k.closed)
+		k.wake()
 	}
 }
 
-// settle waits for the pump and the writer, up to grace: the pump's read ends with the
-// browser's close event, which a dead link may delay; the writer never blocks. After a forced
-// end (a dead link, a deadline) there is nobody to answer the browser's close handshake, so the
-// close event may come seconds later: settle waits for the writer only, and the pump, whose
-// frames are dropped from here on (its session's context has ended), leaves with that event.
-// Waiting the grace would only delay the next attempt.
-func (k *carrier) settle(grace time.Duration, force bool, done ...<-chan struct{}) {
-	if force && len(done) > 1 {
-		done = done[1:] // pumpDone is first
+func (k *carrier) wake() {
+	select {
+	case k.signal <- struct{}{}:
+	default:
 	}
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	for _, d := range done {
+}
+
+func (k *carrier) reason() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.end
+}
+
+func (k *carrier) setReadLimit(n int64) { k.readLimit = n }
+
+func (k *carrier) subprotocol() string { return k.ws.Get("protocol").String() }
+
+// read returns the next frame: every message received, in order, then why the socket closed.
+func (k *carrier) read() (frameKind, []byte, error) {
+	for {
+		k.mu.Lock()
+		if len(k.queue) > 0 {
+			m := k.queue[0]
+			k.queue[0] = message{}
+			k.queue = k.queue[1:]
+			k.mu.Unlock()
+			if int64(len(m.b)) > k.readLimit {
+				return 0, nil, fmt.Errorf("%w: %d bytes, over the read limit of %d", errMessageTooBig, len(m.b), k.readLimit)
+			}
+			return m.kind, m.b, nil
+		}
+		end := k.end
+		k.mu.Unlock()
+		if end != nil {
+			return 0, nil, end
+		}
+		<-k.signal
+	}
+}
+
+// write sends one text frame. The browser queues it and never makes the caller wait, so a
+// link that stopped draining shows only as a growing bufferedAmount (see maxBuffered).
+func (k *carrier) write(b []byte) (err error) {
+	if err := k.reason(); err != nil {
+		return err
+	}
+	if n := k.ws.Get("bufferedAmount").Int(); n > maxBuffered {
+		return fmt.Errorf("gateway: the link is not draining: %d bytes wait to be sent (bound %d)", n, maxBuffered)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("gateway: WebSocket.send: %s", thrown(p))
+		}
+	}()
+	k.ws.Call("send", string(b))
+	return nil
+}
+
+// close asks the browser to close the socket with 1000 and reason, which also fails one still
+// connecting; closing a closed socket does nothing. The browser throws only for a reason over
+// 123 bytes (closeReason cuts every reason to that): should it throw all the same, the socket
+// is closed without one.
+func (k *carrier) close(reason string) {
+	defer func() {
+		if recover() != nil {
+			k.ws.Call("close")
+		}
+	}()
+	k.ws.Call("close", 1000, reason)
+}
+
+// hangup asks the browser to close the socket and waits, up to grace, for its close event. The
+// browser owns the closing handshake: for a dead link (force) there is nobody to answer it,
+// and past grace neither is there worth waiting for. Then the page gives up on the socket
+// itself: its reader is released at once, and the browser's close event, when it comes, only
+// releases the listeners.
+func (k *carrier) hangup(reason string, force bool, grace time.Duration) {
+	k.close(reason)
+	if !force {
+		t := time.NewTimer(grace)
+		defer t.Stop()
 		select {
-		case <-d:
+		case <-k.closed:
 		case <-t.C:
-			return
 		}
 	}
+	k.shut(errClosedByPage)
+}
+
+// settle waits for the pump and the writer: hangup has released both.
+func (k *carrier) settle(_ time.Duration, _ bool, done ...<-chan struct{}) {
+	for _, d := range done {
+		<-d
+	}
+}
+
+// thrown describes what a syscall/js call panicked with: the JS exception's message, or the
+// Go value.
+func thrown(p any) string {
+	if e, ok := p.(js.Error); ok {
+		return jsString(e.Value)
+	}
+	return fmt.Sprint(p)
 }

@@ -4,6 +4,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"time"
@@ -12,6 +13,24 @@ import (
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
 )
+
+// frameKind is what a message carried: text (the protocol's frames) or binary (refused).
+type frameKind = websocket.MessageType
+
+const textFrame = websocket.MessageText
+
+// errMessageTooBig ends a read of a frame over the read limit (the library closes with 1009).
+var errMessageTooBig = websocket.ErrMessageTooBig
+
+// closeStatus returns the code and reason of the Host's close frame that ended a read, if one
+// came.
+func closeStatus(err error) (code int, reason string, ok bool) {
+	var ce websocket.CloseError
+	if errors.As(err, &ce) {
+		return int(ce.Code), ce.Reason, true
+	}
+	return 0, "", false
+}
 
 // carrier is one socket. Natively every read and write runs under ctx, which is cancelled
 // only to tear the socket down (the library closes a connection whose read or write context
@@ -22,19 +41,25 @@ type carrier struct {
 	force context.CancelFunc
 }
 
+// handshakeClient carries the WebSocket handshake; nil is http.DefaultClient. A test hook
+// (export_notjs_test.go): the gateway's tests put a Host in memory (internal/test/wstest) to
+// run it and the gateway in one synctest bubble.
+var handshakeClient *http.Client
+
 // dial opens the socket. Cancelling ctx aborts the HTTP upgrade, so a socket that never
 // opens is released at once. A Host that refuses the page's credentials (401, 403) fails it
 // with an *UnauthorizedError: natively the handshake's own answer says so.
-func dial(ctx context.Context, url string, header http.Header, _ func(string)) (*carrier, error) {
+func dial(ctx context.Context, url string, h Handshake) (*carrier, error) {
 	c, resp, err := websocket.Dial(ctx, url, &websocket.DialOptions{
 		Subprotocols: []string{wire.Subprotocol},
-		HTTPHeader:   header,
+		HTTPHeader:   h.Header,
+		HTTPClient:   handshakeClient,
 	})
 	if err != nil {
 		if resp != nil && resp.Body != nil {
 			// The library keeps the first KiB of a failed handshake's body, in memory.
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, wire.MaxRefusalBody))
-			if refused := refusedBy(resp.StatusCode, body); refused != nil {
+			if refused := refusedBy(resp.StatusCode, resp.Header.Get("Retry-After"), body); refused != nil {
 				return nil, refused
 			}
 		}
@@ -48,7 +73,7 @@ func (k *carrier) setReadLimit(n int64) { k.c.SetReadLimit(n) }
 
 func (k *carrier) subprotocol() string { return k.c.Subprotocol() }
 
-func (k *carrier) read() (websocket.MessageType, []byte, error) { return k.c.Read(k.ctx) }
+func (k *carrier) read() (frameKind, []byte, error) { return k.c.Read(k.ctx) }
 
 func (k *carrier) write(b []byte) error { return k.c.Write(k.ctx, websocket.MessageText, b) }
 

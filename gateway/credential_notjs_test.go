@@ -5,12 +5,14 @@ package gateway_test
 import (
 	"net/http"
 	"testing"
+
+	"github.com/lifeline-go/lifeline/gateway"
 )
 
 func inNode() bool { return false }
 
-// pageCredential gives the page the cookie "name=value" for the test: natively the header
-// to give a gateway.
-func pageCredential(_ *testing.T, cookie string) http.Header {
-	return http.Header{"Cookie": {cookie}}
+// pageCredential gives the page the cookie "name=value" for the test: natively the
+// handshake header to give a gateway.
+func pageCredential(_ *testing.T, cookie string) gateway.Handshake {
+	return gateway.Handshake{Header: http.Header{"Cookie": {cookie}}}
 }

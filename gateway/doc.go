@@ -1,12 +1,14 @@
 // Package gateway is Lifeline's WebSocket carrier: the [controller.Source] a
 // [controller.Controller] drives, the event pump of each generation, the domain streams that
-// survive every reconnect, and GOAWAY handling. The same code builds natively and for the
-// browser (GOOS=js GOARCH=wasm) over github.com/coder/websocket; it knows nothing of the DOM.
+// survive every reconnect, and GOAWAY handling. The same code builds natively, over
+// github.com/coder/websocket, and for the browser (GOOS=js GOARCH=wasm), over the browser's
+// own WebSocket (carrier_js.go, through syscall/js: no net/http, so none of its crypto in the
+// page's wasm); it knows nothing of the DOM.
 //
 // # Wiring
 //
 //	gw, err := gateway.New("wss://example.com/_lifeline/events", nil)
-//	ctl, err := controller.New(gw, cfg, &controller.Options{Endpoint: gw.URL()})
+//	ctl, err := controller.New(gw, cfg, nil)
 //	sub := gw.Subscribe("prices", func(d gateway.Delivery) { ... })
 //	ctl.Start()
 //	...
@@ -79,31 +81,32 @@
 //
 // # Under js/wasm
 //
-// coder/websocket answers a cancelled read, write or dial context in the browser with
-// WebSocket.close(1008), a code the WebSocket API refuses (only 1000 and 3000–4999 are
-// allowed): the socket would stay open. The browser build therefore never cancels a context
-// it gives the library and closes every socket with 1000. Consequences:
+// The carrier is the browser's WebSocket object, whose rules differ from a native socket's:
 //
-//   - The library cannot abort a socket that is still connecting. Options.AbortDial can: the
-//     page's runner (web/runner.js) wraps the WebSocket constructor and fails the connecting socket with
-//     close(), which the API allows. That matters beyond tidiness: Chromium lets only one
+//   - Its listeners are registered as the socket is made, so no event is missed, and its
+//     messages are queued: frames the Host sends at once (a ready frame, a refusal's error
+//     frame) wait even if they come before the page has seen the socket open, and every
+//     frame sent before a close is read before the close is.
+//   - A socket still connecting is closed as soon as the attempt gives up on it (close()
+//     fails a connecting socket). That matters beyond tidiness: Chromium lets only one
 //     WebSocket per host connect at a time, so a stalled handshake left pending would hold up
-//     every later attempt. Either way Run returns at once when the controller gives up, and a
-//     small goroutine closes the socket should it open after all (a late dial leaves no
-//     socket open).
-//   - Closing is the browser's handshake: Run waits for it up to Options.CloseGrace, or not at
-//     all for a dead link, and the library's goroutines end with the browser's close event.
-//   - The close code and reason are not visible to the page (the library reports every close
-//     as net.ErrClosed), so a Host refusing a page with 1013 should send an error frame
-//     "retry-after=<ms>" first.
-//   - The HTTP status of a refused handshake is not visible either (the WebSocket API reports
-//     a generic error). So a failed dial is followed by the probe: a fetch of the endpoint's
+//     every later attempt. A socket that opens after all is closed by the same call.
+//   - Closing is the browser's handshake: Run waits for its close event up to
+//     Options.CloseGrace, or not at all for a dead link, and then lets the socket go (the
+//     event, when it comes, releases the listeners).
+//   - The close code and reason are the CloseEvent's; a dropped connection is 1006, which is
+//     not a close frame. The page can only close with 1000, so a frame over Options.ReadLimit
+//     ends the session with 1000 (natively 1009); the browser has received it whole by then.
+//   - A write never waits: a link that stopped draining shows only as the socket's
+//     bufferedAmount, and once that passes 1 MiB the next write fails the session.
+//   - Binary frames are read (binaryType "arraybuffer") and refused, as natively.
+//   - The HTTP status of a refused handshake is not visible (the WebSocket API reports a
+//     generic error). So a failed dial is followed by the refusal query: a fetch of the endpoint's
 //     http(s) URL without upgrade headers, with the page's cookies (credentials "include"),
 //     no cache and no redirects, at most 2 s and within the attempt's deadline. A Host that
 //     answers it 401 or 403 (hostplugin does, with the status its upgrade had) turns the
 //     failure into the *UnauthorizedError; any other answer, a network error, or an answer a
 //     cross-origin page may not read (no CORS header for its origin) leaves the dial's own
-//     error. Natively the handshake's answer is read directly and nothing probes.
-//   - Options.Header and Options.ReadLimit's close code 1009 do not apply: the browser sets
-//     its own headers, and a frame over the limit ends the session with 1000.
+//     error. Natively the handshake's answer is read directly and no query is made.
+//   - Options.Handshake is empty: the browser sets the handshake's headers itself.
 package gateway

@@ -20,7 +20,6 @@ func Example() {
 		log.Fatal(err)
 	}
 	ctl, err := controller.New(gw, controller.DefaultConfig(), &controller.Options{
-		Endpoint: gw.URL(), // GOAWAY targets are compared with it as strings
 		OnChange: func(s controller.Status) { log.Printf("lifeline: %v", s.State) },
 	})
 	if err != nil {

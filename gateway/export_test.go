@@ -24,6 +24,11 @@ func Pending(g *Gateway) map[string]string {
 }
 
 // Dups counts the frames s dropped as duplicates.
+// RefusedBy is what a refused upgrade's status, Retry-After header and body say.
+func RefusedBy(status int, retryAfter string, body []byte) error {
+	return refusedBy(status, retryAfter, body)
+}
+
 func Dups(s *Subscription) uint64 {
 	s.g.mu.Lock()
 	defer s.g.mu.Unlock()
@@ -64,7 +69,7 @@ func NewTestSession(t testing.TB, g *Gateway) *TestSession {
 
 // Feed handles one Host frame (event, reset, hb or error) as the pump would.
 func (t *TestSession) Feed(frame string) error {
-	f, err := wire.DecodeServer([]byte(frame))
+	f, err := wire.DecodeHost([]byte(frame))
 	if err != nil {
 		return err
 	}
@@ -72,12 +77,12 @@ func (t *TestSession) Feed(frame string) error {
 }
 
 // Reconcile returns the frames the writer would send now.
-func (t *TestSession) Reconcile() []wire.ClientFrame { return t.s.g.reconcile(t.s) }
+func (t *TestSession) Reconcile() []wire.PageFrame { return t.s.g.reconcile(t.s) }
 
 // End ends the session as Run's return would.
 func (t *TestSession) End() {
 	t.once.Do(func() {
 		t.s.cancel(nil)
-		t.s.g.unregister(t.s)
+		t.s.g.unregister(t.s, nil)
 	})
 }

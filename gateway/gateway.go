@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"net/url"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -90,26 +90,34 @@ type Options struct {
 	// CloseGrace is how long ending a healthy session waits for the Host to answer the close
 	// handshake before the socket is torn down. Default DefaultCloseGrace (1 s).
 	CloseGrace time.Duration
-	// Header is sent with the WebSocket handshake (for example an Origin). Native builds
-	// only: a browser sets its own headers. Default none.
-	Header http.Header
+	// Handshake is what native builds add to the WebSocket handshake (Handshake.Header);
+	// the browser build's is empty. Default nothing added.
+	Handshake
 	// ProbeTimeout is how long [Gateway.Probe] waits for a frame before it declares the link
 	// dead. Default DefaultProbeTimeout (2 s).
 	ProbeTimeout time.Duration
-	// AbortDial is called under js/wasm when an attempt is cancelled while its browser
-	// WebSocket is still connecting, to abort that socket (the page's wasm/main.go installs
-	// one; see doc.go). The library cannot do it itself, and a connecting socket left
-	// pending is worse than slow: Chromium lets only one WebSocket per host connect at a
-	// time, so every later attempt would queue behind it. Ignored natively. Default none.
-	AbortDial func(url string)
+	// CallTimeout is the timeout of a call that sets none (CallOptions.Timeout). Default
+	// DefaultCallTimeout (30 s).
+	CallTimeout time.Duration
+	// MaxQueuedCalls and MaxQueuedBytes bound the calls waiting to be sent (while not
+	// connected): one more is refused with CallBusy, never dropped. Defaults
+	// DefaultMaxQueuedCalls (256) and DefaultMaxQueuedBytes (1 MiB of data).
+	MaxQueuedCalls int
+	MaxQueuedBytes int
+	// CallsInFlight is how many calls a session may have sent and not had answered. Default
+	// DefaultCallsInFlight (4).
+	CallsInFlight int
+	// Mode names the page's mode to the Host (wire.ModeShared, wire.ModeInPage, …), on the
+	// URL of every dial (wire.ModeParam), for the Host's metrics. Default wire.ModeNative in a
+	// native build; none in the browser, whose hub names its own.
+	Mode string
 }
 
 // A Gateway is the page's WebSocket carrier: the [controller.Source] a controller drives, the
 // event pump of each generation, and the domain streams that survive every reconnect.
 //
-// Create one with [New], hand it to [controller.New] with [Gateway.URL] as the endpoint,
-// subscribe with [Gateway.Subscribe], and Close it after stopping the controller. All methods
-// are safe from any goroutine.
+// Create one with [New], hand it to [controller.New], subscribe with [Gateway.Subscribe], and
+// Close it after stopping the controller. All methods are safe from any goroutine.
 type Gateway struct {
 	url       string
 	log       controller.Logger
@@ -117,8 +125,13 @@ type Gateway struct {
 	queueLen  int
 	grace     time.Duration
 	probeWait time.Duration
-	header    http.Header
-	abortDial func(url string)
+
+	callTimeout    time.Duration
+	maxQueued      int
+	maxQueuedBytes int
+	callsInFlight  int
+	handshake      Handshake
+	mode           string
 
 	// life is cancelled by Close with its cause; every session's context derives from it.
 	life   context.Context
@@ -128,6 +141,8 @@ type Gateway struct {
 	cause    error // set by Close
 	subs     map[string]*Subscription
 	sessions map[*session]struct{}
+	calls    calls
+	recovery recovery      // what the page lives through between two connections (report.go)
 	runs     int           // Run calls in progress
 	idle     chan struct{} // closed when runs drops to 0 after Close
 }
@@ -158,6 +173,21 @@ func New(rawURL string, opts *Options) (*Gateway, error) {
 	if o.ProbeTimeout <= 0 {
 		o.ProbeTimeout = DefaultProbeTimeout
 	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.MaxQueuedCalls <= 0 {
+		o.MaxQueuedCalls = DefaultMaxQueuedCalls
+	}
+	if o.MaxQueuedBytes <= 0 {
+		o.MaxQueuedBytes = DefaultMaxQueuedBytes
+	}
+	if o.CallsInFlight <= 0 {
+		o.CallsInFlight = DefaultCallsInFlight
+	}
+	if o.Mode == "" && runtime.GOOS != "js" {
+		o.Mode = wire.ModeNative
+	}
 	life, finish := context.WithCancelCause(context.Background())
 	return &Gateway{
 		url:       u.String(),
@@ -166,17 +196,23 @@ func New(rawURL string, opts *Options) (*Gateway, error) {
 		queueLen:  o.QueueLen,
 		grace:     o.CloseGrace,
 		probeWait: o.ProbeTimeout,
-		header:    o.Header.Clone(),
-		abortDial: o.AbortDial,
-		life:      life,
-		finish:    finish,
-		subs:      make(map[string]*Subscription),
-		sessions:  make(map[*session]struct{}),
+
+		callTimeout:    o.CallTimeout,
+		maxQueued:      o.MaxQueuedCalls,
+		maxQueuedBytes: o.MaxQueuedBytes,
+		callsInFlight:  o.CallsInFlight,
+		handshake:      o.Handshake.clone(),
+		mode:           o.Mode,
+		life:           life,
+		finish:         finish,
+		subs:           make(map[string]*Subscription),
+		sessions:       make(map[*session]struct{}),
 	}, nil
 }
 
-// URL is the normalised events URL. Pass it as the controller's Endpoint: the controller
-// compares endpoints as strings, and GOAWAY targets are normalised the same way.
+// URL is the normalised events URL: the page's home, which a generation whose target is ""
+// dials. The controller never holds it: a GOAWAY that sends the page back here reaches the
+// controller as "", so the two cannot spell the home differently.
 func (g *Gateway) URL() string { return g.url }
 
 // parseURL checks an events URL and normalises it (see normalise).
@@ -192,8 +228,8 @@ func parseURL(raw string) (*url.URL, error) {
 }
 
 // normalise is the one rule for events URLs: the scheme becomes ws or wss (http and https
-// mean them), a host is required, and the fragment goes. The controller compares endpoints as
-// strings, so every URL it sees (the page's endpoint, GOAWAY targets) passes through here.
+// mean them), a host is required, and the fragment goes. The controller compares places as
+// strings, so every URL that names one (the gateway's own, GOAWAY targets) passes through here.
 func normalise(u *url.URL) (*url.URL, error) {
 	switch strings.ToLower(u.Scheme) {
 	case "ws", "http":
@@ -259,6 +295,7 @@ func (g *Gateway) Close(cause error) {
 			g.end(g.subs[name], cause)
 		}
 		clear(g.subs)
+		g.closeCalls(cause)
 	}
 	var idle chan struct{}
 	if g.runs > 0 {
@@ -281,7 +318,7 @@ func (g *Gateway) Err() error {
 }
 
 // Run performs one generation for a controller; see [controller.Source]. It dials
-// gen.Target() (the gateway's URL when empty) once, waits for the Host's ready frame, reports
+// gen.Target() (the gateway's URL when "") once, waits for the Host's ready frame, reports
 // it with gen.Ready, resubscribes every stream from its cursor, and pumps frames until the
 // session ends or ctx is cancelled. It returns only after the socket is closed and its
 // goroutines are gone (see the package documentation for the browser's close handshake).
@@ -298,8 +335,9 @@ func (g *Gateway) Run(ctx context.Context, gen *controller.Generation) error {
 	if err != nil {
 		return err
 	}
-	defer g.unregister(s)
-	return s.run()
+	err = s.run()
+	g.unregister(s, err)
+	return err
 }
 
 // register records a new session, refusing it once the gateway is closed. The session's
@@ -318,12 +356,16 @@ func (g *Gateway) register(ctx context.Context, gen *controller.Generation, u *u
 	return s, nil
 }
 
-func (g *Gateway) unregister(s *session) {
+func (g *Gateway) unregister(s *session, err error) {
 	s.stopLife()
 	s.cancel(nil)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.sessions, s)
+	if err == nil {
+		err = controller.ErrEnded
+	}
+	g.orphan(s, err)
 	g.runs--
 	if g.runs == 0 && g.idle != nil {
 		close(g.idle)

@@ -10,15 +10,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
 	"github.com/lifeline-go/lifeline/gateway/wire"
-	"github.com/lifeline-go/lifeline/internal/testserver"
+	"github.com/lifeline-go/lifeline/internal/test/testserver"
 )
 
 // serverURL is the test Host's base URL: in-process natively (main_notjs_test.go), from
-// LIFELINE_TEST_SERVER under js/wasm (main_js_test.go).
-var serverURL string
+// LIFELINE_TEST_SERVER under js/wasm (main_js_test.go), in memory inside a bubble
+// (bubble_notjs_test.go), where serverDial carries the control socket (nil: the defaults).
+var (
+	serverURL  string
+	serverDial *websocket.DialOptions
+)
 
 // ctxT shortens the control calls' signatures.
 type ctxT = context.Context
@@ -35,11 +41,11 @@ func newScenario(t *testing.T) *testserver.Scenario {
 	t.Helper()
 	if serverURL == "" {
 		t.Skip("no test Host: set " + testserver.EnvServer + " to the URL printed by " +
-			"`go run ./internal/testserver/cmd/testserver` (scripts/wasmtest.sh does)")
+			"`go run ./internal/test/testserver/cmd/testserver` (scripts/wasmtest.sh does)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	sc, err := testserver.Dial(ctx, serverURL)
+	sc, err := testserver.DialWith(ctx, serverURL, serverDial)
 	if err != nil {
 		t.Fatalf("newScenario: %v", err)
 	}
@@ -62,6 +68,16 @@ func do[T any](t *testing.T, what string, f func(ctx context.Context) (T, error)
 func do0(t *testing.T, what string, f func(ctx context.Context) error) {
 	t.Helper()
 	do(t, what, func(ctx context.Context) (struct{}, error) { return struct{}{}, f(ctx) })
+}
+
+// waitClosed waits, up to bound, until ch is closed.
+func waitClosed(t *testing.T, what string, ch <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(bound):
+		t.Fatalf("waiting for %s: not within %v", what, bound)
+	}
 }
 
 // waitHost waits until host's field compares to value.
@@ -165,8 +181,7 @@ func newRig(t *testing.T, url string, rec controller.Recovery, opts *gateway.Opt
 		return err
 	})
 	ctl, err := controller.New(src, config(t, rec), &controller.Options{
-		Endpoint: gw.URL(),
-		Logger:   quiet,
+		Logger: quiet,
 		OnChange: func(s controller.Status) {
 			r.mu.Lock()
 			r.statuses = append(r.statuses, s)

@@ -47,7 +47,7 @@ func reset(stream, epoch string, seq uint64) string {
 	return fmt.Sprintf(`{"t":"reset","stream":%q,"epoch":%q,"seq":%d,"baseline":{"v":%d}}`, stream, epoch, seq, seq)
 }
 
-func frames(fs []wire.ClientFrame) string {
+func frames(fs []wire.PageFrame) string {
 	var parts []string
 	for _, f := range fs {
 		s := f.T + " " + f.Stream
@@ -59,7 +59,7 @@ func frames(fs []wire.ClientFrame) string {
 	return strings.Join(parts, ", ")
 }
 
-func wantFrames(t *testing.T, got []wire.ClientFrame, want string) {
+func wantFrames(t *testing.T, got []wire.PageFrame, want string) {
 	t.Helper()
 	if g := frames(got); g != want {
 		t.Fatalf("frames sent = [%s], want [%s]", g, want)
@@ -217,7 +217,7 @@ func TestSubscribeReplacesAndValidates(t *testing.T) {
 	gw := newGateway(t, nil)
 	first := gw.Subscribe("s", func(gateway.Delivery) {})
 	second := gw.Subscribe("s", func(gateway.Delivery) {})
-	<-first.Done()
+	waitClosed(t, "the replaced subscription's end", first.Done())
 	if !errors.Is(first.Err(), gateway.ErrReplaced) || second.Err() != nil {
 		t.Fatalf("after a second Subscribe: first.Err = %v, second.Err = %v; want ErrReplaced, nil", first.Err(), second.Err())
 	}
@@ -252,13 +252,13 @@ func TestCloseEndsEverySubscriptionWithTheCause(t *testing.T) {
 	gw.Close(cause)
 	gw.Close(errors.New("a later cause is ignored"))
 	for _, s := range subs {
-		<-s.Done()
+		waitClosed(t, s.Stream()+" ended by Close", s.Done())
 		if s.Err() != cause {
 			t.Errorf("%s: Err = %v, want %v", s.Stream(), s.Err(), cause)
 		}
 	}
 	late := gw.Subscribe("c", func(gateway.Delivery) {})
-	<-late.Done()
+	waitClosed(t, "the end of a subscription made after Close", late.Done())
 	if late.Err() != cause {
 		t.Errorf("Subscribe after Close: Err = %v, want %v", late.Err(), cause)
 	}
@@ -346,7 +346,7 @@ func TestDoneWaitsForTheRunningHandler(t *testing.T) {
 	s := gateway.NewTestSession(t, gw)
 	s.Reconcile()
 	feed(t, s, reset("s", "E", 0))
-	<-entered
+	waitClosed(t, "the handler", entered)
 	sub.Unsubscribe()
 	select {
 	case <-sub.Done():
@@ -421,7 +421,7 @@ func TestDeniedSubscriptionEndsAloneAndIsNeverRetried(t *testing.T) {
 	s1 := gateway.NewTestSession(t, gw)
 	wantFrames(t, s1.Reconcile(), "sub mine, sub theirs")
 	feed(t, s1, reset("mine", "E", 0), `{"t":"denied","stream":"theirs","reason":"not your stream"}`, event("mine", 1))
-	<-secret.Done()
+	waitClosed(t, "the denied subscription's end", secret.Done())
 	var de *gateway.DeniedError
 	if !errors.Is(secret.Err(), gateway.ErrDenied) || !errors.As(secret.Err(), &de) || de.Reason != "not your stream" {
 		t.Fatalf("denied subscription Err = %v, want ErrDenied with the Host's reason", secret.Err())

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lifeline-go/lifeline/internal/testserver"
+	"github.com/lifeline-go/lifeline/internal/test/testserver"
 )
 
 // TestMain serves the scriptable test Host in-process, unless LIFELINE_TEST_SERVER names

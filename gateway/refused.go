@@ -2,7 +2,8 @@ package gateway
 
 import (
 	"fmt"
-	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
@@ -14,8 +15,8 @@ import (
 //
 // Natively the gateway reads the status from the handshake's answer. A browser hides it (the
 // WebSocket API reports only a generic error), so under js/wasm a failed dial is followed by
-// the probe: a plain GET of the events endpoint with the page's cookies, which the Host
-// answers with the same status (hostplugin's documentation, "The probe").
+// the refusal query: a plain GET of the events endpoint with the page's cookies, which the Host
+// answers with the same status (PROTOCOL.md §2.4).
 type UnauthorizedError struct {
 	Status int    // 401 or 403
 	Reason string // the Host's reason, from its JSON body; may be empty
@@ -31,12 +32,27 @@ func (e *UnauthorizedError) Error() string {
 // Is makes errors.Is(err, controller.ErrUnauthorized) hold.
 func (e *UnauthorizedError) Is(target error) bool { return target == controller.ErrUnauthorized }
 
-// refusedBy returns the *UnauthorizedError for the Host's answer status with body (at most
-// wire.MaxRefusalBody bytes of it), or nil when status is not a refusal of credentials. The
-// status decides, not the body: a proxy in front of the Host that asks for a credential
-// refuses as surely as the Host's app, in whatever format it writes.
-func refusedBy(status int, body []byte) error {
-	if status != http.StatusUnauthorized && status != http.StatusForbidden {
+// refusedBy returns what the Host's answer status with body (at most wire.MaxRefusalBody
+// bytes of it) says of a refused upgrade: an *UnauthorizedError for 401 and 403, a
+// *controller.RetryAfterError wrapping ErrOverloaded for 429 (the per-address rate: the wait
+// from the body, else the Retry-After header's seconds, else none), or nil for any other
+// status. The status decides, not the body: a proxy in front of the Host that asks for a
+// credential refuses as surely as the Host's app, in whatever format it writes.
+func refusedBy(status int, retryAfter string, body []byte) error {
+	if status == 429 {
+		err := fmt.Errorf("%w: HTTP 429, too many sockets from this address", ErrOverloaded)
+		wait := time.Duration(0)
+		if r, derr := wire.DecodeRefusal(body); derr == nil && r.RetryAfterMs > 0 {
+			wait = time.Duration(r.RetryAfterMs) * time.Millisecond
+		} else if s, perr := strconv.Atoi(retryAfter); perr == nil && s > 0 {
+			wait = time.Duration(s) * time.Second
+		}
+		if wait == 0 {
+			return err
+		}
+		return &controller.RetryAfterError{After: wait, Err: err}
+	}
+	if status != 401 && status != 403 {
 		return nil
 	}
 	e := &UnauthorizedError{Status: status}

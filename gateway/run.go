@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
-
-	"github.com/coder/websocket"
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
@@ -23,7 +22,7 @@ func (s *session) run() error {
 	if s.ctx.Err() != nil {
 		return context.Cause(s.ctx)
 	}
-	c, err := dial(s.ctx, s.target.String(), g.header, g.abortDial)
+	c, err := dial(s.ctx, g.dialURL(s.target), g.handshake)
 	if err != nil {
 		if s.ctx.Err() != nil {
 			return context.Cause(s.ctx)
@@ -47,6 +46,10 @@ func (s *session) run() error {
 	probeT := time.NewTimer(time.Hour)
 	probeT.Stop()
 	var probeSent int64 = -1 // since(l.start) when the outstanding probe went out; -1 for none
+	// probeMark is l.frames when the probe went out: any frame read since answers it. A count,
+	// not the clock, which need not tick between a ping and its answer (a browser's clock is
+	// coarsened, a synctest bubble's stands still).
+	var probeMark uint64
 	var limit, heartbeat time.Duration
 	force := false
 loop:
@@ -63,6 +66,11 @@ loop:
 			// A handshake that hit the deadline, or a browser gone offline, has nobody to
 			// answer a close handshake: tear the socket down at once.
 			force = errors.Is(err, controller.ErrDeadline) || errors.Is(err, controller.ErrOffline)
+			if errors.Is(err, controller.ErrReplaced) {
+				if ferr := s.finishCalls(l); ferr != nil {
+					err, force = ferr, true
+				}
+			}
 			break loop
 		case err = <-l.fail:
 			break loop
@@ -78,11 +86,11 @@ loop:
 			}
 			watchdog.Reset(limit - quiet)
 		case <-probes:
-			probeSent = since(l.start)
+			probeSent, probeMark = since(l.start), l.frames.Load()
 			probeT.Reset(g.probeBound(heartbeat, time.Duration(probeSent-l.lastFrame.Load())))
 			l.ping <- struct{}{} // the writer sends it; its capacity is this one probe
 		case <-probeT.C:
-			if l.lastFrame.Load() > probeSent {
+			if l.frames.Load() > probeMark {
 				probeSent = -1 // answered: the link is alive
 				continue
 			}
@@ -90,7 +98,7 @@ loop:
 			force = true
 			break loop
 		}
-		if probeSent >= 0 && l.lastFrame.Load() > probeSent {
+		if probeSent >= 0 && l.frames.Load() > probeMark {
 			probeT.Stop()
 			probeSent = -1
 		}
@@ -104,10 +112,37 @@ loop:
 	return s.outcome(err)
 }
 
+// finishCalls keeps a session the controller replaced after its goaway open until the calls
+// in flight on it have their replies (make-before-break: PROTOCOL.md §9), the link fails
+// (its error is returned), the gateway closes, or the call timeout passes. The session's
+// context has ended, so its events are dropped meanwhile: the new session carries the
+// streams. A session replaced by ReconnectNow is not waited for: the page asked for a new
+// link now, and its keyed calls go there.
+func (s *session) finishCalls(l *link) error {
+	if !s.isDraining() {
+		return nil
+	}
+	t := time.NewTimer(s.g.callTimeout)
+	defer t.Stop()
+	for s.hasInflight() {
+		select {
+		case <-s.drained:
+		case err := <-l.fail:
+			return err
+		case <-t.C:
+			return nil
+		case <-s.g.life.Done():
+			return nil
+		}
+	}
+	return nil
+}
+
 // link is what run shares with its pump and writer.
 type link struct {
 	start     time.Time
 	lastFrame atomic.Int64       // since(start) at the last frame read
+	frames    atomic.Uint64      // frames read
 	fail      chan error         // the first error ending the session (capacity 1)
 	armed     chan time.Duration // the heartbeat, once ready arrived (capacity 1)
 	ping      chan struct{}      // a probe for the writer to send (capacity 1)
@@ -138,14 +173,15 @@ func (s *session) pump(c *carrier, l *link, done chan<- struct{}) {
 			return
 		}
 		l.lastFrame.Store(since(l.start))
+		l.frames.Add(1)
 		if failed {
 			continue
 		}
-		if typ != websocket.MessageText {
+		if typ != textFrame {
 			fail(fmt.Errorf("%w: a binary message of %d bytes", ErrProtocol, len(b)))
 			continue
 		}
-		f, err := wire.DecodeServer(b)
+		f, err := wire.DecodeHost(b)
 		if err != nil {
 			fail(fmt.Errorf("%w: %w", ErrProtocol, err))
 			continue
@@ -164,7 +200,7 @@ func (s *session) pump(c *carrier, l *link, done chan<- struct{}) {
 // writer sends what reconcile asks for, each time it is kicked.
 func (s *session) writer(c *carrier, l *link, quit <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	ping, _ := wire.ClientFrame{T: wire.TypePing}.Encode()
+	ping, _ := wire.PageFrame{T: wire.TypePing}.Encode()
 	for {
 		select {
 		case <-quit:
@@ -187,6 +223,22 @@ func (s *session) writer(c *carrier, l *link, quit <-chan struct{}, done chan<- 
 				return
 			}
 		}
+		frames, onSent := s.g.sendable(s)
+		for i, b := range frames {
+			if onSent[i] != nil {
+				onSent[i]() // before the write: "sent" is an upper bound, never news after a crash
+			}
+			if err := c.write(b); err != nil {
+				l.report(fmt.Errorf("%w: writing a call: %w", ErrSessionClosed, err))
+				return
+			}
+		}
+		if b := s.g.takeReport(s); b != nil {
+			if err := c.write(b); err != nil {
+				l.report(fmt.Errorf("%w: writing a report: %w", ErrSessionClosed, err))
+				return
+			}
+		}
 	}
 }
 
@@ -195,25 +247,25 @@ func since(start time.Time) int64 { return int64(time.Since(start)) }
 
 // readError explains why reading the socket failed.
 func (s *session) readError(err error) error {
-	var ce websocket.CloseError
+	code, reason, closed := closeStatus(err)
 	switch {
-	case errors.Is(err, websocket.ErrMessageTooBig):
+	case errors.Is(err, errMessageTooBig):
 		return fmt.Errorf("%w: a frame exceeded the read limit of %d bytes: %w", ErrProtocol, s.g.readLimit, err)
-	case errors.As(err, &ce) && ce.Code == wire.CloseOverloaded:
-		e := fmt.Errorf("%w: close %d %q", ErrOverloaded, ce.Code, ce.Reason)
-		if d, ok := wire.ParseRetryAfter(ce.Reason); ok {
+	case closed && code == wire.CloseOverloaded:
+		e := fmt.Errorf("%w: close %d %q", ErrOverloaded, code, reason)
+		if d, ok := wire.ParseRetryAfter(reason); ok {
 			return &controller.RetryAfterError{After: d, Err: e}
 		}
 		return e
-	case errors.As(err, &ce) && ce.Code == wire.CloseServiceRestart:
-		if d, ok := wire.ParseRestart(ce.Reason); ok {
+	case closed && code == wire.CloseServiceRestart:
+		if d, ok := wire.ParseRestart(reason); ok {
 			s.restart.CompareAndSwap(-1, d.Milliseconds())
 		} else {
 			s.restart.CompareAndSwap(-1, 0)
 		}
-		return fmt.Errorf("%w: the host closed it with %d %q", ErrSessionClosed, int(ce.Code), ce.Reason)
-	case errors.As(err, &ce):
-		return fmt.Errorf("%w: the host closed it with %d %q", ErrSessionClosed, int(ce.Code), ce.Reason)
+		return fmt.Errorf("%w: the host closed it with %d %q", ErrSessionClosed, code, reason)
+	case closed:
+		return fmt.Errorf("%w: the host closed it with %d %q", ErrSessionClosed, code, reason)
 	}
 	return fmt.Errorf("%w: %w", ErrSessionClosed, err)
 }
@@ -222,6 +274,11 @@ func (s *session) readError(err error) error {
 // its way out: a restart (controller.ErrHostRestarting, with its minimum wait as a
 // *controller.RetryAfterError) or a retry-after (see overload).
 func (s *session) outcome(err error) error {
+	// What the Host said before it closed, unless its close frame said it already (a 1013's
+	// retry-after is in both): once is enough for the person reading it.
+	if m := s.refusal.Load(); m != nil && !strings.Contains(err.Error(), *m) {
+		err = fmt.Errorf("%w (the host said: %s)", err, clip(*m, maxSaid))
+	}
 	ms := s.restart.Load()
 	if ms < 0 {
 		return s.overload(err)
@@ -234,7 +291,7 @@ func (s *session) outcome(err error) error {
 }
 
 // overload turns the end of a session whose Host said retry-after in an error frame into a
-// *controller.RetryAfterError (the close code may be invisible, see handle).
+// *controller.RetryAfterError (the close frame may not have come: a dropped link).
 func (s *session) overload(err error) error {
 	ms := s.retryAfter.Load()
 	if ms < 0 {
@@ -247,6 +304,20 @@ func (s *session) overload(err error) error {
 		err = fmt.Errorf("%w: %w", ErrOverloaded, err)
 	}
 	return &controller.RetryAfterError{After: time.Duration(ms) * time.Millisecond, Err: err}
+}
+
+// maxSaid bounds what of a Host's error frame a failure quotes: a sentence, not a dump.
+const maxSaid = 200
+
+// clip cuts s to at most n bytes, at a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // closeReason is the reason the page gives in its close frame: at most 123 bytes of text.

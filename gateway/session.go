@@ -31,12 +31,27 @@ type session struct {
 	noPing atomic.Bool // the Host does not know the ping frame (an older Host)
 
 	// Owned by the pump goroutine.
-	readyFrame wire.ServerFrame
+	readyFrame wire.HostFrame
 	gotReady   bool
 
 	// Guarded by g.mu.
-	ready bool               // gen.Ready succeeded: subscriptions may be sent
-	wire  map[string]wireSub // what this session told the Host, per stream
+	ready    bool               // gen.Ready succeeded: subscriptions and calls may be sent
+	wire     map[string]wireSub // what this session told the Host, per stream
+	draining bool               // the controller took its goaway: no new call goes on it
+	dedup    string             // the ready frame's dedup epoch ("": the Host takes no calls)
+	maxFrame int64              // the ready frame's maxFrameBytes (0: not said)
+	nextCall uint64             // the id of the last call sent
+	inflight map[uint64]*call   // calls sent on it without their reply, by id
+	report   *wire.PageFrame    // the report of the outage it ended, until written (report.go)
+	reportOK bool               // the ready frame asked for reports
+
+	drained chan struct{} // signalled when inflight empties (capacity 1)
+
+	// refusal is the last error frame of a Host that ended the session before its ready
+	// frame (1008 origin, 1013 overloaded, 1012 restarting): the page's reason, which says
+	// more than a close reason may (123 bytes) and comes even when the close frame does not.
+	// nil when none.
+	refusal atomic.Pointer[string]
 
 	retryAfter atomic.Int64 // ms from an error frame "retry-after=<ms>"; -1 when none
 	restart    atomic.Int64 // ms from an error frame or close reason "service-restart[ retry-after=<ms>]"; -1 when none
@@ -51,12 +66,14 @@ type wireSub struct {
 
 func newSession(g *Gateway, gen *controller.Generation, target *url.URL) *session {
 	s := &session{
-		g:      g,
-		gen:    gen,
-		target: target,
-		kick:   make(chan struct{}, 1),
-		probes: make(chan struct{}, 1),
-		wire:   make(map[string]wireSub),
+		g:        g,
+		gen:      gen,
+		target:   target,
+		kick:     make(chan struct{}, 1),
+		probes:   make(chan struct{}, 1),
+		wire:     make(map[string]wireSub),
+		inflight: make(map[uint64]*call),
+		drained:  make(chan struct{}, 1),
 	}
 	s.retryAfter.Store(-1)
 	s.restart.Store(-1)
@@ -74,6 +91,28 @@ func (s *session) probe() {
 	}
 }
 
+// isDraining reports whether the controller took the session's goaway.
+func (s *session) isDraining() bool {
+	s.g.mu.Lock()
+	defer s.g.mu.Unlock()
+	return s.draining
+}
+
+// hasInflight reports whether calls sent on the session wait for their replies.
+func (s *session) hasInflight() bool {
+	s.g.mu.Lock()
+	defer s.g.mu.Unlock()
+	return len(s.inflight) > 0
+}
+
+// callsDone wakes a draining session that waits for the replies of its calls.
+func (s *session) callsDone() {
+	select {
+	case s.drained <- struct{}{}:
+	default:
+	}
+}
+
 func (s *session) kickWriter() {
 	select {
 	case s.kick <- struct{}{}:
@@ -83,17 +122,19 @@ func (s *session) kickWriter() {
 
 // handle acts on one frame from the Host. It runs on the pump goroutine; a non-nil error
 // ends the generation.
-func (s *session) handle(f wire.ServerFrame) error {
+func (s *session) handle(f wire.HostFrame) error {
 	if f.T == wire.TypeError {
-		// Allowed before ready too: a Host refusing the page (1013) may say why first.
-		// Under js/wasm the close code and reason are not visible to the page (the library
-		// reports every close alike), so a Host that refuses a page (1013) or stops (1012)
-		// says why in an error frame first; natively both routes work.
+		// Allowed before ready too: a Host that refuses a page (1013) or stops (1012) says
+		// why in an error frame first, and again in its close frame; either is enough (the
+		// close reason is cut to 123 bytes, the frame is not).
 		if d, ok := wire.ParseRetryAfter(f.Message); ok {
 			s.retryAfter.Store(d.Milliseconds())
 		}
 		if d, ok := wire.ParseRestart(f.Message); ok {
 			s.restart.Store(d.Milliseconds())
+		}
+		if !s.gotReady {
+			s.refusal.Store(&f.Message)
 		}
 		if strings.Contains(f.Message, `unknown type "`+wire.TypePing+`"`) {
 			s.noPing.Store(true) // an older Host: its answer proved the link, but ask no more
@@ -102,6 +143,9 @@ func (s *session) handle(f wire.ServerFrame) error {
 		return nil
 	}
 	if !s.gotReady {
+		if f.T == wire.TypeGoAway {
+			return s.turnedAway(f.URI)
+		}
 		if f.T != wire.TypeReady {
 			return fmt.Errorf("%w: expected a ready frame first, got %q", ErrProtocol, f.T)
 		}
@@ -112,6 +156,7 @@ func (s *session) handle(f wire.ServerFrame) error {
 		}
 		s.g.mu.Lock()
 		s.ready = true
+		s.dedup, s.maxFrame, s.reportOK = f.Dedup, f.MaxFrameBytes, f.Report
 		s.g.mu.Unlock()
 		s.kickWriter()
 		return nil
@@ -128,12 +173,26 @@ func (s *session) handle(f wire.ServerFrame) error {
 		s.g.deny(s, f)
 		return nil
 	case wire.TypeGoAway:
-		uri, err := resolveGoAway(s.target, f.URI)
+		to, err := s.goAwayPlace(f.URI)
 		if err != nil {
 			return err
 		}
-		// ErrStale: this generation is already draining or replaced; nothing to do.
-		_ = s.gen.GoAway(uri)
+		// Draining before the controller hears of it: once it has, the page's next session may
+		// be ready and this one replaced at any moment, and its calls in flight must then be
+		// waited for (finishCalls), never orphaned. New calls wait for the session the page
+		// moves to. ErrStale: this generation is already draining or replaced; nothing to do.
+		s.g.mu.Lock()
+		was := s.draining
+		s.draining = true
+		s.g.mu.Unlock()
+		if s.gen.GoAway(to) != nil && !was {
+			s.g.mu.Lock()
+			s.draining = false
+			s.g.mu.Unlock()
+		}
+		return nil
+	case wire.TypeReply:
+		s.g.replied(s, f)
 		return nil
 	}
 	return fmt.Errorf("%w: unhandled frame type %q", ErrProtocol, f.T)
@@ -147,7 +206,7 @@ func (s *session) handle(f wire.ServerFrame) error {
 // too: during a GOAWAY handover the controller cancels the draining generation before the
 // new one is told it is ready, and the new one subscribes only then, so at no moment do two
 // generations feed a stream.
-func (g *Gateway) dispatch(s *session, f wire.ServerFrame) error {
+func (g *Gateway) dispatch(s *session, f wire.HostFrame) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if s.ctx.Err() != nil {
@@ -188,7 +247,7 @@ func (g *Gateway) dispatch(s *session, f wire.ServerFrame) error {
 // desired state, so no session subscribes it again: a refusal is final, not an outage. A
 // denial of a sub this session no longer holds (unsubscribed or replaced meanwhile) is late
 // and changes nothing.
-func (g *Gateway) deny(s *session, f wire.ServerFrame) {
+func (g *Gateway) deny(s *session, f wire.HostFrame) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	sub, w := g.subs[f.Stream], s.wire[f.Stream]
@@ -207,13 +266,13 @@ func (g *Gateway) deny(s *session, f wire.ServerFrame) {
 // action per stream (unsub, sub, or unsub then a fresh sub for a replaced subscription),
 // holding the newest request; a session that is not ready yet sends nothing, and a new
 // generation starts from an empty wire state: one sub per stream.
-func (g *Gateway) reconcile(s *session) []wire.ClientFrame {
+func (g *Gateway) reconcile(s *session) []wire.PageFrame {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !s.ready || s.ctx.Err() != nil {
 		return nil
 	}
-	var frames []wire.ClientFrame
+	var frames []wire.PageFrame
 	names := slices.Sorted(maps.Keys(g.subs))
 	for name := range s.wire {
 		if g.subs[name] == nil {
@@ -225,16 +284,16 @@ func (g *Gateway) reconcile(s *session) []wire.ClientFrame {
 		w, has := s.wire[name]
 		switch {
 		case sub == nil:
-			frames = append(frames, wire.ClientFrame{T: wire.TypeUnsub, Stream: name})
+			frames = append(frames, wire.PageFrame{T: wire.TypeUnsub, Stream: name})
 			delete(s.wire, name)
 		case sub.stalled:
 			// Its handler is stuck; the resync waits until it returns.
 		case has && w.sub == sub && w.token == sub.token:
 		default:
 			if has {
-				frames = append(frames, wire.ClientFrame{T: wire.TypeUnsub, Stream: name})
+				frames = append(frames, wire.PageFrame{T: wire.TypeUnsub, Stream: name})
 			}
-			f := wire.ClientFrame{T: wire.TypeSub, Stream: name}
+			f := wire.PageFrame{T: wire.TypeSub, Stream: name}
 			if sub.epoch != "" {
 				f.Epoch, f.After = sub.epoch, sub.last
 			}
@@ -245,9 +304,43 @@ func (g *Gateway) reconcile(s *session) []wire.ClientFrame {
 	return frames
 }
 
-// resolveGoAway resolves a GOAWAY uri against the URL the session dialed. The controller
-// compares endpoints as strings, so a target is normalised like [Gateway.URL]; one that
-// names the current URL means "come back here" and becomes "".
+// turnedAway is how a session ends that got a goaway before its ready frame: a draining Host
+// turns away the sockets that reach it, naming where to go (PROTOCOL.md §5.1). Elsewhere: the
+// attempt fails with a *controller.RedirectError, and the next one goes there on the ladder.
+// The same place: the Host is going away and coming back, a restart.
+func (s *session) turnedAway(uri string) error {
+	to, err := s.goAwayPlace(uri)
+	if err != nil {
+		return err
+	}
+	cause := fmt.Errorf("%w: the host turned the session away before it was ready (goaway %q)", ErrSessionClosed, uri)
+	if to == s.gen.Target() {
+		return fmt.Errorf("%w: %w", controller.ErrHostRestarting, cause)
+	}
+	return &controller.RedirectError{To: to, Err: cause}
+}
+
+// goAwayPlace names the place a GOAWAY uri sends the page to as the controller names places
+// (see controller.Generation.GoAway): the generation's own target for "come back here" (an
+// empty uri, or the URL the session dialed), "" for the gateway's own URL (the page's home,
+// which the controller knows by no other name), or the normalised URL of a place elsewhere.
+// So each place has one name, and the gateway's URL is never spelled twice.
+func (s *session) goAwayPlace(uri string) (string, error) {
+	u, err := resolveGoAway(s.target, uri)
+	switch {
+	case err != nil:
+		return "", err
+	case u == "":
+		return s.gen.Target(), nil
+	case u == s.g.url:
+		return "", nil
+	}
+	return u, nil
+}
+
+// resolveGoAway resolves a GOAWAY uri against the URL the session dialed. A target is
+// normalised like [Gateway.URL], so that a place has one spelling; one that names the current
+// URL means "come back here" and becomes "".
 func resolveGoAway(base *url.URL, uri string) (string, error) {
 	if uri == "" {
 		return "", nil

@@ -4,10 +4,15 @@ package hostplugin_test
 
 import (
 	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
@@ -318,4 +323,271 @@ func TestAHeldPageWaitsOutTheSpacingOfALateOne(t *testing.T) {
 			t.Errorf("the third page was admitted at %v, want %v: a full interval after the late one", at, 2*d+late)
 		}
 	})
+}
+
+// The per-address rate, which comes before the session cap and the accept rate.
+
+// Moments of the per-address tables: pd is the interval of their rate, 10 per second.
+const pd = 100 * time.Millisecond
+
+var (
+	p1 = t0.Add(1 * pd)
+	p2 = t0.Add(2 * pd)
+	p9 = t0.Add(9 * pd)
+)
+
+const looper, other = "203.0.113.7", "198.51.100.9"
+
+type socket struct {
+	at   time.Time
+	addr string
+	ok   bool
+	wait time.Duration // refused: how long the address must wait
+}
+
+func runPerIP(t *testing.T, p *hostplugin.PerIP, sockets []socket) {
+	t.Helper()
+	for i, s := range sockets {
+		wait, ok := p.Allow(s.addr, s.at)
+		if ok != s.ok || wait != s.wait {
+			t.Errorf("step %d: Allow(%s, %s) = %v, %v; want %v, %v", i, s.addr, since(s.at), wait, ok, s.wait, s.ok)
+		}
+	}
+}
+
+func TestPerIPIsATokenBucketPerAddress(t *testing.T) {
+	// 10 per second, burst 3.
+	runPerIP(t, hostplugin.NewPerIP(10, 3), []socket{
+		{at: t0, addr: looper, ok: true},
+		{at: t0, addr: looper, ok: true},
+		{at: t0, addr: looper, ok: true},
+		{at: t0, addr: looper, wait: pd}, // over the burst
+		{at: t0, addr: other, ok: true},  // another address has its own bucket
+		{at: t0, addr: looper, wait: pd}, // a refusal took no token: still one interval
+		{at: p1, addr: looper, ok: true}, // one token back
+		{at: p1, addr: looper, wait: pd}, // and spent
+		{at: p1.Add(pd / 2), addr: looper, wait: pd / 2},
+		{at: p2, addr: looper, ok: true},
+		{at: p9, addr: looper, ok: true}, // the bucket holds no more than its burst
+		{at: p9, addr: looper, ok: true},
+		{at: p9, addr: looper, ok: true},
+		{at: p9, addr: looper, wait: pd},
+		{at: p9, addr: "2001:db8::7", ok: true}, // IPv6 alike
+		{at: p9, addr: "2001:db8::7", ok: true},
+		{at: p9, addr: "2001:db8::7", ok: true},
+		{at: p9, addr: "2001:db8::7", wait: pd},
+	})
+}
+
+func TestPerIPForgetsAnAddressIdleForAMinute(t *testing.T) {
+	p := hostplugin.NewPerIP(1, 1)
+	runPerIP(t, p, []socket{
+		{at: t0, addr: looper, ok: true},
+		{at: t0, addr: other, ok: true},
+		{at: t0.Add(30 * time.Second), addr: other, ok: true},
+	})
+	if n := p.Tracked(); n != 2 {
+		t.Fatalf("%d addresses tracked, want 2", n)
+	}
+	// The sweep at t0+61s drops looper (idle 61 s), keeps other (31 s): looper's bucket was
+	// full again long before, so forgetting it changes no answer.
+	runPerIP(t, p, []socket{{at: t0.Add(61 * time.Second), addr: "192.0.2.1", ok: true}})
+	if n := p.Tracked(); n != 2 {
+		t.Errorf("%d addresses tracked after the sweep, want 2 (other and 192.0.2.1)", n)
+	}
+	runPerIP(t, p, []socket{
+		{at: t0.Add(61 * time.Second), addr: looper, ok: true},
+		{at: t0.Add(61 * time.Second), addr: looper, wait: time.Second},
+	})
+}
+
+// upgradeFrom sends an upgrade request from remote, with X-Forwarded-For lines xff, straight
+// to the Host's handler. The limiter answers before the upgrade, so no socket is needed; a
+// request it lets through fails later (400: no lifeline.v1 offered).
+func upgradeFrom(f *fixture, remote string, xff ...string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(http.MethodGet, f.h.Config().Endpoint(), nil)
+	r.RemoteAddr = remote
+	r.Header.Set("Connection", "Upgrade")
+	r.Header.Set("Upgrade", "websocket")
+	for _, v := range xff {
+		r.Header.Add("X-Forwarded-For", v)
+	}
+	w := httptest.NewRecorder()
+	endpointOnly(f.h).ServeHTTP(w, r)
+	return w
+}
+
+func TestPerAddressRateRefusesASocketLoop(t *testing.T) {
+	f := newFixture(t, `{"perIPRate":1,"perIPBurst":3}`, true)
+	for i := range 3 {
+		if w := upgradeFrom(f, looper+":40000"); w.Code == http.StatusTooManyRequests {
+			t.Fatalf("socket %d within the burst refused with 429", i+1)
+		}
+	}
+	w := upgradeFrom(f, looper+":40000")
+	if w.Code != http.StatusTooManyRequests {
+		t.Fatalf("socket 4 from one address: status %d, want 429", w.Code)
+	}
+	if ra := w.Header().Get("Retry-After"); ra != "1" {
+		t.Errorf("Retry-After = %q, want 1 (second)", ra)
+	}
+	// The exact wait is in the body too: a browser page reads it through the refusal query
+	// (the header of a cross-origin answer is kept from it).
+	if r, err := wire.DecodeRefusal(w.Body.Bytes()); err != nil || r.Error != wire.RefusalRate || r.RetryAfterMs <= 0 || r.RetryAfterMs > 1000 {
+		t.Errorf("429 body %q = %+v, %v; want a rate refusal with the wait to the next token (ms)", w.Body.String(), r, err)
+	}
+	if w := upgradeFrom(f, other+":40000"); w.Code == http.StatusTooManyRequests {
+		t.Errorf("another address was refused: one looping client must not limit the others")
+	}
+	waitFor(t, "the refusal to be logged", func() bool { return f.logs.Has("per-address rate", "addr="+looper) })
+}
+
+// TestPerAddressRateBehindTrustedProxies is the wiring of the trusted proxies (the rule's
+// cases are in clientaddr_test.go): with burst 1, a second socket from the same client is
+// refused and one from another client is not.
+func TestPerAddressRateBehindTrustedProxies(t *testing.T) {
+	tests := []struct {
+		name    string
+		config  string
+		remote  string
+		xff     [2]string // the X-Forwarded-For of the first socket, and of the second
+		refused bool      // the second socket
+	}{
+		{name: "a local proxy's clients are limited one by one",
+			remote: "127.0.0.1:5000", xff: [2]string{looper, looper}, refused: true},
+		{name: "a local proxy's other client is not limited by the first",
+			remote: "127.0.0.1:5000", xff: [2]string{looper, other}},
+		{name: "a local proxy that names no client is not limited (one loopback address for many clients)",
+			remote: "[::1]:5000"},
+		{name: "an untrusted peer cannot pick its address with X-Forwarded-For",
+			remote: looper + ":5000", xff: [2]string{"192.0.2.1", "192.0.2.2"}, refused: true},
+		{name: "a configured proxy's clients are limited one by one",
+			config: `"trustedProxies":["10.0.0.0/8"],`, remote: "10.1.2.3:5000", xff: [2]string{looper, looper}, refused: true},
+		{name: "trusting no proxy limits loopback like any address",
+			config: `"trustedProxies":[],`, remote: "127.0.0.1:5000", xff: [2]string{looper, other}, refused: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, `{`+tt.config+`"perIPRate":1,"perIPBurst":1}`, true)
+			var codes [2]int
+			for i, xff := range tt.xff {
+				var lines []string
+				if xff != "" {
+					lines = append(lines, xff)
+				}
+				codes[i] = upgradeFrom(f, tt.remote, lines...).Code
+			}
+			if codes[0] == http.StatusTooManyRequests {
+				t.Fatalf("the first socket was refused with 429")
+			}
+			if refused := codes[1] == http.StatusTooManyRequests; refused != tt.refused {
+				t.Errorf("second socket: status %d, want refused %v", codes[1], tt.refused)
+			}
+		})
+	}
+}
+
+func TestSessionCapClosesWith1013AndARetryAfter(t *testing.T) {
+	f := newFixture(t, `{"maxSessions":1}`, true)
+	first := f.dial(t)
+	first.expect(wire.TypeReady)
+	second := f.dial(t)
+	// The retry-after comes first as a frame: a browser page cannot read close codes.
+	frame := second.expect(wire.TypeError)
+	code, reason := second.closed()
+	d, ok := wire.ParseRetryAfter(reason)
+	if code != wire.CloseOverloaded || !ok || d < time.Second {
+		t.Errorf("over the cap: close %d %q, want %d with retry-after >= 1s", code, reason, wire.CloseOverloaded)
+	}
+	if frame.Message != reason {
+		t.Errorf("error frame %q, want the close reason %q", frame.Message, reason)
+	}
+	waitFor(t, "the refusal to be logged", func() bool { return f.logs.Has("session cap") })
+	// A slot frees when a session ends.
+	_ = first.conn.Close(websocket.StatusNormalClosure, "")
+	waitFor(t, "the slot to free", func() bool { return f.h.Sessions() == 0 })
+	f.dial(t).expect(wire.TypeReady)
+}
+
+// TestAcceptRateHoldsAnUpgradeOrRefusesItWith1013 is the wiring of the accept rate (its
+// moments are in admission_test.go): a held upgrade becomes a ready session, a page beyond
+// the hold gets the error frame and 1013 with its retry-after, and a held page that leaves
+// frees its socket.
+func TestAcceptRateHoldsAnUpgradeOrRefusesItWith1013(t *testing.T) {
+	// 1 per second, burst 1: the first page at once, the next two held (~1 s, ~2 s), the
+	// fourth refused (~3 s).
+	f := newFixture(t, `{"acceptRate":1,"acceptBurst":1}`, true)
+	f.dial(t).expect(wire.TypeReady)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type outcome struct {
+		ready bool
+		retry time.Duration
+		err   error
+	}
+	results := make(chan outcome, 3)
+	for range 3 {
+		go func() {
+			conn, _, err := websocket.Dial(ctx, f.wsURL(), &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}})
+			if err != nil {
+				results <- outcome{err: err} // the held page the test sends away
+				return
+			}
+			t.Cleanup(func() { _ = conn.CloseNow() }) // a ready session stays open
+			_, b, err := conn.Read(ctx)
+			if err != nil {
+				results <- outcome{err: err}
+				return
+			}
+			fr, _ := wire.DecodeHost(b)
+			if fr.T == wire.TypeReady {
+				results <- outcome{ready: true}
+				return
+			}
+			_, _, err = conn.Read(ctx)
+			code, reason := websocket.CloseStatus(err), ""
+			var ce websocket.CloseError
+			if errors.As(err, &ce) {
+				reason = ce.Reason
+			}
+			d, ok := wire.ParseRetryAfter(reason)
+			if fr.T != wire.TypeError || fr.Message != reason || code != wire.CloseOverloaded || !ok {
+				t.Errorf("refused page: frame %+v then close %d %q, want an error frame and 1013 with the same retry-after", fr, code, reason)
+			}
+			results <- outcome{retry: d}
+		}()
+	}
+	next := func() outcome {
+		t.Helper()
+		select {
+		case o := <-results:
+			return o
+		case <-time.After(bound):
+			t.Fatalf("no page answered within %v", bound)
+			return outcome{}
+		}
+	}
+	// The refusal comes at once, the first held page's ready about a second later.
+	var refused, ready bool
+	for !refused || !ready {
+		switch o := next(); {
+		case o.err != nil:
+			t.Fatalf("a page failed before the held one was sent away: %v", o.err)
+		case o.ready:
+			ready = true
+		default:
+			refused = true
+			if o.retry <= hostplugin.HoldMax {
+				t.Errorf("a page refused with retry-after %v: within HoldMax (%v) it should have been held", o.retry, hostplugin.HoldMax)
+			}
+		}
+	}
+	// The refused page's handler returns once its close handshake ends.
+	waitFor(t, "two sessions and one held upgrade", func() bool { return f.h.Stats().Open == 3 })
+	cancel() // the page still held leaves
+	if o := next(); o.err == nil {
+		t.Errorf("the page held for ~2 s answered %+v before it left", o)
+	}
+	waitFor(t, "the held upgrade to be let go", func() bool { return f.h.Stats().Open == 2 })
+	waitFor(t, "the refusal to be logged", func() bool { return f.logs.Has("accept rate") })
 }

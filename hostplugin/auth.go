@@ -54,13 +54,21 @@ func reasonText(err error) string {
 	return s
 }
 
-// refusal is the answer to a request that Authenticate did not let through.
-type refusal struct {
-	status int    // 401, 403 or 500
-	kind   string // the body's "error": wire.RefusalUnauthorized, RefusalForbidden or RefusalInternal
-	reason string // the body's "reason"
-	err    error  // for the log: the hook's error, or the panic
-	stack  []byte // the panic's stack, for the log only
+// authenticateUpgrade runs Options.Authenticate for an upgrade from an allowed origin and
+// returns the identity, or answers the refusal and returns false. A refused origin is refused
+// after the upgrade, whatever its credential: were Authenticate asked, how the handshake
+// fails would tell that origin whether its visitor is signed in.
+func (h *Host) authenticateUpgrade(w http.ResponseWriter, r *http.Request, originOK bool) (string, bool) {
+	if !originOK {
+		return "", true
+	}
+	identity, ref := h.authenticate(r)
+	if ref != nil {
+		h.obs.Upgrade(ref.upgrade())
+		h.refuse(w, r, ref, false)
+		return "", false
+	}
+	return identity, true
 }
 
 // authenticate runs Options.Authenticate for r. It returns the identity, or the refusal.
@@ -98,13 +106,10 @@ func (h *Host) authenticate(r *http.Request) (identity string, ref *refusal) {
 // keeps the stream private, and the denied subscription ends visibly on the page instead of
 // waiting for events that never come.
 func (h *Host) authorize(s *session, stream string) (reason string, ok bool) {
-	if h.authz == nil {
-		return "", true
-	}
 	defer func() {
 		if p := recover(); p != nil {
 			stack := debug.Stack()
-			h.logAuthPanic.Do(func() {
+			h.thin.authPanic.Do(func() {
 				h.logger.Error("hostplugin: Authorize panicked; the subscription is denied",
 					"session", s.id, "stream", stream, "panic", p, "stack", string(stack))
 			})
@@ -115,7 +120,7 @@ func (h *Host) authorize(s *session, stream string) (reason string, ok bool) {
 	if err == nil {
 		return "", true
 	}
-	h.logDenied.Do(func() {
+	h.thin.denied.Do(func() {
 		h.logger.Info("hostplugin: Authorize denied a subscription", "session", s.id, "stream", stream, "err", err)
 	})
 	if reason = reasonText(err); reason == "" {
@@ -124,88 +129,6 @@ func (h *Host) authorize(s *session, stream string) (reason string, ok bool) {
 	return reason, false
 }
 
-func deniedFrame(stream, reason string) []byte {
-	return mustEncode(wire.ServerFrame{T: wire.TypeDenied, Stream: stream, Reason: reason})
-}
-
-// refuse answers a request Authenticate refused, before any upgrade, and logs it (thinned).
-func (h *Host) refuse(w http.ResponseWriter, r *http.Request, ref *refusal, probe bool) {
-	if ref.stack != nil {
-		h.logAuthPanic.Do(func() {
-			h.logger.Error("hostplugin: Authenticate panicked; refused the request with 500",
-				"remote", r.RemoteAddr, "err", ref.err, "stack", string(ref.stack))
-		})
-	} else if !probe {
-		// A probe follows a refused upgrade, which was logged already.
-		h.logAuth.Do(func() {
-			h.logger.Info(fmt.Sprintf("hostplugin: refused a socket (%d): Authenticate refused the request", ref.status),
-				"remote", r.RemoteAddr, "err", ref.err)
-		})
-	}
-	writeJSON(w, ref.status, wire.Refusal{Error: ref.kind, Reason: ref.reason})
-}
-
-// writeJSON answers with the JSON body the page reads (see doc.go, "The probe").
-func writeJSON(w http.ResponseWriter, status int, body wire.Refusal) {
-	hd := w.Header()
-	hd.Set("Content-Type", "application/json; charset=utf-8")
-	hd.Set("X-Content-Type-Options", "nosniff")
-	hd.Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(body.Encode(), '\n'))
-}
-
-// isUpgrade reports whether r asks for a WebSocket, as coder/websocket checks it: a
-// Connection header with the token "upgrade" and an Upgrade header with "websocket".
-func isUpgrade(r *http.Request) bool {
-	return headerHasToken(r.Header, "Connection", "upgrade") && headerHasToken(r.Header, "Upgrade", "websocket")
-}
-
-func headerHasToken(hd http.Header, key, token string) bool {
-	for _, v := range hd.Values(key) {
-		for t := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.TrimSpace(t), token) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// serveProbe answers a request for the endpoint that is not a WebSocket upgrade: the page's
-// way to learn why its upgrade failed, since a browser hides the status of a refused
-// handshake (doc.go, "The probe"). Its headers (CORS, no-store) are set by probeHeaders.
-func (h *Host) serveProbe(w http.ResponseWriter, r *http.Request, originOK bool) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		writeJSON(w, http.StatusMethodNotAllowed, wire.Refusal{Error: wire.RefusalMethod})
-		return
-	}
-	if !originOK {
-		// Authenticate is never asked for a foreign origin, here as in the upgrade: its
-		// answer would tell that origin whether its visitor is signed in.
-		writeJSON(w, http.StatusForbidden, wire.Refusal{Error: wire.RefusalOrigin})
-		return
-	}
-	if _, ref := h.authenticate(r); ref != nil {
-		h.refuse(w, r, ref, true)
-		return
-	}
-	w.Header().Set("Upgrade", "websocket")
-	w.Header().Set("Connection", "Upgrade")
-	writeJSON(w, http.StatusUpgradeRequired, wire.Refusal{Error: wire.RefusalUpgradeRequired})
-}
-
-// probeHeaders sets the headers of every answer to a probe, refusals before it included:
-// never cached, and readable by a page of an allowed origin (CORS with credentials, since the
-// probe carries the page's cookies). A page of another origin gets no CORS header, so its
-// browser keeps the answer from it.
-func probeHeaders(w http.ResponseWriter, origin string, originOK bool) {
-	hd := w.Header()
-	hd.Set("Cache-Control", "no-store")
-	hd.Add("Vary", "Origin")
-	if origin != "" && originOK {
-		hd.Set("Access-Control-Allow-Origin", origin)
-		hd.Set("Access-Control-Allow-Credentials", "true")
-	}
+func deniedFrame(stream, reason string) message {
+	return mustEncode(wire.HostFrame{T: wire.TypeDenied, Stream: stream, Reason: reason})
 }

@@ -4,6 +4,7 @@ package hostplugin_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +28,7 @@ import (
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/internal/test/testbed"
 )
 
 // discard is the cheapest ResponseWriter, so that the benchmark measures the middleware.
@@ -61,9 +64,9 @@ func BenchmarkInject(b *testing.B) {
 		wrap  func(http.Handler) http.Handler
 	}{
 		{"passthrough baseline, one write", 0, func(next http.Handler) http.Handler { return next }},
-		{"one write", 0, h.Inject},
-		{"32KiB writes like http.FileServer", 32 << 10, h.Inject},
-		{"512B writes", 512, h.Inject},
+		{"one write", 0, h.Handler},
+		{"32KiB writes like http.FileServer", 32 << 10, h.Handler},
+		{"512B writes", 512, h.Handler},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -145,13 +148,14 @@ func TestHelperSessionServer(t *testing.T) {
 	if os.Getenv("LIFELINE_SESSION_SERVER") != "1" {
 		t.Skip("runs only as BenchmarkIdleSessionMemory's server process")
 	}
-	h, err := hostplugin.New(mustConfig(t, `{"maxSessions":100000,"acceptRate":1000000,"acceptBurst":1000000}`), nil)
+	h, err := hostplugin.New(mustConfig(t, `{"maxSessions":100000,"acceptRate":1000000,"acceptBurst":1000000}`),
+		&hostplugin.Options{Authorize: hostplugin.PublicStreams})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.SetReady(true)
 	mux := http.NewServeMux()
-	mux.Handle(h.Config().Endpoint(), h)
+	mux.Handle("/", endpointOnly(h))
 	mux.HandleFunc("/mem", func(w http.ResponseWriter, r *http.Request) {
 		runtime.GC()
 		debug.FreeOSMemory()
@@ -258,6 +262,7 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 		}
 		goHeap := float64(after.HeapInuse+after.StackInuse) - float64(before.HeapInuse+before.StackInuse)
 		b.ReportMetric(goHeap/sessions/1024, "KiB/session")
+		b.ReportMetric((float64(after.StackInuse)-float64(before.StackInuse))/sessions/1024, "stack-KiB/session")
 		b.ReportMetric((float64(after.RSS)-float64(before.RSS))/sessions/1024, "RSS-KiB/session")
 		b.ReportMetric(float64(after.Goroutines-before.Goroutines)/sessions, "goroutines/session")
 
@@ -269,4 +274,168 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 		_ = stdin.Close()
 		_ = cmd.Wait()
 	}
+}
+
+// fanoutPage is one page of BenchmarkFanout: a raw socket following its own stream, u.<i>,
+// and its group's, g.<i/10>, checking that each stream's events come once each and in order.
+type fanoutPage struct {
+	sock          *testbed.RawSocket
+	user, group   uint64 // the last seq of each stream
+	lost, dupes   int
+	delivered     *atomic.Int64
+	personal, grp []byte // the streams' names as the frames carry them
+}
+
+// read counts the page's events until the socket ends.
+func (p *fanoutPage) read() {
+	for {
+		_, msg, err := p.sock.Next()
+		if err != nil {
+			return
+		}
+		if !bytes.HasPrefix(msg, []byte(`{"t":"event"`)) {
+			continue
+		}
+		stream, seq := eventStreamSeq(msg)
+		last := &p.user
+		if bytes.Equal(stream, p.grp) {
+			last = &p.group
+		}
+		switch {
+		case seq <= *last:
+			p.dupes++
+		case seq > *last+1:
+			p.lost += int(seq - *last - 1)
+		}
+		*last = max(*last, seq)
+		p.delivered.Add(1)
+	}
+}
+
+// eventStreamSeq reads an event frame's stream and seq without decoding it.
+func eventStreamSeq(msg []byte) (stream []byte, seq uint64) {
+	_, rest, _ := bytes.Cut(msg, []byte(`"stream":"`))
+	stream, rest, _ = bytes.Cut(rest, []byte(`"`))
+	_, rest, _ = bytes.Cut(rest, []byte(`"seq":`))
+	for _, c := range rest {
+		if c < '0' || c > '9' {
+			break
+		}
+		seq = seq*10 + uint64(c-'0')
+	}
+	return stream, seq
+}
+
+// BenchmarkFanout is the fan-out of issue 26's workload: pages each following a personal
+// stream and a group stream of 10, and publishes half to each kind, 100-byte payloads. An
+// iteration is one publish; every window publishes it waits until the pages hold all they
+// were sent, so queues stay short (a rate the Host sustains). It reports allocations per
+// delivery (the pages' raw sockets allocate nothing, so they are the Host's, the publishes
+// included), wall time and process CPU per delivery (the pages' reading included).
+func BenchmarkFanout(b *testing.B) {
+	for _, n := range []int{2000} {
+		b.Run(fmt.Sprintf("pages=%d", n), func(b *testing.B) { benchFanout(b, n, 1000) })
+	}
+}
+
+func benchFanout(b *testing.B, n, window int) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur < uint64(2*n+500) {
+		b.Skipf("needs %d file descriptors, the limit is %d", 2*n+500, lim.Cur)
+	}
+	f := newFixture(b, `{"maxSessions":100000,"acceptRate":1000000,"acceptBurst":1000000}`, true)
+	var delivered atomic.Int64
+	pages := make([]*fanoutPage, n)
+	groups := (n + 9) / 10
+	members := make([]int, groups)
+	var wg sync.WaitGroup
+	for i := range n {
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		sock, err := testbed.DialRaw(ctx, f.wsURL(), "", wire.Subprotocol, 16<<10)
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		p := &fanoutPage{sock: sock, delivered: &delivered,
+			personal: []byte(fmt.Sprintf("u.%d", i)), grp: []byte(fmt.Sprintf("g.%d", i/10))}
+		members[i/10]++
+		pages[i] = p
+		for _, s := range [][]byte{p.personal, p.grp} {
+			if err := sock.WriteText([]byte(`{"t":"sub","stream":"` + string(s) + `"}`)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for range 3 { // ready, and a reset per stream
+			if _, _, err := sock.Next(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		wg.Go(p.read)
+	}
+	b.Cleanup(func() {
+		for _, p := range pages {
+			_ = p.sock.Close()
+		}
+		wg.Wait()
+	})
+	data := json.RawMessage(`{"ts":1767225600000000000,"pad":"` + strings.Repeat("x", 100-40) + `"}`)
+	users := make([]string, n)
+	for i := range users {
+		users[i] = fmt.Sprintf("u.%d", i)
+	}
+	groupNames := make([]string, groups)
+	for i := range groupNames {
+		groupNames[i] = fmt.Sprintf("g.%d", i)
+	}
+	ctx := context.Background()
+	var want int64
+	wait := func() {
+		deadline := time.Now().Add(30 * time.Second)
+		for delivered.Load() < want {
+			if time.Now().After(deadline) {
+				b.Fatalf("the pages hold %d deliveries after 30 s, want %d", delivered.Load(), want)
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	var ms0, ms1 runtime.MemStats
+	var ru0, ru1 syscall.Rusage
+	runtime.ReadMemStats(&ms0)
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
+	i := 0
+	for b.Loop() {
+		k := i / 2
+		stream := users[k%n]
+		if i%2 == 1 {
+			stream = groupNames[k%groups]
+			want += int64(members[k%groups])
+		} else {
+			want++
+		}
+		if _, err := f.h.Publish(ctx, stream, data); err != nil {
+			b.Fatal(err)
+		}
+		i++
+		if i%window == 0 {
+			wait()
+		}
+	}
+	wait()
+	b.StopTimer()
+	runtime.ReadMemStats(&ms1)
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
+	cpu := time.Duration(ru1.Utime.Nano() + ru1.Stime.Nano() - ru0.Utime.Nano() - ru0.Stime.Nano())
+	lost, dupes := 0, 0
+	for _, p := range pages {
+		lost, dupes = lost+p.lost, dupes+p.dupes
+	}
+	if lost > 0 || dupes > 0 {
+		b.Errorf("%d events lost and %d duplicated", lost, dupes)
+	}
+	d := float64(want)
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/d, "allocs/delivery")
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/d, "B/delivery")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/d, "ns/delivery")
+	b.ReportMetric(float64(cpu.Nanoseconds())/d, "cpu-ns/delivery")
+	b.ReportMetric(d/float64(i), "deliveries/op")
 }

@@ -15,7 +15,7 @@ import (
 func TestBootstrapNeverHoldsRawScriptBreakers(t *testing.T) {
 	c := DefaultConfig()
 	c.endpoint = "/</script><script>alert(1)</script><!--&amp;-->\u2028\u2029>"
-	b := c.Bootstrap()
+	b := c.bootstrap()
 	for _, raw := range []string{"<", ">", "&", "\u2028", "\u2029"} {
 		if bytes.Contains(b, []byte(raw)) {
 			t.Errorf("bootstrap holds a raw %+q: %s", raw, b)

@@ -53,7 +53,7 @@ func TestHandlerServesTheClientBesideTheEndpointAndInjectsIt(t *testing.T) {
 }
 
 func TestNoClientInjectsTheBootstrapOnly(t *testing.T) {
-	h, err := hostplugin.New(hostplugin.DefaultConfig(), &hostplugin.Options{Logger: slog.New(slog.DiscardHandler), NoClient: true})
+	h, err := hostplugin.New(hostplugin.DefaultConfig(), &hostplugin.Options{Logger: slog.New(slog.DiscardHandler), NoClient: true, Authorize: hostplugin.PublicStreams})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/configdoc"
 )
 
 // ConfigFile is the Host's config as it is written: the JSON file, or a value built by embedding
@@ -20,7 +21,7 @@ import (
 // [ConfigFile.Resolve]. Numbers are float64 so that 1.5 or 1e300 reach the rules and are reported
 // with the value seen, instead of failing inside the JSON decoder without a field name.
 type ConfigFile struct {
-	// Recovery is the page's timing (SPEC section 2), checked by controller.Resolve.
+	// Recovery is the page's timing (PROTOCOL.md §2.1), checked by controller.Resolve.
 	Recovery controller.Recovery `json:"recovery" validate:"-"`
 	// Endpoint is the URL path of the events endpoint. Default "/_lifeline/events".
 	Endpoint *string `json:"endpoint,omitempty" validate:"omitnil,urlpath"`
@@ -57,8 +58,28 @@ type ConfigFile struct {
 	// MaxFrameBytes is the largest client frame accepted; larger ones close with 1009.
 	// Default 4096 (a sub frame is at most a few hundred bytes).
 	MaxFrameBytes *float64 `json:"maxFrameBytes,omitempty" validate:"omitnil,intrange=512..1048576"`
+	// MaxEventBytes is the largest event data (and baseline) the Host sends: Publish refuses
+	// larger data, and a larger baseline leaves its reset without one. It keeps every frame
+	// within the page's read limit (1 MiB) and bounds what a stream's ring holds. Default
+	// 65536.
+	MaxEventBytes *float64 `json:"maxEventBytes,omitempty" validate:"omitnil,intrange=1..1000000"`
+	// CallTimeoutMs bounds a call: a page gives up on its reply after it (unless the call
+	// says otherwise), and a handler's context ends at it. Default 30000.
+	CallTimeoutMs *float64 `json:"callTimeoutMs,omitempty" validate:"omitnil,intrange=1..3600000"`
+	// CallRate is how many calls per second one session may make; over it a call is answered
+	// busy with a retry-after, and the session lives on. Default 50.
+	CallRate *float64 `json:"callRate,omitempty" validate:"omitnil,intrange=1..1000000"`
+	// CallBurst is how many calls a session may make at once above its rate. Default 100.
+	CallBurst *float64 `json:"callBurst,omitempty" validate:"omitnil,intrange=1..1000000"`
+	// CallDedupMs is how long the outcome of a keyed call is kept: a re-send within it gets
+	// the first outcome and runs nothing. Default 600000 (10 minutes).
+	CallDedupMs *float64 `json:"callDedupMs,omitempty" validate:"omitnil,intrange=1..86400000"`
 	// DrainTimeoutMs bounds how long Drain waits for sessions to leave. Default 10000.
 	DrainTimeoutMs *float64 `json:"drainTimeoutMs,omitempty" validate:"omitnil,intrange=1..3600000"`
+	// Reports asks pages, in their ready frame, to report what they lived through after each
+	// reconnect (the time not connected, the attempts, the kinds of failure), which the Host
+	// hands to its Observer; false asks for none, and refuses any sent. Default true.
+	Reports *bool `json:"reports,omitempty"`
 }
 
 // Defaults of the fields of [ConfigFile] that are not part of the recovery config.
@@ -72,6 +93,11 @@ const (
 	DefaultPerIPRate     = 20
 	DefaultPerIPBurst    = 40
 	DefaultMaxFrameBytes = 4096
+	DefaultMaxEventBytes = 65536
+	DefaultCallTimeout   = 30 * time.Second
+	DefaultCallRate      = 50
+	DefaultCallBurst     = 100
+	DefaultCallDedup     = 10 * time.Minute
 	DefaultDrainTimeout  = 10 * time.Second
 )
 
@@ -91,7 +117,13 @@ type Config struct {
 	perIPBurst     int
 	trustedProxies []netip.Prefix
 	maxFrameBytes  int
+	maxEventBytes  int
+	callTimeout    time.Duration
+	callRate       int
+	callBurst      int
+	callDedup      time.Duration
 	drainTimeout   time.Duration
+	reports        bool
 }
 
 // DefaultConfig returns the config of an empty file.
@@ -108,7 +140,13 @@ func DefaultConfig() Config {
 		perIPBurst:     DefaultPerIPBurst,
 		trustedProxies: mustTrustedProxies(defaultTrustedProxies),
 		maxFrameBytes:  DefaultMaxFrameBytes,
+		maxEventBytes:  DefaultMaxEventBytes,
+		callTimeout:    DefaultCallTimeout,
+		callRate:       DefaultCallRate,
+		callBurst:      DefaultCallBurst,
+		callDedup:      DefaultCallDedup,
 		drainTimeout:   DefaultDrainTimeout,
+		reports:        true,
 	}
 }
 
@@ -149,8 +187,26 @@ func (c Config) AcceptBurst() int { return c.acceptBurst }
 // MaxFrameBytes is the read limit for client frames.
 func (c Config) MaxFrameBytes() int { return c.maxFrameBytes }
 
+// MaxEventBytes is the largest event data or baseline the Host sends.
+func (c Config) MaxEventBytes() int { return c.maxEventBytes }
+
+// CallTimeout bounds a call, on the page and in its handler.
+func (c Config) CallTimeout() time.Duration { return c.callTimeout }
+
+// CallRate is how many calls per second one session may make.
+func (c Config) CallRate() int { return c.callRate }
+
+// CallBurst is how many calls a session may make at once above its rate.
+func (c Config) CallBurst() int { return c.callBurst }
+
+// CallDedup is how long the outcome of a keyed call is kept.
+func (c Config) CallDedup() time.Duration { return c.callDedup }
+
 // DrainTimeout bounds how long Drain waits for sessions to leave.
 func (c Config) DrainTimeout() time.Duration { return c.drainTimeout }
+
+// Reports is whether pages are asked to report what they lived through after a reconnect.
+func (c Config) Reports() bool { return c.reports }
 
 // Valid reports whether c came from a resolver or [DefaultConfig].
 func (c Config) Valid() bool { return c.recovery.Valid() && c.endpoint != "" }
@@ -178,29 +234,20 @@ func LoadConfig(path string) (Config, error) {
 	return ParseConfig(data)
 }
 
-// ParseConfig decodes and resolves a config document. It goes through the decoder the page's
-// bootstrap goes through (controller.DecodeDocument: keys exactly as written here, none twice,
-// no unknown ones, nothing after the document), then every rule; it returns every broken rule
-// at once, with the values as the document wrote them.
+// ParseConfig decodes and resolves a config document. It is read the way the page reads its
+// bootstrap (internal/configdoc: keys exactly as written here, none twice, no unknown ones,
+// nothing after the document), then every rule is checked; it returns every broken rule at
+// once, with the values as the document wrote them.
 func ParseConfig(data []byte) (Config, error) {
+	doc := configdoc.New(configPackage)
 	var f ConfigFile
-	written, derr := controller.DecodeDocument(configPackage, data, &f, "")
-	var errs []FieldError
-	if ce, ok := derr.(*ConfigError); ok {
-		errs = ce.Fields
-		if len(errs) == 1 && errs[0].Path == "" {
-			return Config{}, derr // not a document at all: nothing more can be checked
-		}
+	if !doc.Decode(data, &f, "", "") {
+		return Config{}, doc.Err() // not a document at all: nothing more can be checked
 	}
 	cfg, err := f.Resolve()
-	if ce, ok := err.(*ConfigError); ok {
-		ce.AsWritten(written) // the decoder's own problems show their values already
-		errs = append(errs, ce.Fields...)
-	} else if err != nil {
+	doc.Check(err)
+	if err := doc.Err(); err != nil {
 		return Config{}, err
-	}
-	if len(errs) > 0 {
-		return Config{}, &ConfigError{Package: configPackage, Fields: errs}
 	}
 	return cfg, nil
 }
@@ -245,6 +292,10 @@ func (f ConfigFile) Resolve() (Config, error) {
 	}
 	ms(f.HeartbeatMs, &c.heartbeat)
 	ms(f.DrainTimeoutMs, &c.drainTimeout)
+	ms(f.CallTimeoutMs, &c.callTimeout)
+	ms(f.CallDedupMs, &c.callDedup)
+	count(f.CallRate, &c.callRate)
+	count(f.CallBurst, &c.callBurst)
 	count(f.RingSize, &c.ringSize)
 	count(f.MaxSessions, &c.maxSessions)
 	count(f.AcceptRate, &c.acceptRate)
@@ -252,6 +303,10 @@ func (f ConfigFile) Resolve() (Config, error) {
 	count(f.PerIPRate, &c.perIPRate)
 	count(f.PerIPBurst, &c.perIPBurst)
 	count(f.MaxFrameBytes, &c.maxFrameBytes)
+	count(f.MaxEventBytes, &c.maxEventBytes)
+	if f.Reports != nil {
+		c.reports = *f.Reports
+	}
 	c.allowedOrigins = slices.Clone(f.AllowedOrigins)
 	if f.TrustedProxies != nil {
 		c.trustedProxies = mustTrustedProxies(f.TrustedProxies) // validated above
@@ -280,7 +335,13 @@ func (c Config) File() ConfigFile {
 		PerIPBurst:     num(float64(c.perIPBurst)),
 		TrustedProxies: proxies,
 		MaxFrameBytes:  num(float64(c.maxFrameBytes)),
+		MaxEventBytes:  num(float64(c.maxEventBytes)),
+		CallTimeoutMs:  num(float64(c.callTimeout.Milliseconds())),
+		CallRate:       num(float64(c.callRate)),
+		CallBurst:      num(float64(c.callBurst)),
+		CallDedupMs:    num(float64(c.callDedup.Milliseconds())),
 		DrainTimeoutMs: num(float64(c.drainTimeout.Milliseconds())),
+		Reports:        &c.reports,
 	}
 }
 

@@ -6,16 +6,21 @@
 // uses too, so the Host can never hand a page timing the page would refuse.
 //
 //	cfg, err := hostplugin.LoadConfig("lifeline.json")
-//	h, err := hostplugin.New(cfg, nil)
+//	h, err := hostplugin.New(cfg, &hostplugin.Options{Authorize: authorize})
 //	h.SetReady(true) // once the application can serve; until then sockets wait for it
-//	http.ListenAndServe(addr, h.Handler(http.FileServer(http.Dir("web"))))
+//	http.ListenAndServe(addr, h.Handler(app))
 //
-// [Host.Handler] routes the events endpoint to the Host and everything else through
-// [Host.Inject], which inserts
+// [Host.Handler] is the Host's one entry point: it serves the events endpoint and the client,
+// and passes everything else to the application, inserting
 //
 //	<script type="application/json" id="lifeline-bootstrap">{…}</script>
+//	<script src="/_lifeline/client/lifeline.<hash>.js" … async></script>
 //
-// into the head of every HTML page. [Host.Publish] appends to a stream; pages subscribed to it
+// at the end of the head of every HTML page ([Host.HeadElements]). The page's Content-Length
+// and ETag are made to fit what it now holds, and its Last-Modified moves up to when the
+// config was applied: the page changed then, and a cache that validates by date alone must
+// see it, or it would keep the page with an older bootstrap. [Host.Publish] appends to a
+// stream; pages subscribed to it
 // receive events live and, after a reconnect, replay what they missed from the [StreamLog]
 // ([Ring] by default) or are reset with a baseline. [Host.Drain] sends every page elsewhere
 // before a restart, when something serves in the Host's place; [Host.Stop], for a Host with
@@ -31,10 +36,11 @@
 //
 // # Who may connect, and what they may read
 //
-// The application decides, through two hooks of [Options]; without them every page may
-// connect and read every stream, so an application with private streams must set Authorize.
+// The application decides, through two hooks of [Options]. Authorize is required: an
+// application whose every stream is public says so with [PublicStreams]. Without
+// Authenticate every page may connect, with the identity "".
 //
-//   - Authenticate(r) runs before the upgrade, for every socket (after the per-address rate,
+//   - Authenticate(r) runs before the upgrade, for every socket and every refusal query (after the per-address rate,
 //     before the session cap and the accept rate: a refused credential costs no session slot
 //     and no accept token). It returns the identity kept on the session, or refuses: an error
 //     wrapping [ErrUnauthenticated] answers HTTP 401, [ErrForbidden] or any other error 403,
@@ -50,11 +56,12 @@
 // most 160 bytes: the page shows them, so they must name no secret. A panic's text never
 // reaches the page.
 //
-// # The probe
+// # The refusal query
 //
 // A browser does not tell a page the HTTP status of a refused WebSocket handshake (the
-// WebSocket API reports only a generic error), so after a failed dial the page asks: a plain
-// GET (or HEAD) of the events endpoint without upgrade headers, carrying the page's cookies
+// WebSocket API reports only a generic error), so after a failed dial the page asks: the
+// refusal query, a plain GET (or HEAD) of the events endpoint without upgrade headers,
+// carrying the page's cookies
 // (fetch(url, {credentials: "include", cache: "no-store"})). It runs the same checks as the
 // upgrade, up to Authenticate, and answers with a small JSON body:
 //
@@ -64,24 +71,34 @@
 //	426 {"error":"upgrade required"}           Authenticate let it through (or is nil)
 //	403 {"error":"origin not allowed"}         Origin not in allowedOrigins (Authenticate not asked)
 //	405 {"error":"method not allowed"}         neither GET nor HEAD
-//	429 (text)                                 over the per-address rate, as an upgrade would be
+//	429 {"error":"too many sockets","retryAfterMs":N}  over the per-address rate, as an upgrade would be
 //
 // Every answer is Cache-Control: no-store and Vary: Origin. A page of an allowed origin
 // (allowedOrigins, or the endpoint's own) is given Access-Control-Allow-Origin: <its origin>
 // and Access-Control-Allow-Credentials: true, so a cross-origin page's fetch can read the
 // status; any other origin gets no CORS header and its browser keeps the answer from it. The
-// probe reveals nothing the upgrade would not: the same request as an upgrade is refused
-// with the same status and body. Probes count against the per-address rate and are not
-// counted in [Stats].Accepted (they are no sockets).
+// query reveals nothing the upgrade would not: the same request as an upgrade is refused
+// with the same status and body. Queries count against the per-address rate and are not
+// counted in [Stats].Accepted (they are no sockets). ("Probe" is the page's liveness ping
+// over an open session, another thing.)
 //
-// [Host.Stats] reports sessions and sockets for health checks.
+// # Running a Host
+//
+// [Host.Stats] reports sessions and sockets for health checks ([Host.Sessions] the count
+// alone); [Host.LivenessHandler] and [Host.ReadinessHandler] answer a load balancer's and
+// Kubernetes' probes ([Host.Readiness]: the gate open, not draining, the log reachable when it
+// is a [LogChecker]). An [Observer] in [Options] is told every event the operator's metrics
+// count; package hostplugin/metrics is one for Prometheus, in a module of its own. The Host watches no signal and no file: the application calls [Host.Reload] (on
+// SIGHUP, say) or [Host.Apply]. A process on its way out calls, in this order: [Host.Drain]
+// or [Host.Stop] while its listener still answers, [Host.Close], then the http.Server's
+// Shutdown (package hostplugin/restart's Restarter.Shutdown does the same).
 //
 // A stream log shared by a fleet of Hosts, on NATS JetStream, is package
 // hostplugin/jetstream: a package of its own, so that a Host on the default [Ring] links no
 // NATS client.
 //
-// One idle session costs one goroutine, one timer and about 9 KiB (measured with 10,000
-// sessions: BenchmarkIdleSessionMemory).
+// One idle session costs one goroutine (with the smallest stack), one timer and about 6.5 KiB
+// of Go memory (measured with 10,000 sessions: BenchmarkIdleSessionMemory).
 //
 // The package builds natively only: it imports validator/v10, which must never reach the
 // browser build (it defeats the linker's dead-code elimination), and the server half of

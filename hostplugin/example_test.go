@@ -29,7 +29,10 @@ func ExampleNew() {
 	if err != nil {
 		log.Fatal(err) // names the field and the value: hostplugin: heartbeatMs: must be ...
 	}
-	h, err := hostplugin.New(cfg, nil)
+	h, err := hostplugin.New(cfg, &hostplugin.Options{
+		// Every stream of this site is public. (ExampleOptions_authorize keeps them private.)
+		Authorize: hostplugin.PublicStreams,
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -37,7 +40,8 @@ func ExampleNew() {
 	go func() { _ = srv.ListenAndServe() }()
 	h.SetReady(true)
 
-	// ... on SIGHUP: h.Reload("lifeline.json"); on SIGTERM:
+	// ... on SIGHUP (the Host watches no signal): h.Reload("lifeline.json"); on SIGTERM, in
+	// this order:
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// Nobody serves in this process's place: every page gets 1012 now, and so does a socket
@@ -71,23 +75,27 @@ func ExampleConfigFile_Resolve() {
 	// hostplugin: heartbeatMs: must be an integer in 100..600000, got 50
 }
 
-func ExampleHost_Inject() {
-	h, _ := hostplugin.New(hostplugin.DefaultConfig(), nil)
+// Every HTML page of the application gets the bootstrap and the client at the end of its head.
+func ExampleHost_Handler() {
+	h, _ := hostplugin.New(hostplugin.DefaultConfig(), &hostplugin.Options{Authorize: hostplugin.PublicStreams})
 	defer h.Close()
 	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		_, _ = io.WriteString(w, "<!doctype html><head><title>Hi</title></head><body>Hi</body>")
 	})
 	rec := httptest.NewRecorder()
-	h.Inject(page).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
-	// (The client's names carry a hash of their content; shown here as <hash>.)
-	out := regexp.MustCompile(`\.[0-9a-f]{16}\.`).ReplaceAllString(rec.Body.String(), ".<hash>.")
+	h.Handler(page).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	// (The client's names carry a hash of their content, shown here as <hash>; the inline boot,
+	// which starts loading the hub before the tab script has come, as ….)
+	out := regexp.MustCompile(`(?s)(<script data-[^>]*>).*?</script>`).ReplaceAllString(rec.Body.String(), "$1…</script>")
+	out = regexp.MustCompile(`\.[0-9a-f]{16}\.`).ReplaceAllString(out, ".<hash>.")
 	fmt.Println(strings.ReplaceAll(out, "><", ">\n<"))
 	// Output:
 	// <!doctype html>
 	// <head>
 	// <title>Hi</title>
-	// <script type="application/json" id="lifeline-bootstrap">{"recovery":{"slowAfterMs":3000,"deadlineMs":15000,"initialDelayMs":500,"maxDelayMs":10000,"factor":2,"jitter":0.5,"stableAfterMs":10000},"endpoint":"/_lifeline/events","heartbeatMs":15000}</script>
+	// <script type="application/json" id="lifeline-bootstrap">{"recovery":{"slowAfterMs":3000,"deadlineMs":15000,"initialDelayMs":500,"maxDelayMs":10000,"factor":2,"jitter":0.5,"stableAfterMs":10000},"endpoint":"/_lifeline/events","heartbeatMs":15000,"callTimeoutMs":30000}</script>
+	// <script data-wasm="/_lifeline/client/lifeline.<hash>.wasm" data-run="/_lifeline/client/run.<hash>.js" data-worker="/_lifeline/client/worker.<hash>.js">…</script>
 	// <script src="/_lifeline/client/lifeline.<hash>.js" data-wasm="/_lifeline/client/lifeline.<hash>.wasm" data-run="/_lifeline/client/run.<hash>.js" data-worker="/_lifeline/client/worker.<hash>.js" async>
 	// </script>
 	// </head>
@@ -97,7 +105,7 @@ func ExampleHost_Inject() {
 // A page subscribes to a stream: a fresh subscription is reset to the head (with the stream's
 // baseline), then receives the events published afterwards.
 func ExampleHost_Publish() {
-	h, _ := hostplugin.New(hostplugin.DefaultConfig(), nil)
+	h, _ := hostplugin.New(hostplugin.DefaultConfig(), &hostplugin.Options{Authorize: hostplugin.PublicStreams})
 	defer h.Close()
 	h.SetReady(true)
 	count := 0
@@ -108,20 +116,20 @@ func ExampleHost_Publish() {
 		count++
 		_, _ = h.Publish(context.Background(), "ticks", json.RawMessage(fmt.Sprintf(`{"n":%d}`, count)))
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(h.Handler(http.NotFoundHandler()))
 	defer srv.Close()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"),
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+h.Config().Endpoint(),
 		&websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer c.CloseNow()
-	next := func() wire.ServerFrame {
+	next := func() wire.HostFrame {
 		_, b, _ := c.Read(ctx)
-		f, _ := wire.DecodeServer(b)
+		f, _ := wire.DecodeHost(b)
 		return f
 	}
 	fmt.Println(next().T)
@@ -160,9 +168,9 @@ func ExampleOptions_authorize() {
 	})
 	defer h.Close()
 	h.SetReady(true)
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(h.Handler(http.NotFoundHandler()))
 	defer srv.Close()
-	url := "ws" + strings.TrimPrefix(srv.URL, "http")
+	url := "ws" + strings.TrimPrefix(srv.URL, "http") + h.Config().Endpoint()
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -181,9 +189,9 @@ func ExampleOptions_authorize() {
 		log.Fatal(err)
 	}
 	defer c.CloseNow()
-	next := func() wire.ServerFrame {
+	next := func() wire.HostFrame {
 		_, b, _ := c.Read(ctx)
-		f, _ := wire.DecodeServer(b)
+		f, _ := wire.DecodeHost(b)
 		return f
 	}
 	fmt.Println("alice:", next().T)

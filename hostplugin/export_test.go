@@ -35,7 +35,7 @@ type Decision struct {
 // Decide decides for a page arriving at now.
 func (a *Admission) Decide(now time.Time, maxSessions int) Decision {
 	d := a.a.decide(now, maxSessions)
-	v := map[verdict]string{admitNow: "admit", holdUntil: "hold", refuse: "refuse"}[d.verdict]
+	v := map[verdict]string{admitNow: "admit", holdUntil: "hold", comeBackLater: "refuse"}[d.verdict]
 	return Decision{Verdict: v, Until: d.until, Retry: d.retry, d: d}
 }
 
@@ -47,11 +47,12 @@ func (a *Admission) Arrive(d Decision, now time.Time) time.Duration { return a.a
 func (a *Admission) Leave(d Decision, now time.Time) { a.a.leave(d.d, now) }
 
 // Hold waits on real timers for a held page's slot, as the endpoint does.
-func (a *Admission) Hold(ctx context.Context, d Decision) bool { return a.a.hold(ctx, d.d) }
+func (a *Admission) Hold(ctx context.Context, d Decision) bool { return a.a.hold(ctx, nil, d.d) }
 
 // Admit decides for a page arriving at now and holds it if so decided, as the endpoint does.
 func (a *Admission) Admit(ctx context.Context, now time.Time, maxSessions int) (time.Duration, bool) {
-	return a.a.admit(ctx, now, maxSessions)
+	retry, admitted, _ := a.a.admit(ctx, nil, now, maxSessions)
+	return retry, admitted
 }
 
 // End ends one admitted session.
@@ -86,9 +87,9 @@ func (p *PerIP) Tracked() int {
 	return len(p.p.clients)
 }
 
-// ClientAddr is the address a request's per-address limit applies to; false when none.
-func ClientAddr(remoteAddr string, xff []string, trusted []netip.Prefix) (netip.Addr, bool) {
-	return clientAddr(remoteAddr, xff, trusted)
+// PageAddr is the address a request's per-address limit applies to; false when none.
+func PageAddr(remoteAddr string, xff []string, trusted []netip.Prefix) (netip.Addr, bool) {
+	return pageAddr(remoteAddr, xff, trusted)
 }
 
 // AcceptTokens is how many sessions h's accept rate would admit at once now.
@@ -101,3 +102,9 @@ func AcceptTokens(h *Host) float64 {
 // SetMaxQueue sets how many frames h queues for a slow page before it sheds it. Call it
 // before the first session.
 func SetMaxQueue(h *Host, n int) { h.maxQueue = n }
+
+// SetLogRetry sets the first wait before a catch-up the log failed is tried again.
+func SetLogRetry(h *Host, d time.Duration) { h.logRetry = d }
+
+// BootstrapJSON is the JSON pages receive in their bootstrap element for cfg.
+func BootstrapJSON(cfg Config) []byte { return cfg.bootstrap() }

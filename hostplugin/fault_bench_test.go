@@ -20,14 +20,14 @@ import (
 // and the per-address rate.
 const benchConfig = `{"maxSessions":10000000,"acceptRate":1000000,"acceptBurst":1000000,"perIPRate":1000000,"perIPBurst":1000000}`
 
-// faultCases are a production Host (no fault injector: what an embedder runs) and a Host with
-// an injector in mode "up" (cmd/host -faults): the fault checks must cost the first nothing.
-var faultCases = []struct {
+// faultCases are a production Host (no fault injector: what an embedder runs) and, in a build
+// with -tags lifeline_faults, a Host with an injector in mode "up" (cmd/host -faults): the
+// fault checks must cost the first nothing.
+var faultCases = append([]faultCase{{name: "no fault injector"}}, injectorCases...)
+
+type faultCase struct {
 	name    string
-	install bool
-}{
-	{"no fault injector", false},
-	{"fault injector up", true},
+	install func(testing.TB, *hostplugin.Host) // nil: none
 }
 
 // BenchmarkEndpointUntilUpgrade runs the events endpoint in process, without a network, up to
@@ -37,8 +37,8 @@ func BenchmarkEndpointUntilUpgrade(b *testing.B) {
 	for _, bc := range faultCases {
 		b.Run(bc.name, func(b *testing.B) {
 			h, _ := newHost(b, benchConfig)
-			if bc.install {
-				installFaults(b, h)
+			if bc.install != nil {
+				bc.install(b, h)
 			}
 			h.SetReady(true)
 			req := httptest.NewRequest(http.MethodGet, hostplugin.DefaultEndpoint, nil)
@@ -46,10 +46,11 @@ func BenchmarkEndpointUntilUpgrade(b *testing.B) {
 			req.Header.Set("Connection", "Upgrade")
 			req.Header.Set("Upgrade", "websocket")
 			w := &discard{h: http.Header{}}
+			handler := endpointOnly(h)
 			b.ReportAllocs()
 			for b.Loop() {
 				clear(w.h)
-				h.ServeHTTP(w, req)
+				handler.ServeHTTP(w, req)
 			}
 		})
 	}
@@ -61,8 +62,8 @@ func BenchmarkSessionOpen(b *testing.B) {
 	for _, bc := range faultCases {
 		b.Run(bc.name, func(b *testing.B) {
 			f := newFixture(b, benchConfig, true)
-			if bc.install {
-				installFaults(b, f.h)
+			if bc.install != nil {
+				bc.install(b, f.h)
 			}
 			opts := &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}}
 			b.ReportAllocs()

@@ -1,4 +1,4 @@
-//go:build !js
+//go:build lifeline_faults && !js
 
 package hostplugin_test
 
@@ -15,7 +15,12 @@ import (
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/internal/fault"
+	"github.com/lifeline-go/lifeline/internal/hosthook"
 )
+
+// The fault modes, in a build with -tags lifeline_faults (as cmd/host -faults has them).
+
+var injectorCases = []faultCase{{"fault injector up", func(t testing.TB, h *hostplugin.Host) { installFaults(t, h) }}}
 
 // faultFixture is a fixture whose Host has fault modes, as cmd/host -faults gives it.
 type faultFixture struct {
@@ -32,9 +37,9 @@ func newFaultFixture(t testing.TB) *faultFixture {
 // installFaults gives h fault modes, or fails the test.
 func installFaults(t testing.TB, h *hostplugin.Host) *fault.Injector {
 	t.Helper()
-	in, err := fault.Install(h)
+	in, err := hosthook.InstallFaults(h)
 	if err != nil {
-		t.Fatalf("fault.Install: %v", err)
+		t.Fatalf("hosthook.InstallFaults: %v", err)
 	}
 	return in
 }
@@ -210,14 +215,14 @@ func TestStatsCountSocketsAtTheEndpoint(t *testing.T) {
 func TestFaultInstallTakesOneInjectorPerHost(t *testing.T) {
 	h, _ := newHost(t, `{}`)
 	installFaults(t, h)
-	if _, err := fault.Install(h); err == nil || !strings.Contains(err.Error(), "already") {
-		t.Errorf("a second fault.Install = %v, want an error saying the Host has one already", err)
+	if _, err := hosthook.InstallFaults(h); err == nil || !strings.Contains(err.Error(), "already") {
+		t.Errorf("a second InstallFaults = %v, want an error saying the Host has one already", err)
 	}
-	if _, err := fault.Install(http.NotFoundHandler()); err == nil || !strings.Contains(err.Error(), "http.HandlerFunc") {
-		t.Errorf("fault.Install of a handler = %v, want an error naming the type seen", err)
+	if _, err := hosthook.InstallFaults(http.NotFoundHandler()); err == nil || !strings.Contains(err.Error(), "http.HandlerFunc") {
+		t.Errorf("InstallFaults of a handler = %v, want an error naming the type seen", err)
 	}
 	var nilHost *hostplugin.Host
-	if _, err := fault.Install(nilHost); err == nil {
-		t.Error("fault.Install of a nil *Host succeeded")
+	if _, err := hosthook.InstallFaults(nilHost); err == nil {
+		t.Error("InstallFaults of a nil *Host succeeded")
 	}
 }

@@ -1,31 +1,84 @@
-//go:build !js
+//go:build lifeline_faults && !js
 
 package hostplugin
 
 import (
 	"errors"
-	"fmt"
+	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/lifeline-go/lifeline/internal/fault"
 )
 
-// Fault injection is internal (package internal/fault): only cmd/host and the tests give a
-// Host fault modes. Without an injector, each check of the events endpoint is one nil test
-// of h.faults.
-func init() { fault.Register(installFaults) }
+// Fault injection (package internal/fault), in a build with -tags lifeline_faults only:
+// cmd/host -faults and the tests give a Host fault modes through hosthook.InstallFaults. The
+// endpoint asks three hooks, each one nil test of the injector when none is installed:
+// hostFaults.atUpgrade, session.faultAtReady and the session's fault timers; faultChanged acts
+// on a change of mode. nofaults.go is the same hooks for every other build, doing nothing.
 
-// installFaults attaches in to host, a *Host, and returns what the Host does when its mode
-// changes.
-func installFaults(host any, in *fault.Injector) (func(old, cur fault.Fault), error) {
-	h, ok := host.(*Host)
-	if !ok || h == nil {
-		return nil, fmt.Errorf("hostplugin: fault injection needs a *hostplugin.Host, got %T", host)
+// hostFaults is a Host's fault injector, if one is installed.
+type hostFaults struct {
+	in atomic.Pointer[fault.Injector]
+}
+
+// sessionFault is the session's pending drop of flap mode. session.mu guards it.
+type sessionFault struct{ flap *time.Timer }
+
+func (f *sessionFault) stop() {
+	if f.flap != nil {
+		f.flap.Stop()
+		f.flap = nil
 	}
-	if !h.faults.CompareAndSwap(nil, in) {
+}
+
+// installFaults gives h an injector and returns it.
+func (h *Host) installFaults() (*fault.Injector, error) {
+	in := fault.New(h.faultChanged)
+	if !h.faults.in.CompareAndSwap(nil, in) {
 		return nil, errors.New("hostplugin: the Host has a fault injector already")
 	}
-	return h.faultChanged, nil
+	return in, nil
+}
+
+// atUpgrade is what the fault mode does to an upgrade before Authenticate: stall-open holds it
+// until the mode changes (false: the page left, or done closed: the Host did), refuse and
+// outage answer 503 (false), overload and stall-ready are for the socket once open.
+func (hf *hostFaults) atUpgrade(w http.ResponseWriter, r *http.Request, done <-chan struct{}) (upgradeFault, bool) {
+	in := hf.in.Load()
+	if in == nil {
+		return upgradeFault{}, true
+	}
+	f, ok := in.Hold(r.Context(), done)
+	if !ok {
+		return upgradeFault{}, false
+	}
+	switch f.Mode {
+	case fault.Refuse, fault.Outage:
+		http.Error(w, "hostplugin: refused (fault injection: "+f.Mode.String()+")", http.StatusServiceUnavailable)
+		return upgradeFault{}, false
+	case fault.Overload:
+		return upgradeFault{overload: true, retryAfter: f.After}, true
+	case fault.StallReady:
+		return upgradeFault{stallReady: true}, true
+	}
+	return upgradeFault{}, true
+}
+
+// faultAtReady is what the fault mode does to a session as its ready frame is queued: flap
+// schedules its drop, drain sends it away right after.
+func (s *session) faultAtReady() {
+	in := s.h.faults.in.Load()
+	if in == nil {
+		return
+	}
+	switch f := in.Fault(); f.Mode {
+	case fault.Flap:
+		s.dropAfter(f.After)
+	case fault.Drain:
+		s.h.obs.GoAway(1)
+		s.send(goAwayFrame(f.URI))
+	}
 }
 
 // faultChanged acts on the sessions when the fault mode changes from old to cur. Entering
@@ -36,41 +89,37 @@ func installFaults(host any, in *fault.Injector) (func(old, cur fault.Fault), er
 func (h *Host) faultChanged(old, cur fault.Fault) {
 	h.logger.Info("hostplugin: fault mode", "mode", cur.String())
 	if old.Mode == fault.Flap && cur.Mode != fault.Flap {
-		for _, s := range h.snapshot() {
+		for _, s := range h.sessions.snapshot() {
 			s.keepAlive()
 		}
 	}
 	switch cur.Mode {
 	case fault.Flap:
-		for _, s := range h.snapshot() {
+		for _, s := range h.sessions.snapshot() {
 			if s.isReady() {
 				s.dropAfter(cur.After)
 			}
 		}
 	case fault.Drain:
 		frame := goAwayFrame(cur.URI)
-		for _, s := range h.snapshot() {
+		for _, s := range h.sessions.snapshot() {
 			if s.isReady() {
+				h.obs.GoAway(1)
 				s.send(frame)
 			}
 		}
 	case fault.Outage:
-		for _, s := range h.snapshot() {
+		for _, s := range h.sessions.snapshot() {
 			_ = s.conn.CloseNow()
 		}
 	}
 	h.openGate()
 }
 
-// faultAtReady is what the fault mode does to a session as its ready frame is queued: flap
-// schedules its drop, drain sends it away right after.
-func (s *session) faultAtReady(in *fault.Injector) {
-	switch f := in.Fault(); f.Mode {
-	case fault.Flap:
-		s.dropAfter(f.After)
-	case fault.Drain:
-		s.send(goAwayFrame(f.URI))
-	}
+func (s *session) isReady() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ready
 }
 
 // dropAfter ends the session abruptly after d, without a close frame, the way a crashing
@@ -81,18 +130,13 @@ func (s *session) dropAfter(d time.Duration) {
 	if s.closed {
 		return
 	}
-	if s.flap != nil {
-		s.flap.Stop()
-	}
-	s.flap = time.AfterFunc(d, func() { _ = s.conn.CloseNow() })
+	s.fault.stop()
+	s.fault.flap = time.AfterFunc(d, func() { _ = s.conn.CloseNow() })
 }
 
 // keepAlive cancels a pending flap drop: once the Host is up again, up means up.
 func (s *session) keepAlive() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.flap != nil {
-		s.flap.Stop()
-		s.flap = nil
-	}
+	s.fault.stop()
 }

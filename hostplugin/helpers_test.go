@@ -16,7 +16,7 @@ import (
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
-	"github.com/lifeline-go/lifeline/internal/testlog"
+	"github.com/lifeline-go/lifeline/internal/test/testlog"
 )
 
 // bound is the longest any test waits for something that should happen.
@@ -50,11 +50,14 @@ func newFixture(t testing.TB, doc string, ready bool) *fixture {
 }
 
 // newFixtureWith is newFixture with options (hooks, a log); its Logger is always the
-// fixture's.
+// fixture's, and its Authorize PublicStreams unless the test sets one.
 func newFixtureWith(t testing.TB, doc string, ready bool, opts hostplugin.Options) *fixture {
 	t.Helper()
 	l := &logs{}
 	opts.Logger = slog.New(l)
+	if opts.Authorize == nil {
+		opts.Authorize = hostplugin.PublicStreams
+	}
 	h, err := hostplugin.New(mustConfig(t, doc), &opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -71,6 +74,22 @@ func newFixtureWith(t testing.TB, doc string, ready bool, opts hostplugin.Option
 	})
 	return &fixture{h: h, srv: srv, logs: l}
 }
+
+// newHost returns a Host with the config document doc whose streams are all public, and its
+// logs, closed with the test.
+func newHost(t testing.TB, doc string) (*hostplugin.Host, *logs) {
+	t.Helper()
+	l := &logs{}
+	h, err := hostplugin.New(mustConfig(t, doc), &hostplugin.Options{Logger: slog.New(l), Authorize: hostplugin.PublicStreams})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	return h, l
+}
+
+// endpointOnly serves h's events endpoint (and its client), with no application behind it.
+func endpointOnly(h *hostplugin.Host) http.Handler { return h.Handler(http.NotFoundHandler()) }
 
 func (f *fixture) wsURL() string {
 	return "ws" + strings.TrimPrefix(f.srv.URL, "http") + f.h.Config().Endpoint()
@@ -108,7 +127,7 @@ func (f *fixture) tryDial(t testing.TB, header http.Header) (*client, error) {
 }
 
 // next reads and decodes the next frame, failing the test after bound.
-func (c *client) next() wire.ServerFrame {
+func (c *client) next() wire.HostFrame {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
@@ -119,15 +138,15 @@ func (c *client) next() wire.ServerFrame {
 	if typ != websocket.MessageText {
 		c.t.Fatalf("frame type %v, want text", typ)
 	}
-	f, err := wire.DecodeServer(b)
+	f, err := wire.DecodeHost(b)
 	if err != nil {
-		c.t.Fatalf("DecodeServer(%s): %v", b, err)
+		c.t.Fatalf("DecodeHost(%s): %v", b, err)
 	}
 	return f
 }
 
 // expect reads the next frame and checks its type.
-func (c *client) expect(typ string) wire.ServerFrame {
+func (c *client) expect(typ string) wire.HostFrame {
 	c.t.Helper()
 	f := c.next()
 	if f.T != typ {

@@ -4,26 +4,21 @@ package hostplugin
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"path"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/coder/websocket"
 	"golang.org/x/time/rate"
 
-	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin/internal/client"
-	"github.com/lifeline-go/lifeline/internal/fault"
+	"github.com/lifeline-go/lifeline/hostplugin/internal/inject"
 )
 
 // Errors returned by a [Host].
@@ -35,11 +30,19 @@ var (
 	// ErrStreamName is returned for an empty stream name or one longer than wire.MaxStreamName
 	// (it is wire.ErrStreamName: the rule is the protocol's).
 	ErrStreamName = wire.ErrStreamName
+	// ErrEventTooBig is returned when published data is over the config's maxEventBytes.
+	ErrEventTooBig = errors.New("hostplugin: event data too big")
 	// ErrEventData is returned when published data is not one JSON value.
 	ErrEventData = errors.New("hostplugin: event data is not valid JSON")
 )
 
-// Options are the optional parts of a [Host]. A nil *Options means all defaults.
+// errNoAuthorize is New's answer to options that leave Authorize nil: who may read which
+// stream is a decision the application must write down, even when the answer is everyone.
+var errNoAuthorize = errors.New("hostplugin: Options.Authorize is nil: set it to decide which streams a session may read, " +
+	"or to hostplugin.PublicStreams if every page may read every stream")
+
+// Options are the parts of a [Host] beyond its config. Authorize is required; every other
+// field may be left zero.
 type Options struct {
 	// Logger receives the Host's logs. Default: slog.Default().
 	Logger *slog.Logger
@@ -51,19 +54,15 @@ type Options struct {
 	// only, and must load a client of their own. Default false: Handler serves the client
 	// under ClientPrefix and every HTML page gets it with the bootstrap.
 	NoClient bool
-	// ClientDir serves the client from this directory, laid out as scripts/assets.sh writes it,
-	// instead of the one built into the plugin: for trying another build of the client.
-	// Default "": the embedded client.
-	ClientDir string
 	// Authenticate decides who may connect. It is called for every request to the events
 	// endpoint, before the upgrade (after the per-address rate, before the session cap and
 	// the accept rate, so a refused credential costs no slot and no token), and for every
-	// probe (see the package documentation). It returns the identity that Authorize is given
-	// for the session's streams, or an error that refuses the request: HTTP 401 when it wraps
-	// ErrUnauthenticated, 403 otherwise (ErrForbidden, or any other error), with a JSON body
-	// whose reason is the error's first line, truncated. The page is shown that reason: it
-	// must name no secret. A hook that panics refuses with 500 and is logged with its stack.
-	// It is not called for an origin that allowedOrigins refuses.
+	// refusal query (see the package documentation). It returns the identity that Authorize
+	// is given for the session's streams, or an error that refuses the request: HTTP 401 when
+	// it wraps ErrUnauthenticated, 403 otherwise (ErrForbidden, or any other error), with a
+	// JSON body whose reason is the error's first line, truncated. The page is shown that
+	// reason: it must name no secret. A hook that panics refuses with 500 and is logged with
+	// its stack. It is not called for an origin that allowedOrigins refuses.
 	// Default nil: every page may connect, with the identity "".
 	Authenticate func(r *http.Request) (identity string, err error)
 	// Authorize decides what a session may read. It is called for every sub frame, a
@@ -73,18 +72,34 @@ type Options struct {
 	// is sent, and the session and its other streams carry on. A hook that panics denies the
 	// subscription ("internal error") and is logged with its stack. It runs on the session's
 	// reading goroutine: a slow Authorize delays that page's later frames, no one else's.
-	// Default nil: every session may read every stream. An application with private streams
-	// must set it.
+	//
+	// It is required: [New] refuses options without it. An application whose streams are
+	// all public says so with [PublicStreams].
 	Authorize func(identity, stream string) error
+	// Calls is where the outcomes of keyed calls are kept for the dedup window, so that a
+	// re-send runs nothing and gets the first outcome. Default: a [MemoryCallStore] of the
+	// config's callDedupMs. A fleet of Hosts shares one (hostplugin/jetstream).
+	Calls CallStore
+	// Observer is told what the Host does, for its operator's metrics (package
+	// hostplugin/metrics implements it for Prometheus). Default: none.
+	Observer Observer
 }
 
+// PublicStreams is the Authorize of an application whose every stream is public: it lets
+// every session read every stream. Set Options.Authorize to it to say so; an application
+// with any private stream writes its own Authorize instead.
+func PublicStreams(identity, stream string) error { return nil }
+
 // BaselineFunc returns the state of stream as of head (the position a reset carries), sent
-// as the reset frame's baseline. It is called while the stream's subscriptions are held still,
-// so it must return promptly and must not call Publish.
+// as the reset frame's baseline. It runs on the goroutine that carries stream's frames to its
+// pages, with none of the Host's locks held: it may call Publish (the new event follows the
+// reset), and a slow one holds up its own stream only (its frames, and a page subscribing to
+// it until its reset is out), never a Publish.
 type BaselineFunc func(stream string, head Cursor) (json.RawMessage, error)
 
-// Host is the Host side of Lifeline: it injects the bootstrap into HTML pages ([Host.Inject]),
-// serves the events endpoint ([Host.ServeHTTP]) and carries the streams ([Host.Publish]).
+// Host is the Host side of Lifeline: in front of an application ([Host.Handler]) it injects
+// the bootstrap into HTML pages, serves the client and the events endpoint, and carries the
+// streams ([Host.Publish]).
 //
 // A Host starts not ready: sockets open, but no session gets its ready frame until
 // SetReady(true). All methods are safe for concurrent use. Close disposes of it: pages are
@@ -93,33 +108,26 @@ type Host struct {
 	logger *slog.Logger
 	log    StreamLog
 	ring   *Ring          // the default log, resized on Apply; nil with Options.Log
-	client *client.Client // the client served and injected; nil with Options.NoClient
+	client *client.Client // the client served and injected (applyMu); nil with Options.NoClient
 	authn  func(*http.Request) (string, error)
 	authz  func(identity, stream string) error
 	// maxQueue is the per-session limit maxQueue; a field so that a test can shed a slow
 	// page after a few frames, not after megabytes.
 	maxQueue int
+	// logRetry is the first wait before a catch-up the log failed is tried again (1 s); a
+	// field so that a test of a failing log need not wait seconds.
+	logRetry time.Duration
 
 	applyMu sync.Mutex // serialises apply, so that concurrent reloads cannot drop an endpoint
-	state   atomic.Pointer[hostState]
-	ready   atomic.Bool
-	faults  atomic.Pointer[fault.Injector] // nil but in cmd/host -faults and tests
-	adm     admission
-	perIP   perIP
+	state   atomic.Pointer[pageState]
+	inject  *inject.Middleware
 
-	mu       sync.Mutex // guards the fields below
-	sessions map[*session]struct{}
-	draining bool          // Drain or Stop was called: no new session
-	drainURI string        // Drain's uri, for sockets that arrive while draining
-	stopping bool          // Stop was called: late sockets are closed with 1012, not sent away
-	restart  string        // Stop's wire.RestartReason
-	idle     chan struct{} // closed whenever sessions is empty
-
-	hubsMu sync.Mutex // guards hubs
-	hubs   map[string]*hub
-
-	baseMu    sync.RWMutex // guards baselines
-	baselines map[string]BaselineFunc
+	ready     atomic.Bool
+	adm       admission
+	perIP     perIP
+	sessions  sessionSet
+	fanouts   fanouts
+	baselines baselines
 
 	accepted atomic.Uint64 // requests that reached the events endpoint
 	inflight atomic.Int64  // of those, the ones whose handler is still running
@@ -127,24 +135,34 @@ type Host struct {
 	closeOnce sync.Once
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close
+	// life ends with Close: the context of every call handler (which a page leaving does not
+	// end, so that a keyed re-send finds the outcome).
+	life    context.Context
+	endLife context.CancelFunc
 
-	// Refusals and bad frames can come in floods; their logs are thinned.
-	logOrigin, logOverload, logPerIP, logBadFrame, logPassThrough rate.Sometimes
-	logAuth, logDenied, logAuthPanic                              rate.Sometimes
+	calls     callHandlers
+	callStore CallStore
+	memCalls  *MemoryCallStore // the default store, whose window follows Apply; nil with Options.Calls
+
+	faults hostFaults // fault injection: empty unless built with -tags lifeline_faults
+	thin   thinned
+	obs    Observer // Options.Observer, or a NopObserver
 }
 
-// hostState is everything derived from one applied Config, swapped as a whole so that a
-// request sees one config from start to end.
-type hostState struct {
-	cfg       Config
-	script    []byte          // the bootstrap element, and the client's tags, injected into pages
-	clients   map[string]bool // the prefixes the client is served under: every one announced
-	hash      string          // identifies script in derived ETags
-	at        time.Time
-	endpoints map[string]bool // every endpoint announced so far: older pages still use theirs
+// thinned are the logs that floods of refusals and bad frames would repeat: each is written a
+// few times, then at most once per interval.
+type thinned struct {
+	origin, overload, perIP, badFrame, auth, denied, authPanic, logRead, callStore rate.Sometimes
 }
 
-// New returns a Host serving cfg. It is not ready until SetReady(true).
+func (t *thinned) init() {
+	for _, s := range []*rate.Sometimes{&t.origin, &t.overload, &t.perIP, &t.badFrame, &t.auth, &t.denied, &t.authPanic, &t.logRead, &t.callStore} {
+		s.First, s.Interval = 5, 10*time.Second
+	}
+}
+
+// New returns a Host serving cfg. It is not ready until SetReady(true). opts must set
+// Authorize.
 func New(cfg Config, opts *Options) (*Host, error) {
 	if !cfg.Valid() {
 		return nil, ErrInvalidConfig
@@ -153,28 +171,32 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	if opts != nil {
 		o = *opts
 	}
+	if o.Authorize == nil {
+		return nil, errNoAuthorize
+	}
 	h := &Host{
 		logger:    o.Logger,
 		log:       o.Log,
 		authn:     o.Authenticate,
 		authz:     o.Authorize,
 		maxQueue:  maxQueue,
-		sessions:  map[*session]struct{}{},
-		idle:      make(chan struct{}),
-		hubs:      map[string]*hub{},
-		baselines: map[string]BaselineFunc{},
+		logRetry:  time.Second,
+		fanouts:   fanouts{live: map[string]*fanout{}},
 		done:      make(chan struct{}),
-
-		logOrigin:      rate.Sometimes{First: 5, Interval: 10 * time.Second},
-		logOverload:    rate.Sometimes{First: 5, Interval: 10 * time.Second},
-		logPerIP:       rate.Sometimes{First: 5, Interval: 10 * time.Second},
-		logBadFrame:    rate.Sometimes{First: 5, Interval: 10 * time.Second},
-		logPassThrough: rate.Sometimes{First: 5, Interval: time.Minute},
-		logAuth:        rate.Sometimes{First: 5, Interval: 10 * time.Second},
-		logDenied:      rate.Sometimes{First: 5, Interval: 10 * time.Second},
-		logAuthPanic:   rate.Sometimes{First: 5, Interval: 10 * time.Second},
+		calls:     callHandlers{handlers: map[string]CallHandler{}},
+		callStore: o.Calls,
+		obs:       o.Observer,
 	}
-	close(h.idle)
+	if h.obs == nil {
+		h.obs = NopObserver{}
+	}
+	h.life, h.endLife = context.WithCancel(context.Background())
+	if h.callStore == nil {
+		h.memCalls = NewMemoryCallStore(cfg.callDedup, 0)
+		h.callStore = h.memCalls
+	}
+	h.sessions.init()
+	h.thin.init()
 	if h.logger == nil {
 		h.logger = slog.Default()
 	}
@@ -184,131 +206,61 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	}
 	if !o.NoClient {
 		c, err := client.Load()
-		if o.ClientDir != "" {
-			c, err = client.LoadFS(os.DirFS(o.ClientDir), "the client directory "+o.ClientDir)
-		}
 		if err != nil {
 			return nil, err
 		}
 		h.client = c
 	}
+	h.inject = inject.New(func() *inject.Page { return &h.state.Load().page }, h.logger)
 	h.adm.lim = rate.NewLimiter(rate.Limit(cfg.AcceptRate()), cfg.AcceptBurst())
 	h.apply(cfg)
 	return h, nil
 }
 
-// Apply makes cfg the Host's config. Pages loaded afterwards carry its timing and endpoint;
-// sessions opened afterwards use its heartbeat and limits; the session cap, accept rate and
-// ring size apply at once. Sessions already open keep the heartbeat they announced.
-func (h *Host) Apply(cfg Config) error {
-	if !cfg.Valid() {
-		return ErrInvalidConfig
+// Handler returns app with the Host in front of it: the Host's one entry point. Requests for
+// the events endpoint (the configured one, and every one announced by an earlier config, since
+// pages loaded before a reload keep theirs) go to the Host, requests under [ClientPrefix] to
+// the client it serves, and everything else to app, whose HTML pages get the bootstrap (and
+// the client) inserted at the end of their head (see the package documentation). After
+// Close, everything goes to app untouched.
+//
+// Serve it at the root of the site: the endpoint and the client are paths of their own, and a
+// mux that sends them elsewhere leaves the injected client without its Host. A middleware
+// around it must keep http.Hijacker reachable (an Unwrap method, as http.ResponseController
+// reads it), or no socket can open; compression belongs outside it, since a compressed page
+// is passed through without the bootstrap.
+func (h *Host) Handler(app http.Handler) http.Handler {
+	if app == nil {
+		panic("hostplugin: Host.Handler(nil): the Host needs the application's handler to inject into (http.NotFoundHandler() for an endpoint alone)")
 	}
-	h.apply(cfg)
-	return nil
-}
-
-func (h *Host) apply(cfg Config) {
-	h.applyMu.Lock()
-	defer h.applyMu.Unlock()
-	script := bootstrapElement(cfg)
-	clients := map[string]bool{}
-	if h.client != nil {
-		prefix := ClientPrefix(cfg.endpoint)
-		script = append(script, h.client.Tags(prefix)...)
-		clients[prefix] = true
-	}
-	sum := sha256.Sum256(script)
-	endpoints := map[string]bool{cfg.endpoint: true}
-	// at dates the bootstrap for Last-Modified, whose resolution is a second: two configs
-	// applied within one second must still get different dates, or a cache validating by
-	// date would keep the older bootstrap. A config with the same bootstrap keeps the date,
-	// so caches stay valid.
-	at := time.Now().Truncate(time.Second)
-	if old := h.state.Load(); old != nil {
-		for ep := range old.endpoints {
-			endpoints[ep] = true
+	pages := h.inject.Wrap(app)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.closed.Load() {
+			app.ServeHTTP(w, r)
+			return
 		}
-		for p := range old.clients {
-			clients[p] = true
+		st := h.state.Load()
+		if st.endpoints[r.URL.Path] {
+			h.serveEvents(w, r)
+			return
 		}
-		switch {
-		case string(old.script) == string(script):
-			at = old.at
-		case !at.After(old.at):
-			at = old.at.Add(time.Second)
+		if dir, _ := path.Split(r.URL.Path); st.clients[dir] {
+			st.client.ServeHTTP(w, r)
+			return
 		}
-	}
-	h.state.Store(&hostState{
-		cfg:       cfg,
-		script:    script,
-		clients:   clients,
-		hash:      hex.EncodeToString(sum[:4]),
-		at:        at,
-		endpoints: endpoints,
+		pages.ServeHTTP(w, r)
 	})
-	h.adm.mu.Lock()
-	h.adm.lim.SetLimit(rate.Limit(cfg.acceptRate))
-	h.adm.lim.SetBurst(cfg.acceptBurst)
-	h.adm.mu.Unlock()
-	h.perIP.configure(cfg.perIPRate, cfg.perIPBurst)
-	if h.ring != nil {
-		h.ring.SetSize(cfg.ringSize)
+}
+
+// ClientPrefix is the URL path under which Handler serves the client for the events endpoint
+// endpoint: "client/" beside it ("/_lifeline/events" → "/_lifeline/client/"), or
+// "/_lifeline/client/" for an endpoint at the root.
+func ClientPrefix(endpoint string) string {
+	dir := path.Dir(endpoint)
+	if dir == "/" || dir == "." {
+		return "/_lifeline/client/"
 	}
-}
-
-// Config returns the config in force.
-func (h *Host) Config() Config { return h.state.Load().cfg }
-
-// Reload reads the config file at path and applies it. An invalid file changes nothing: the
-// Host keeps its config, logs why, and returns the error.
-func (h *Host) Reload(path string) error {
-	cfg, err := LoadConfig(path)
-	if err != nil {
-		h.logger.Error("hostplugin: config reload refused, keeping the current config", "path", path, "err", err)
-		return err
-	}
-	h.apply(cfg)
-	h.logger.Info("hostplugin: config reloaded", "path", path)
-	return nil
-}
-
-// Bootstrap returns the JSON that pages receive in their bootstrap element: the resolved
-// timing, the endpoint and the heartbeat; nothing secret. It is safe inside an HTML script
-// element: "<", ">", "&", U+2028 and U+2029 appear only as \u escapes.
-func (c Config) Bootstrap() []byte {
-	// json.Marshal escapes all five: <, > and & because it escapes HTML by default (only an
-	// Encoder with SetEscapeHTML(false) does not), U+2028 and U+2029 always. The guarantee
-	// rests on that, and TestBootstrapNeverHoldsRawScriptBreakers holds it to it.
-	b, err := json.Marshal(struct {
-		Recovery    controller.Config `json:"recovery"`
-		Endpoint    string            `json:"endpoint"`
-		HeartbeatMs int64             `json:"heartbeatMs"`
-	}{c.recovery, c.endpoint, c.heartbeat.Milliseconds()})
-	if err != nil {
-		// Every field is a plain number or a string: Marshal cannot fail.
-		panic(fmt.Sprintf("hostplugin: encoding the bootstrap: %v", err))
-	}
-	return b
-}
-
-const (
-	scriptOpen  = `<script type="application/json" id="` + wire.BootstrapID + `">`
-	scriptClose = `</script>`
-)
-
-func bootstrapElement(cfg Config) []byte {
-	b := cfg.Bootstrap()
-	out := make([]byte, 0, len(scriptOpen)+len(b)+len(scriptClose))
-	out = append(out, scriptOpen...)
-	out = append(out, b...)
-	return append(out, scriptClose...)
-}
-
-// BootstrapElement returns the element [Host.Inject] inserts into pages, for embedders that
-// render their own head.
-func (h *Host) BootstrapElement() []byte {
-	return append([]byte(nil), h.state.Load().script...)
+	return dir + "/client/"
 }
 
 // SetReady opens or closes the readiness gate. While it is closed, sockets open but get no
@@ -316,6 +268,7 @@ func (h *Host) BootstrapElement() []byte {
 // the ready frame to every session waiting. Closing it again affects new sessions only.
 func (h *Host) SetReady(ready bool) {
 	h.ready.Store(ready)
+	h.obs.Gate(ready)
 	if ready {
 		h.openGate()
 	}
@@ -328,17 +281,13 @@ func (h *Host) openGate() {
 	if !h.Ready() {
 		return
 	}
-	for _, s := range h.snapshot() {
+	for _, s := range h.sessions.snapshot() {
 		s.sendReady()
 	}
 }
 
 // Sessions is the number of open sessions (ready or waiting for the gate).
-func (h *Host) Sessions() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.sessions)
-}
+func (h *Host) Sessions() int { return h.sessions.count() }
 
 // Stats is a snapshot of the events endpoint, for health checks and tests.
 type Stats struct {
@@ -349,65 +298,19 @@ type Stats struct {
 	// included. For a moment after an upgrade a socket counts twice.
 	Open int `json:"open"`
 	// Accepted counts the upgrade requests that reached the endpoint since the Host started,
-	// admitted or not (not the probes, which are no sockets).
+	// admitted or not (not the refusal queries, which are no sockets).
 	Accepted uint64 `json:"accepted"`
 }
 
 // Stats returns a snapshot of the events endpoint.
 func (h *Host) Stats() Stats {
-	h.mu.Lock()
-	sessions, draining := len(h.sessions), h.draining
-	h.mu.Unlock()
+	sessions, draining := h.sessions.state()
 	return Stats{
 		Ready:    h.ready.Load(),
 		Draining: draining,
 		Sessions: sessions,
 		Open:     sessions + int(h.inflight.Load()),
 		Accepted: h.accepted.Load(),
-	}
-}
-
-// Draining reports whether Drain or Stop was called.
-func (h *Host) Draining() bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.draining
-}
-
-func (h *Host) snapshot() []*session {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	list := make([]*session, 0, len(h.sessions))
-	for s := range h.sessions {
-		list = append(list, s)
-	}
-	return list
-}
-
-// addSession registers s, unless the Host is draining or closed.
-func (h *Host) addSession(s *session) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.draining || h.closed.Load() {
-		return false
-	}
-	if len(h.sessions) == 0 {
-		h.idle = make(chan struct{})
-	}
-	h.sessions[s] = struct{}{}
-	return true
-}
-
-func (h *Host) removeSession(s *session) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if _, ok := h.sessions[s]; !ok {
-		return
-	}
-	delete(h.sessions, s)
-	h.adm.release()
-	if len(h.sessions) == 0 {
-		close(h.idle)
 	}
 }
 
@@ -421,10 +324,15 @@ func (h *Host) Publish(ctx context.Context, stream string, data json.RawMessage)
 	if !json.Valid(data) {
 		return 0, fmt.Errorf("%w: stream %q", ErrEventData, stream)
 	}
+	if limit := h.Config().maxEventBytes; len(data) > limit {
+		return 0, fmt.Errorf("%w: %d bytes on stream %q, over maxEventBytes (%d)", ErrEventTooBig, len(data), wire.Truncate(stream), limit)
+	}
 	if h.closed.Load() {
 		return 0, ErrClosed
 	}
+	start := time.Now()
 	ev, err := h.log.Append(ctx, stream, data)
+	h.obs.Published(time.Since(start), err)
 	if err != nil {
 		return 0, fmt.Errorf("hostplugin: publish to %q: %w", stream, err)
 	}
@@ -440,167 +348,4 @@ func checkStreamName(stream string) error {
 
 // SetBaseline sets the function that supplies stream's baseline in reset frames; nil removes
 // it (resets then carry no baseline).
-func (h *Host) SetBaseline(stream string, fn BaselineFunc) {
-	h.baseMu.Lock()
-	defer h.baseMu.Unlock()
-	if fn == nil {
-		delete(h.baselines, stream)
-		return
-	}
-	h.baselines[stream] = fn
-}
-
-// Drain sends goaway with uri to every session (an empty uri asks pages to come back to the
-// same place, as after a restart), waits until they have left or ctx ends (and at most the
-// config's drainTimeout), then closes the rest with 1001. From then on new sockets get the same
-// goaway and 1001 at once. It returns how many sessions had to be closed.
-//
-// Drain is for a Host whose pages have somewhere to go while it still serves them (the
-// GOAWAY is make-before-break: a page keeps its session until its dial elsewhere is ready):
-// a uri naming another Host, a successor that took over this listening socket (see the
-// restart package), or, with an empty uri, a load balancer whose other Hosts take the pages.
-// A Host with nobody in its place should call [Host.Stop] instead: its pages' dials would
-// only fail, and the process would wait out drainTimeout for nothing.
-func (h *Host) Drain(ctx context.Context, uri string) int {
-	ctx, cancel := context.WithTimeout(ctx, h.state.Load().cfg.drainTimeout)
-	defer cancel()
-
-	h.mu.Lock()
-	h.draining = true
-	h.drainURI = uri
-	idle := h.idle
-	h.mu.Unlock()
-
-	frame := goAwayFrame(uri)
-	list := h.snapshot()
-	h.logger.Info("hostplugin: draining", "sessions", len(list), "uri", uri)
-	for _, s := range list {
-		s.goAway(frame)
-	}
-	select {
-	case <-idle:
-		return 0
-	case <-ctx.Done():
-	}
-	// ctx is over: the close handshakes get closeWait of their own.
-	return h.closeAll(context.Background(), closeWait, func(s *session) { s.closeWith(wire.CloseDrained, "drained") })
-}
-
-// Stop ends every session at once, for a Host that stops with no successor: its listener is
-// closed and nobody accepts in its place, so a goaway would only send the pages to a closed
-// port while the process waited out drainTimeout. Each page gets an error frame carrying
-// wire.RestartReason(retryAfter) (what a browser page can read; retryAfter is the least the
-// page should wait before it dials again, 0 for no minimum), then close 1012 (service
-// restart) with the same reason. Sockets that arrive afterwards get the same at once. Stop
-// waits for the close handshakes until ctx ends, and at most half a second (a page that
-// reads answers within a round trip; a dead peer would hold each for seconds, and the page
-// has what it needs once the frames are out), and returns how many sessions it closed.
-// Close the Host afterwards.
-//
-// Stop is the choice of a supervisor's plain restart (stop, start again) and of a
-// socket-activated Host under systemctl restart: the port stays open in systemd, but nobody
-// accepts until this process is gone. With somewhere to send the pages, [Host.Drain] is.
-func (h *Host) Stop(ctx context.Context, retryAfter time.Duration) int {
-	reason := wire.RestartReason(retryAfter)
-	h.mu.Lock()
-	h.draining = true
-	h.stopping = true
-	h.restart = reason
-	h.mu.Unlock()
-	frame := errorFrame(reason)
-	n := h.closeAll(ctx, stopWait, func(s *session) { s.finish(frame, wire.CloseServiceRestart, reason) })
-	h.logger.Info("hostplugin: stopped with no successor: sessions closed with 1012", "sessions", n, "reason", reason)
-	return n
-}
-
-// turnAway answers a socket that arrived after Drain or Stop and never became a session:
-// Drain's goaway and 1001, or Stop's restart message and 1012.
-func (h *Host) turnAway(conn *websocket.Conn) {
-	h.mu.Lock()
-	stopping, reason, uri := h.stopping, h.restart, h.drainURI
-	h.mu.Unlock()
-	if stopping {
-		_ = writeFrame(conn, errorFrame(reason))
-		_ = conn.Close(wire.CloseServiceRestart, reason)
-		return
-	}
-	_ = writeFrame(conn, goAwayFrame(uri))
-	_ = conn.Close(wire.CloseDrained, "drained")
-}
-
-// closeAll ends every session with end, concurrently, waiting until ctx ends and at most wait
-// for the close handshakes (a dead peer would otherwise hold each for seconds).
-func (h *Host) closeAll(ctx context.Context, wait time.Duration, end func(*session)) int {
-	list := h.snapshot()
-	var wg sync.WaitGroup
-	for _, s := range list {
-		wg.Go(func() { end(s) })
-	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	case <-ctx.Done():
-	}
-	return len(list)
-}
-
-// How long Drain and Close (closeWait), and Stop (stopWait), wait for close handshakes. A
-// stopping process has nothing to gain from a dead peer's answer.
-const (
-	closeWait = 3 * time.Second
-	stopWait  = 500 * time.Millisecond
-)
-
-// Close disposes of the Host: the middleware passes pages through untouched, the events
-// endpoint refuses sockets, and every session is closed with 1001. It is idempotent. A
-// process that is going away calls Drain or Stop first, so that its pages know where to go.
-func (h *Host) Close() error {
-	h.closeOnce.Do(func() {
-		h.mu.Lock()
-		h.closed.Store(true)
-		h.mu.Unlock()
-		close(h.done)
-		// Sessions Stop is finishing are left to it: a second close would wait for the first.
-		h.closeAll(context.Background(), closeWait, func(s *session) { s.closeUnlessEnding(wire.CloseDrained, "host closed") })
-	})
-	return nil
-}
-
-// Handler returns next with the Host in front of it: requests for the events endpoint (the
-// configured one, and every one announced by an earlier config, since pages loaded before a
-// reload keep theirs) go to the Host, everything else through [Host.Inject]. After Close,
-// everything goes to next untouched.
-func (h *Host) Handler(next http.Handler) http.Handler {
-	inject := h.Inject(next)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if h.closed.Load() {
-			next.ServeHTTP(w, r)
-			return
-		}
-		st := h.state.Load()
-		if st.endpoints[r.URL.Path] {
-			h.ServeHTTP(w, r)
-			return
-		}
-		if dir, _ := path.Split(r.URL.Path); st.clients[dir] {
-			h.client.ServeHTTP(w, r)
-			return
-		}
-		inject.ServeHTTP(w, r)
-	})
-}
-
-// ClientPrefix is the URL path under which Handler serves the client for the events endpoint
-// endpoint: "client/" beside it ("/_lifeline/events" → "/_lifeline/client/"), or
-// "/_lifeline/client/" for an endpoint at the root.
-func ClientPrefix(endpoint string) string {
-	dir := path.Dir(endpoint)
-	if dir == "/" || dir == "." {
-		return "/_lifeline/client/"
-	}
-	return dir + "/client/"
-}
+func (h *Host) SetBaseline(stream string, fn BaselineFunc) { h.baselines.set(stream, fn) }

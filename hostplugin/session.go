@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,7 +19,8 @@ import (
 
 // Per-session limits.
 const (
-	// writeTimeout: a page that takes longer than this to accept one frame is gone.
+	// writeTimeout: a page that takes longer than this to accept a write is gone (socket.go:
+	// a session's writes get between half of it and all of it).
 	writeTimeout = 10 * time.Second
 	// maxQueue: frames waiting for a slow page. Past it the page is shed and comes back
 	// with its cursor, which costs the Host less than buffering without bound.
@@ -26,119 +29,166 @@ const (
 	maxSubs = 64
 	// maxBadFrames: past this many malformed frames the peer is not a working page.
 	maxBadFrames = 16
+	// closeHandshake bounds the wait for a page's answer to the Host's close frame, as
+	// coder/websocket's Close does.
+	closeHandshake = 5 * time.Second
 )
 
-var hbFrame = mustEncode(wire.ServerFrame{T: wire.TypeHeartbeat})
+// hbFrame is the heartbeat, shared by every session.
+var hbFrame = mustEncode(wire.HostFrame{T: wire.TypeHeartbeat})
 
-func mustEncode(f wire.ServerFrame) []byte {
-	b, err := f.Encode()
-	if err != nil {
-		panic(fmt.Sprintf("hostplugin: encoding a %s frame: %v", f.T, err))
-	}
-	return b
+func goAwayFrame(uri string) message {
+	return mustEncode(wire.HostFrame{T: wire.TypeGoAway, URI: uri})
 }
 
-func goAwayFrame(uri string) []byte {
-	return mustEncode(wire.ServerFrame{T: wire.TypeGoAway, URI: uri})
+func errorFrame(msg string) message {
+	return mustEncode(wire.HostFrame{T: wire.TypeError, Message: msg})
 }
 
-func errorFrame(msg string) []byte {
-	return mustEncode(wire.ServerFrame{T: wire.TypeError, Message: msg})
-}
-
-// writeFrame writes one frame directly, for sockets that never became sessions.
-func writeFrame(conn *websocket.Conn, frame []byte) error {
+// writeFrame writes one frame through coder/websocket, for sockets that never became
+// sessions (a session writes through its socket).
+func writeFrame(conn *websocket.Conn, m message) error {
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	return conn.Write(ctx, websocket.MessageText, frame)
+	return conn.Write(ctx, websocket.MessageText, m.payload())
 }
 
-// session is one page's socket. Its run goroutine is the only reader and the only user of
-// subs and bad. Writes go through queue, drained by a writer goroutine that exists only while
-// there is something to write, so an idle session holds one goroutine and one timer.
+// session is one page's socket. Its run goroutine (one at a time: see run) is the only reader
+// and the only user of subs and bad. Writes go through queue, drained by a writer goroutine
+// that exists only while there is something to write, so an idle session holds one goroutine
+// (with the smallest stack) and one timer.
 type session struct {
 	h         *Host
 	conn      *websocket.Conn
+	sock      *socket // the connection under conn, which the writer writes to
 	id        string
 	heartbeat time.Duration
 	readLimit int64
 	remote    string
 	identity  string // as Options.Authenticate returned it
 
+	// flushFn and runFn are s.flush and s.run, bound once: a go statement of a method value
+	// allocates each time.
+	flushFn, runFn func()
+
 	mu      sync.Mutex // guards the fields below
 	ready   bool       // the ready frame is queued; frames flow
-	doomed  bool       // never becomes ready: drained before it, or opened under stall-ready
-	closed  bool
+	dedup   string     // the dedup epoch the ready frame announced
+	doomed  bool       // never becomes ready: drained before it, or opened under fault stall-ready
+	closed  bool       // no frame is written any more: ended, shed, finished or its socket failed
 	writing bool
-	queue   [][]byte
-	hbTimer *time.Timer
-	flap    *time.Timer // fault injection: the pending drop of flap mode
+	// queue holds the messages to write (net.Buffers: the writer hands it to writev as it
+	// is); spare is the array of the writer's last batch, for the next queue.
+	queue, spare net.Buffers
+	wrote        time.Time     // when the writer last finished a batch
+	over         bool          // end has run
+	ended        chan struct{} // closed by end, if a closeWith waits for it
+	hbTimer      *time.Timer
+	fault        sessionFault // fault injection's timers: empty unless built with -tags lifeline_faults
 
-	subs map[string]*hub // run goroutine only
-	bad  int             // run goroutine only
+	subs  map[string]*fanout // run only
+	bad   int                // run only
+	calls sessionCalls
+	watch watch // what the Observer is told of it (observer.go)
 }
 
-func newSession(h *Host, conn *websocket.Conn, cfg Config, remote string) *session {
-	return &session{
+// maxSpare is the largest batch array a writer keeps for the next queue: an idle session
+// should not hold on to the array of the burst it once had.
+const maxSpare = 16
+
+func newSession(h *Host, conn *websocket.Conn, sock *socket, cfg Config, remote string) *session {
+	s := &session{
 		h:         h,
 		conn:      conn,
+		sock:      sock,
 		id:        newID(12),
 		heartbeat: cfg.heartbeat,
 		readLimit: int64(cfg.maxFrameBytes),
 		remote:    remote,
 	}
+	s.flushFn, s.runFn = s.flush, s.run
+	conn.SetReadLimit(s.readLimit)
+	return s
 }
 
 // run reads the page's frames until the socket ends, then releases everything.
+//
+// Each burst of frames is read by a goroutine of its own: run waits for the page's next bytes
+// in a shallow call (a Peek of the connection's reader), reads and handles what came, and
+// once the reader holds no more bytes it starts the next run and returns. coder/websocket's
+// read path takes a goroutine's stack past the smallest (2 KiB), and a stack blocked that
+// deep would keep 4 KiB for the life of the session (the runtime shrinks a stack only to
+// four times what it uses while blocked); waiting on a goroutine that never ran it keeps an
+// idle session at 2 KiB. Frames from a page are rare (subscriptions, pings, calls): the
+// goroutine a burst costs is cheap beside that.
 func (s *session) run() {
-	defer s.end()
+	handedOn := false
+	defer func() {
+		if !handedOn {
+			s.end()
+		}
+	}()
 	defer func() {
 		// A bug reached by one page's frames must not take the Host down.
 		if p := recover(); p != nil {
 			s.h.logger.Error("hostplugin: session panicked; closing it", "session", s.id, "panic", p, "stack", string(debug.Stack()))
+			s.watch.closing(int(websocket.StatusInternalError))
 			_ = s.conn.Close(websocket.StatusInternalError, "internal error")
 		}
 	}()
-	s.conn.SetReadLimit(s.readLimit)
-	// Reads use no context: a cancelled read context closes the socket, and the socket is
-	// ended by closing it, which unblocks the read.
-	ctx := context.Background()
+	// An error is Read's to report, with the close status.
+	_, _ = s.sock.br.Peek(1)
 	for {
-		typ, data, err := s.conn.Read(ctx)
+		// Reads use no context: a cancelled read context closes the socket, and the socket
+		// is ended by closing it, which unblocks the read.
+		typ, data, err := s.conn.Read(context.Background())
 		if err != nil {
 			s.logEnd(err)
+			s.watch.ended(err)
 			return
 		}
-		if typ != websocket.MessageText {
-			if !s.badFrame("binary frames are not part of " + wire.Subprotocol) {
-				return
-			}
-			continue
+		if !s.handle(typ, data) {
+			return
 		}
-		f, err := wire.DecodeClient(data)
-		if err != nil {
-			if !s.badFrame(err.Error()) {
-				return
-			}
-			continue
-		}
-		switch f.T {
-		case wire.TypeSub:
-			s.subscribe(f)
-		case wire.TypeUnsub:
-			s.unsubscribe(f.Stream)
-		case wire.TypePing:
-			// A liveness probe: the page wants a frame now, not at the next heartbeat. (A
-			// session that is not ready yet answers once its ready frame is out.)
-			s.send(hbFrame)
+		if s.sock.br.Buffered() == 0 {
+			handedOn = true
+			go s.runFn()
+			return
 		}
 	}
+}
+
+// handle acts on one frame of the page, and reports whether the session goes on.
+func (s *session) handle(typ websocket.MessageType, data []byte) bool {
+	if typ != websocket.MessageText {
+		return s.badFrame("binary frames are not part of "+wire.Subprotocol, wire.PageFrame{})
+	}
+	f, err := wire.DecodePage(data)
+	if err != nil {
+		return s.badFrame(err.Error(), f)
+	}
+	switch f.T {
+	case wire.TypeSub:
+		s.subscribe(f)
+	case wire.TypeUnsub:
+		s.unsubscribe(f.Stream)
+	case wire.TypePing:
+		// The page's liveness probe: it wants a frame now, not at the next heartbeat. (A
+		// session that is not ready yet answers once its ready frame is out.)
+		s.h.obs.Probe()
+		s.send(hbFrame)
+	case wire.TypeCall:
+		s.call(f)
+	case wire.TypeReport:
+		return s.report(f, len(data))
+	}
+	return true
 }
 
 func (s *session) logEnd(err error) {
 	switch {
 	case errors.Is(err, websocket.ErrMessageTooBig):
-		s.h.logBadFrame.Do(func() {
+		s.h.thin.badFrame.Do(func() {
 			s.h.logger.Warn("hostplugin: client frame over the read limit; closed with 1009",
 				"session", s.id, "remote", s.remote, "maxFrameBytes", s.readLimit)
 		})
@@ -149,48 +199,54 @@ func (s *session) logEnd(err error) {
 
 // badFrame answers a frame the protocol does not allow with an error frame, and reports
 // whether the session may go on.
-func (s *session) badFrame(msg string) bool {
+// A bad call (f, as far as it was read, names one by its id) is answered with a bad-request
+// reply instead, which ends that call on the page; its handler never runs.
+func (s *session) badFrame(msg string, f wire.PageFrame) bool {
 	s.bad++
-	s.h.logBadFrame.Do(func() {
+	s.h.obs.BadFrame()
+	s.h.thin.badFrame.Do(func() {
 		s.h.logger.Warn("hostplugin: bad client frame", "session", s.id, "remote", s.remote, "err", msg)
 	})
 	if s.bad > maxBadFrames {
+		s.watch.closing(int(websocket.StatusProtocolError))
 		_ = s.conn.Close(websocket.StatusProtocolError, "too many bad frames")
 		return false
+	}
+	if f.T == wire.TypeCall && f.ID != 0 {
+		s.h.obs.Call("", wire.CodeBadRequest, 0)
+		s.send(replyFrame(wire.Failed(f.ID, wire.CodeBadRequest, msg, 0)))
+		return true
 	}
 	s.send(errorFrame(msg))
 	return true
 }
 
-func (s *session) subscribe(f wire.ClientFrame) {
+func (s *session) subscribe(f wire.PageFrame) {
 	if reason, ok := s.h.authorize(s, f.Stream); !ok {
 		// A stream the session followed until now stops before the denied frame is queued:
 		// nothing of it comes after.
 		s.unsubscribe(f.Stream)
+		s.h.obs.Denied()
 		s.send(deniedFrame(f.Stream, reason))
 		return
 	}
 	if _, ok := s.subs[f.Stream]; !ok && len(s.subs) >= maxSubs {
-		s.send(errorFrame(fmt.Sprintf("sub %q refused: a session follows at most %d streams", wire.Truncate(f.Stream), maxSubs)))
+		// Denied, not an error frame: the page ends that subscription visibly, with the
+		// reason, instead of waiting for events of a stream nobody sends it.
+		s.h.obs.Denied()
+		s.send(deniedFrame(f.Stream, fmt.Sprintf("a session follows at most %d streams", maxSubs)))
 		return
 	}
 	if s.subs == nil {
-		s.subs = map[string]*hub{}
+		s.subs = map[string]*fanout{}
 	}
-	hb, err := s.h.join(s, f.Stream, Cursor{Epoch: f.Epoch, Seq: f.After})
-	if err != nil {
-		delete(s.subs, f.Stream) // join has left the hub
-		s.h.logger.Error("hostplugin: cannot read stream log", "stream", f.Stream, "err", err)
-		s.send(errorFrame(fmt.Sprintf("sub %q failed: the stream log is unavailable", wire.Truncate(f.Stream))))
-		return
-	}
-	s.subs[f.Stream] = hb
+	s.subs[f.Stream] = s.h.join(s, f.Stream, Cursor{Epoch: f.Epoch, Seq: f.After})
 }
 
 func (s *session) unsubscribe(stream string) {
-	if hb, ok := s.subs[stream]; ok {
+	if fo, ok := s.subs[stream]; ok {
 		delete(s.subs, stream)
-		s.h.leave(hb, s)
+		s.h.leave(fo, s)
 	}
 }
 
@@ -203,54 +259,109 @@ func (s *session) sendReady() {
 		return
 	}
 	s.ready = true
-	ready := mustEncode(wire.Ready(s.id, s.heartbeat))
-	s.queue = append([][]byte{ready}, s.queue...)
-	s.startWriterLocked()
+	rf := wire.Ready(s.id, s.heartbeat)
+	s.dedup = s.h.callStore.Epoch()
+	rf.Dedup, rf.MaxFrameBytes, rf.Report = s.dedup, s.readLimit, s.watch.reports
+	s.queue = slices.Insert(s.queue, 0, mustEncode(rf).b)
+	start := s.startWriterLocked()
+	s.wrote = time.Now()
 	s.hbTimer = time.AfterFunc(s.heartbeat, s.onIdle)
 	s.mu.Unlock()
-
-	if in := s.h.faults.Load(); in != nil {
-		s.faultAtReady(in)
+	if start {
+		go s.flushFn()
 	}
+	s.h.obs.SessionReady(s.watch.mode)
+	s.faultAtReady()
 }
 
-// onIdle runs when nothing was written for a heartbeat; the write re-arms the timer.
-func (s *session) onIdle() { s.send(hbFrame) }
+// currentDedup is the dedup epoch the session's ready frame announced.
+func (s *session) currentDedup() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dedup
+}
 
-// send queues frame. Frames queued before the ready frame wait for it.
-func (s *session) send(frame []byte) {
+// onIdle runs on the heartbeat timer's own goroutine: a heartbeat after nothing was written
+// for one (the writer does not touch the timer: it notes when it wrote, and onIdle sets the
+// timer again for the rest of the silence). The heartbeat is written from this goroutine.
+func (s *session) onIdle() {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return
 	}
+	switch quiet := time.Since(s.wrote); {
+	case s.writing:
+		// A write is under way: the page is not left in silence.
+		s.hbTimer.Reset(s.heartbeat)
+		s.mu.Unlock()
+		return
+	case quiet < s.heartbeat:
+		// Written since the timer was set: a heartbeat after the last write, then.
+		s.hbTimer.Reset(s.heartbeat - quiet)
+		s.mu.Unlock()
+		return
+	}
+	start := s.queueLocked(hbFrame)
+	s.mu.Unlock()
+	s.h.obs.Heartbeat()
+	if start {
+		s.flush()
+		s.sock.idle()
+	}
+	// Set from the end of the write, which is when the writer noted it wrote: set from before
+	// it, the timer would fire a moment early next time and again a moment later.
+	s.mu.Lock()
+	if !s.closed {
+		s.hbTimer.Reset(s.heartbeat)
+	}
+	s.mu.Unlock()
+}
+
+// send queues m. Frames queued before the ready frame wait for it.
+func (s *session) send(m message) {
+	s.mu.Lock()
+	start := s.queueLocked(m)
+	s.mu.Unlock()
+	if start {
+		go s.flushFn()
+	}
+}
+
+// queueLocked queues m, shedding the session if its page reads too slowly, and reports
+// whether the caller must start the writer (s.flush).
+func (s *session) queueLocked(m message) (start bool) {
+	if s.closed {
+		return false
+	}
 	if len(s.queue) >= s.h.maxQueue {
 		s.closed = true
 		s.queue = nil
-		s.mu.Unlock()
-		s.h.logOverload.Do(func() {
+		s.h.obs.Shed() // no lock of the Host's: the Observer only counts
+		s.h.thin.overload.Do(func() {
 			s.h.logger.Warn("hostplugin: shedding a session that reads too slowly", "session", s.id, "remote", s.remote, "queued", s.h.maxQueue)
 		})
 		// No close frame: it would wait behind the frames the page is not reading. The page
 		// sees the socket drop and comes back with its cursor.
 		go func() { _ = s.conn.CloseNow() }()
-		return
+		return false
 	}
-	s.queue = append(s.queue, frame)
-	if s.ready {
-		s.startWriterLocked()
-	}
-	s.mu.Unlock()
+	s.queue = append(s.queue, m.b)
+	return s.ready && s.startWriterLocked()
 }
 
-func (s *session) startWriterLocked() {
-	if !s.writing && len(s.queue) > 0 {
-		s.writing = true
-		go s.flush()
+// startWriterLocked marks the writer running if it is not and there is something to write,
+// and reports whether the caller must start it.
+func (s *session) startWriterLocked() bool {
+	if s.writing || len(s.queue) == 0 {
+		return false
 	}
+	s.writing = true
+	return true
 }
 
-// flush writes the queue until it is empty, then exits.
+// flush writes the queue until it is empty, then exits. Each round writes all that is queued
+// in one batch, so a page that many frames wait for gets them in few writes.
 func (s *session) flush() {
 	for {
 		s.mu.Lock()
@@ -260,30 +371,33 @@ func (s *session) flush() {
 			return
 		}
 		batch := s.queue
-		s.queue = nil
+		s.queue, s.spare = s.spare, nil
 		s.mu.Unlock()
 
-		for _, frame := range batch {
-			if err := writeFrame(s.conn, frame); err != nil {
-				// The reader sees the socket end and releases the session.
-				_ = s.conn.CloseNow()
-				s.mu.Lock()
-				s.writing = false
-				s.mu.Unlock()
-				return
-			}
-		}
+		err := s.sock.writeMessages(batch)
+
 		s.mu.Lock()
-		if s.hbTimer != nil {
-			s.hbTimer.Reset(s.heartbeat)
+		s.wrote = time.Now()
+		if cap(batch) <= maxSpare {
+			s.spare = batch[:0]
+		}
+		if err != nil {
+			s.writing, s.closed, s.queue = false, true, nil
 		}
 		s.mu.Unlock()
+		if err != nil {
+			if !errors.Is(err, errCloseSent) {
+				// The reader sees the socket end and releases the session.
+				_ = s.conn.CloseNow()
+			}
+			return
+		}
 	}
 }
 
 // goAway tells the page to leave. A session that never got its ready frame is not connected
 // from the page's point of view: it gets the goaway and is closed at once.
-func (s *session) goAway(frame []byte) {
+func (s *session) goAway(m message) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -291,21 +405,21 @@ func (s *session) goAway(frame []byte) {
 	}
 	if s.ready {
 		s.mu.Unlock()
-		s.send(frame)
+		s.send(m)
 		return
 	}
 	s.doomed = true
 	s.mu.Unlock()
 	go func() {
-		_ = writeFrame(s.conn, frame)
+		_ = s.sock.writeMessages(net.Buffers{m.b})
 		s.closeWith(wire.CloseDrained, "drained")
 	}()
 }
 
-// finish ends the session with frame, written ahead of anything still queued (which the
-// page then never gets: it is leaving), then a close with code and reason. It is for a Host
-// that stops: nothing may be queued behind the frame, and the frame must precede the close.
-func (s *session) finish(frame []byte, code int, reason string) {
+// finish ends the session with m, written ahead of anything still queued (which the page
+// then never gets: it is leaving), then a close with code and reason. It is for a Host that
+// stops: nothing may be queued behind the frame, and the frame must precede the close.
+func (s *session) finish(m message, code int, reason string) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -315,18 +429,41 @@ func (s *session) finish(frame []byte, code int, reason string) {
 	s.closed = true // no more queued writes: the writer stops at its next look
 	s.queue = nil
 	s.mu.Unlock()
-	_ = writeFrame(s.conn, frame)
+	// After the batch the writer may be writing: the socket orders the two.
+	_ = s.sock.writeMessages(net.Buffers{m.b})
 	s.closeWith(code, reason)
 }
 
-func (s *session) isReady() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ready
-}
-
+// closeWith closes the session with code and reason: it sends the close frame, waits at most
+// closeHandshake for the page's answer, then closes the connection. It is for goroutines
+// other than run's, and leaves the handshake's reading to run (where coder/websocket answers
+// the page's close frame and closes the connection), so that only run ever reads the
+// connection: it waits on its reader between bursts, outside coder/websocket, which a Close
+// of coder/websocket's from here would read at the same time. (run itself, which may close
+// on a bad page, calls coder/websocket's Close.)
 func (s *session) closeWith(code int, reason string) {
-	_ = s.conn.Close(websocket.StatusCode(code), reason)
+	s.watch.closing(code)
+	s.mu.Lock()
+	if s.over {
+		s.mu.Unlock()
+		return
+	}
+	if s.ended == nil {
+		s.ended = make(chan struct{})
+	}
+	ended := s.ended
+	s.mu.Unlock()
+	if err := s.sock.writeClose(closeMessage(code, reason)); err != nil && !errors.Is(err, errCloseSent) {
+		_ = s.conn.CloseNow()
+		return
+	}
+	t := time.NewTimer(closeHandshake)
+	defer t.Stop()
+	select {
+	case <-ended:
+	case <-t.C:
+		_ = s.conn.CloseNow() // the page never answered
+	}
 }
 
 // closeUnlessEnding closes the session unless it is ending already (finished, shed or over).
@@ -347,14 +484,20 @@ func (s *session) end() {
 	if s.hbTimer != nil {
 		s.hbTimer.Stop()
 	}
-	if s.flap != nil {
-		s.flap.Stop()
-	}
+	s.fault.stop()
 	s.mu.Unlock()
-	for _, hb := range s.subs {
-		s.h.leave(hb, s)
+	s.endCalls()
+	for _, fo := range s.subs {
+		s.h.leave(fo, s)
 	}
 	s.subs = nil
 	_ = s.conn.CloseNow()
 	s.h.removeSession(s)
+	s.mu.Lock()
+	s.over = true
+	if s.ended != nil {
+		close(s.ended)
+	}
+	s.mu.Unlock()
+	s.observeEnd()
 }

@@ -7,7 +7,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // Event is one entry of a stream log.
@@ -51,30 +53,41 @@ type StreamLog interface {
 // for every stream, a new epoch per Ring (so a restarted Host resets every page's cursor
 // instead of replaying numbers from another life).
 //
+// Each stream has locks of its own: appends to different streams never wait on each other,
+// and only the map of streams is shared (read-locked to find one).
+//
 // The zero Ring is not usable; call [NewRing]. A Ring is safe for concurrent use.
 type Ring struct {
 	epoch string
+	size  atomic.Int64 // events kept per stream; read by Append under the stream's lock
 
-	// amu serialises each append with its Follow callbacks, so that followers see events in
-	// seq order while mu stays free for Since (which a follower may be waiting on).
-	amu sync.Mutex
-
-	mu      sync.Mutex // guards everything below
-	size    int
+	mu      sync.RWMutex // guards streams; taken before a stream's mu
 	streams map[string]*ringStream
-	nextID  uint64
 }
 
 type ringStream struct {
-	events    []Event // a circle once len == size; oldest at start
-	start     int
-	head      uint64
-	followers map[uint64]func(Event)
+	// amu serialises the stream's appends with their Follow callbacks, so that its
+	// followers see events in seq order while mu stays free for Since (which a follower
+	// may be waiting on).
+	amu sync.Mutex
+
+	mu     sync.Mutex // guards the fields below
+	events []Event    // a circle once full; oldest at start
+	start  int
+	head   uint64
+	// followers is replaced, never changed in place, so that Append calls the ones it read
+	// with no lock but amu held.
+	followers []*ringFollower
+	gone      bool // removed from Ring.streams: an Append must look the stream up again
 }
+
+type ringFollower struct{ fn func(Event) }
 
 // NewRing returns a Ring keeping the newest size events of each stream (at least 1).
 func NewRing(size int) *Ring {
-	return &Ring{epoch: newID(8), size: max(size, 1), streams: map[string]*ringStream{}}
+	r := &Ring{epoch: newID(8), streams: map[string]*ringStream{}}
+	r.size.Store(int64(max(size, 1)))
+	return r
 }
 
 // Epoch is the ring's epoch, shared by all its streams.
@@ -84,20 +97,40 @@ func (r *Ring) Epoch() string { return r.epoch }
 // Sequence numbers and the epoch stay: readers within the new window still replay.
 func (r *Ring) SetSize(size int) {
 	size = max(size, 1)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if size == r.size {
+	if r.size.Swap(int64(size)) == int64(size) {
 		return
 	}
-	r.size = size
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	for _, s := range r.streams {
-		ordered := s.ordered()
-		if len(ordered) > size {
-			ordered = ordered[len(ordered)-size:]
-		}
-		s.events = append(make([]Event, 0, min(len(ordered), size)), ordered...)
-		s.start = 0
+		s.mu.Lock()
+		s.fit(size)
+		s.mu.Unlock()
 	}
+}
+
+// fit makes the kept events a plain slice, oldest first, of at most size: the shape an append
+// after a change of size needs. s.mu is held.
+func (s *ringStream) fit(size int) {
+	ordered := s.ordered()
+	if len(ordered) > size {
+		ordered = ordered[len(ordered)-size:]
+	}
+	s.events = append(make([]Event, 0, min(len(ordered), size)), ordered...)
+	s.start = 0
+}
+
+// put keeps ev, the newest event, dropping the oldest past size. s.mu is held.
+func (s *ringStream) put(ev Event, size int) {
+	if len(s.events) > size || (len(s.events) < size && s.start != 0) {
+		s.fit(size) // the size changed since the circle closed, and SetSize has not come by yet
+	}
+	if len(s.events) < size {
+		s.events = append(s.events, ev)
+		return
+	}
+	s.events[s.start] = ev
+	s.start = (s.start + 1) % len(s.events)
 }
 
 // ordered returns the kept events oldest first (a new slice).
@@ -107,9 +140,17 @@ func (s *ringStream) ordered() []Event {
 	return append(out, s.events[:s.start]...)
 }
 
+// stream returns the stream called name, making it if it is new.
 func (r *Ring) stream(name string) *ringStream {
+	r.mu.RLock()
 	s := r.streams[name]
-	if s == nil {
+	r.mu.RUnlock()
+	if s != nil {
+		return s
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s = r.streams[name]; s == nil {
 		s = &ringStream{}
 		r.streams[name] = s
 	}
@@ -118,40 +159,42 @@ func (r *Ring) stream(name string) *ringStream {
 
 // Append implements [StreamLog]. It copies data.
 func (r *Ring) Append(_ context.Context, stream string, data json.RawMessage) (Event, error) {
-	r.amu.Lock()
-	defer r.amu.Unlock()
+	data = append(json.RawMessage(nil), data...)
+	for {
+		s := r.stream(stream)
+		s.amu.Lock()
+		s.mu.Lock()
+		if s.gone {
+			// Its last follower left and took it out of the map meanwhile.
+			s.mu.Unlock()
+			s.amu.Unlock()
+			continue
+		}
+		s.head++
+		ev := Event{Epoch: r.epoch, Seq: s.head, Data: data}
+		s.put(ev, int(r.size.Load()))
+		followers := s.followers
+		s.mu.Unlock()
 
-	r.mu.Lock()
-	s := r.stream(stream)
-	s.head++
-	ev := Event{Epoch: r.epoch, Seq: s.head, Data: append(json.RawMessage(nil), data...)}
-	if len(s.events) < r.size {
-		s.events = append(s.events, ev)
-	} else {
-		s.events[s.start] = ev
-		s.start = (s.start + 1) % len(s.events)
+		for _, f := range followers {
+			f.fn(ev)
+		}
+		s.amu.Unlock()
+		return ev, nil
 	}
-	fns := make([]func(Event), 0, len(s.followers))
-	for _, fn := range s.followers {
-		fns = append(fns, fn)
-	}
-	r.mu.Unlock()
-
-	for _, fn := range fns {
-		fn(ev)
-	}
-	return ev, nil
 }
 
 // Since implements [StreamLog].
 func (r *Ring) Since(_ context.Context, stream string, cur Cursor) ([]Event, Cursor, bool, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.mu.RLock()
 	s := r.streams[stream]
+	r.mu.RUnlock()
 	if s == nil {
 		head := Cursor{Epoch: r.epoch}
 		return nil, head, cur == head, nil
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	head := Cursor{Epoch: r.epoch, Seq: s.head}
 	oldest := s.head - uint64(len(s.events)) + 1
 	if cur.Epoch != r.epoch || cur.Seq > s.head || cur.Seq+1 < oldest {
@@ -167,24 +210,33 @@ func (r *Ring) Since(_ context.Context, stream string, cur Cursor) ([]Event, Cur
 
 // Follow implements [StreamLog].
 func (r *Ring) Follow(stream string, fn func(Event)) (stop func()) {
+	f := &ringFollower{fn: fn}
+	for {
+		s := r.stream(stream)
+		s.mu.Lock()
+		if s.gone {
+			s.mu.Unlock()
+			continue
+		}
+		s.followers = append(slices.Clip(s.followers), f)
+		s.mu.Unlock()
+		return func() { r.unfollow(stream, s, f) }
+	}
+}
+
+func (r *Ring) unfollow(name string, s *ringStream, f *ringFollower) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := r.stream(stream)
-	if s.followers == nil {
-		s.followers = map[uint64]func(Event){}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := slices.Index(s.followers, f); i >= 0 {
+		s.followers = slices.Delete(slices.Clone(s.followers), i, i+1)
 	}
-	r.nextID++
-	id := r.nextID
-	s.followers[id] = fn
-	return func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		delete(s.followers, id)
-		// A stream nobody wrote to is forgotten with its last follower, so that pages
-		// subscribing to made-up names cannot grow the ring without bound.
-		if len(s.followers) == 0 && s.head == 0 && r.streams[stream] == s {
-			delete(r.streams, stream)
-		}
+	// A stream nobody wrote to is forgotten with its last follower, so that pages
+	// subscribing to made-up names cannot grow the ring without bound.
+	if len(s.followers) == 0 && s.head == 0 && !s.gone {
+		s.gone = true
+		delete(r.streams, name)
 	}
 }
 

@@ -16,7 +16,7 @@ import (
 
 	"github.com/go-playground/validator/v10"
 
-	"github.com/lifeline-go/lifeline/controller"
+	"github.com/lifeline-go/lifeline/internal/strictjson"
 )
 
 // validate is built once: validator caches struct metadata per instance, and registering tags
@@ -93,10 +93,10 @@ func translate(fe validator.FieldError) FieldError {
 func formatValue(v any) string {
 	switch v := v.(type) {
 	case float64:
-		return controller.FormatNumber(v)
+		return strictjson.FormatNumber(v)
 	case *float64:
 		if v != nil {
-			return controller.FormatNumber(*v)
+			return strictjson.FormatNumber(*v)
 		}
 	case string:
 		return quote(v)

@@ -3,7 +3,7 @@
 #  1. the Go micro-benchmarks of controller/ and hostplugin/ (kept in bench/raw/gobench.txt);
 #  2. bench/harness: Lifeline side by side with socket.io-client and reconnecting-websocket
 #     behind one fault proxy, the page in Chromium, the Host's costs; writes bench/RESULTS.md.
-# About 30 minutes in all (scenarios 8 and 9 drive Chromium for ~15 of them). BENCH_SCALE=0.25 is a quick run (durations and client counts × 0.25,
+# About 33 minutes in all (scenarios 8 and 9 drive Chromium for ~15 of them, scenario 10 takes ~3). BENCH_SCALE=0.25 is a quick run (durations and client counts × 0.25,
 # results in bench/raw/<run>/RESULTS.md). Arguments go to the harness (e.g. -only 1,4).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -10,7 +10,7 @@ trap 'rm -rf "$tmp"' EXIT
 ./scripts/assets.sh "$tmp" >/dev/null
 node -e 'const fs = require("fs"), zlib = require("zlib"); fs.writeFileSync(process.argv[2], zlib.brotliDecompressSync(fs.readFileSync(process.argv[1])))' "$tmp/lifeline.wasm.br" "$tmp/fresh.wasm"
 stale=()
-for f in lifeline.js run.js worker.js; do
+for f in lifeline.js boot.js run.js worker.js; do
   cmp -s "$dist/$f" "$tmp/$f" || stale+=("$f")
 done
 node -e '

@@ -10,10 +10,7 @@ HOST_BASE=${HOST_BASE:-8081}
 NATS_BASE=${NATS_BASE:-4222}
 ROUTE_BASE=${ROUTE_BASE:-6222}
 
-if ! command -v nginx >/dev/null; then
-	echo "== installing nginx (Debian package)"
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx >/dev/null
-fi
+./scripts/setup.sh fleet
 ./scripts/build.sh
 go build -o bin/natsnode ./e2e/fleet/natsnode
 

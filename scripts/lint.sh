@@ -1,18 +1,59 @@
 #!/usr/bin/env bash
-# Vet and staticcheck, natively and for the browser (GOOS=js GOARCH=wasm), over every module of
-# go.work (./... would stop at the nested modules: cmd, e2e, bench, hostplugin/jetstream).
+# make lint: the checks that run no test but one: gofmt, go mod tidy, vet and staticcheck
+# (natively and for the browser, GOOS=js GOARCH=wasm; as an embedder builds and with fault
+# injection built in, -tags lifeline_faults) and the import rules of ARCHITECTURE.md. Over every
+# module of go.work (./... would stop at the nested modules: cmd, e2e, bench,
+# hostplugin/jetstream, hostplugin/metrics).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 all=github.com/lifeline-go/lifeline/...
+# Fault injection is built in only with this tag (cmd/host's demo, the fault tests): what an
+# embedder builds is checked without it, and the packages it changes with it too.
+faults=lifeline_faults
 
-echo "== go vet (native)"
-go vet "$all"
-echo "== go vet (js/wasm)"
-GOOS=js GOARCH=wasm go vet "$all"
+echo "== gofmt -l"
+unformatted=$(git ls-files -z '*.go' | xargs -0 gofmt -l)
+if [ -n "$unformatted" ]; then
+  echo "lint: not gofmt'd (gofmt -w them):" >&2
+  echo "$unformatted" >&2
+  exit 1
+fi
 
-echo "== staticcheck (native)"
-go tool staticcheck "$all"
-echo "== staticcheck (js/wasm)"
-# 'go tool' would build the tool itself for wasm; resolve the native binary first.
-sc=$(go tool -n staticcheck)
-GOOS=js GOARCH=wasm "$sc" "$all"
+echo "== go mod tidy -diff, every module of go.work"
+untidy=()
+while read -r dir; do
+  rel=${dir#"$PWD"} && rel=${rel#/}
+  (cd "$dir" && go mod tidy -diff) || untidy+=("${rel:-.}")
+done < <(go list -m -f '{{.Dir}}')
+if [ ${#untidy[@]} -gt 0 ]; then
+  echo "lint: go.mod or go.sum not tidy in ${untidy[*]} (the diff above; go mod tidy there)" >&2
+  exit 1
+fi
+
+for platform in native js/wasm; do
+  env=()
+  [ "$platform" = native ] || env=(GOOS=js GOARCH=wasm)
+  echo "== go vet ($platform)"
+  env "${env[@]}" go vet "$all"
+  tagged=$(env "${env[@]}" ./scripts/tagged.sh "$faults")
+  if [ -n "$tagged" ]; then
+    echo "== go vet ($platform, -tags $faults):" $tagged
+    env "${env[@]}" go vet -tags "$faults" $tagged
+  fi
+done
+
+# One run over the four builds, so that code only one of them uses (a hook only the fault files
+# call, a helper only the js files call) is unused only if it is in every one (U1000). 'go tool'
+# would build staticcheck itself for wasm: the native binary is run.
+echo "== staticcheck (native and js/wasm, without and with -tags $faults)"
+"$(go tool -n staticcheck)" -matrix "$all" <<EOF
+native: -tags=
+faults: -tags=$faults
+js: GOOS=js GOARCH=wasm -tags=
+jsfaults: GOOS=js GOARCH=wasm -tags=$faults
+EOF
+
+# go list -deps per platform, checked against a table (internal/test/imports_test.go). -count=1:
+# a cached pass would not see a change in what the go command lists.
+echo "== the import rules"
+go test -count=1 -run '^TestImportRules$' ./internal/test/

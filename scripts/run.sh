@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make run: build everything and serve the demo page with the fault panel on.
+# make run: build everything (scripts/build.sh: bin/host with -tags lifeline_faults) and serve
+# the demo page with the fault panel on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/build.sh

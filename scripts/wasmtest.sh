@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 tmp=$(mktemp -d)
-GOOS= GOARCH= go build -o "$tmp/testserver" ./internal/testserver/cmd/testserver
+GOOS= GOARCH= go build -o "$tmp/testserver" ./internal/test/testserver/cmd/testserver
 "$tmp/testserver" -addr 127.0.0.1:0 >"$tmp/url" &
 ts_pid=$!
 trap 'kill "$ts_pid" 2>/dev/null || true; wait "$ts_pid" 2>/dev/null || true; rm -rf "$tmp"' EXIT
@@ -20,7 +20,7 @@ LIFELINE_TEST_SERVER=$(head -n1 "$tmp/url")
 export LIFELINE_TEST_SERVER
 
 exec_node="$(go env GOROOT)/lib/wasm/go_js_wasm_exec"
-node_pkgs=(./controller/... ./gateway/... ./hub/... ./wasm/ ./internal/...)
+node_pkgs=(./controller/... ./gateway/... ./wasm/... ./internal/...)
 echo "== go test (js/wasm, Node) ${node_pkgs[*]}"
 NODE_OPTIONS=--experimental-websocket GOOS=js GOARCH=wasm go test -count=1 -exec "$exec_node" "${node_pkgs[@]}"
 

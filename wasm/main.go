@@ -15,7 +15,8 @@ import (
 	"errors"
 	"syscall/js"
 
-	"github.com/lifeline-go/lifeline/hub"
+	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/wasm/internal/hub"
 )
 
 // current is the program's hub.
@@ -24,9 +25,15 @@ var current *hub.Hub
 var errNoTab = errors.New("lifeline: no tab left")
 
 func main() {
-	opts := &hub.Options{Logger: console{}, AbortDial: abortDial}
 	g := js.Global()
+	// For the DevTools performance panel and the page-load benchmark, beside the runner's
+	// lifeline:compiled and lifeline:instantiated.
+	if p := g.Get("performance"); p.Type() == js.TypeObject && p.Get("mark").Type() == js.TypeFunction {
+		p.Call("mark", "lifeline:go-ready")
+	}
+	opts := &hub.Options{Logger: console{}, Mode: wire.ModeInPage}
 	if inWorker() {
+		opts.Mode = wire.ModeShared
 		// Shared mode: the hub outlives no tab for long (hub.DefaultIdleAfter), and drops tabs
 		// that vanished without a word.
 		opts.OnIdle = func() {

@@ -7,18 +7,23 @@ import (
 	"syscall/js"
 
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/hub"
+	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/wasm/internal/hub"
 )
 
-// port is one tab's MessagePort, as a hub.Client.
+// port is one tab's MessagePort, as a hub.Tab.
 //
 // Tab → hub: {t:"hello", bootstrap, options, href, online}, {t:"command", command},
 // {t:"online", online}, {t:"subscribe", id, stream}, {t:"unsubscribe", id},
-// {t:"life", event} (see hub.In.Event), {t:"bye"}.
+// {t:"life", event}, {t:"call", id, name, data (JSON text), key, timeoutMs, epoch},
+// {t:"cancel", id}, {t:"ping"}, {t:"bye"} (hub.Msg, hub.Command and hub.Event name them).
 // Hub → tab: {t:"status", state, slow, attempt, failures, nextAttempt (ms since the epoch, 0
 // for none), error, kind, retryAfter (ms)}, {t:"delivery", id, stream, seq, reset, epoch,
 // data, baseline} (data and baseline as JSON text: the tab parses them),
-// {t:"ended", id, error, denied}.
+// {t:"ended", id, error, denied, reason} (reason: the Host's words when it denied the
+// subscription, "" otherwise), {t:"sent", id, epoch} (the call is being written under that
+// dedup epoch), {t:"reply", id, data (JSON text)} or {t:"reply", id, error, kind, sent, code,
+// retryAfter (ms)} (gateway.CallError's fields).
 type port struct {
 	v    js.Value
 	conn *hub.Conn
@@ -27,7 +32,7 @@ type port struct {
 func attach(h *hub.Hub, v js.Value) {
 	p := &port{v: v}
 	p.conn = h.Attach(p)
-	// Released when the client leaves; setting onmessage also starts the port.
+	// Released when the tab leaves; setting onmessage also starts the port.
 	onMessage := js.FuncOf(func(_ js.Value, args []js.Value) any {
 		defer contain("reading a message from the page")
 		in := inbound(args[0].Get("data"))
@@ -63,15 +68,20 @@ func inbound(d js.Value) hub.In {
 		return 0
 	}
 	return hub.In{
-		T:         str("t"),
+		T:         hub.Msg(str("t")),
 		Bootstrap: str("bootstrap"),
 		Options:   str("options"),
 		Href:      str("href"),
 		Online:    d.Get("online").Truthy(),
-		Command:   str("command"),
-		Event:     str("event"),
+		Command:   hub.Command(str("command")),
+		Event:     hub.Event(str("event")),
 		ID:        num("id"),
 		Stream:    str("stream"),
+		Name:      str("name"),
+		Data:      str("data"),
+		Key:       str("key"),
+		Epoch:     str("epoch"),
+		TimeoutMs: num("timeoutMs"),
 	}
 }
 
@@ -80,7 +90,7 @@ func (p *port) post(m map[string]any) {
 	p.v.Call("postMessage", m)
 }
 
-// Status implements hub.Client.
+// Status implements hub.Tab.
 func (p *port) Status(s hub.Status) {
 	state, err := s.State.String(), s.Err
 	if s.Misconfigured != nil {
@@ -105,7 +115,7 @@ func (p *port) Status(s hub.Status) {
 	})
 }
 
-// Deliver implements hub.Client.
+// Deliver implements hub.Tab.
 func (p *port) Deliver(id int, d gateway.Delivery) {
 	m := map[string]any{"t": "delivery", "id": id, "stream": d.Stream, "seq": float64(d.Seq), "reset": d.Reset}
 	if d.Reset {
@@ -119,11 +129,40 @@ func (p *port) Deliver(id int, d gateway.Delivery) {
 	p.post(m)
 }
 
-// Ended implements hub.Client.
-func (p *port) Ended(id int, err error) {
+// Ended implements hub.Tab.
+func (p *port) Ended(id int, err error) { p.post(ended(id, err)) }
+
+// ended is the message that ends subscription id. A denial carries the Host's reason as the
+// Host gave it, beside the error (which reads `gateway: the host denied stream "s": <reason>`),
+// so that a page can show the reason alone.
+func ended(id int, err error) map[string]any {
 	msg := "ended"
 	if err != nil {
 		msg = err.Error()
 	}
-	p.post(map[string]any{"t": "ended", "id": id, "error": msg, "denied": errors.Is(err, gateway.ErrDenied)})
+	reason := ""
+	if de := (*gateway.DeniedError)(nil); errors.As(err, &de) {
+		reason = de.Reason
+	}
+	return map[string]any{"t": "ended", "id": id, "error": msg, "denied": errors.Is(err, gateway.ErrDenied), "reason": reason}
+}
+
+// Sent implements hub.Tab.
+func (p *port) Sent(id int, epoch string) {
+	p.post(map[string]any{"t": "sent", "id": id, "epoch": epoch})
+}
+
+// Replied implements hub.Tab.
+func (p *port) Replied(id int, reply wire.RawJSON, err error) {
+	if err == nil {
+		p.post(map[string]any{"t": "reply", "id": id, "data": string(reply)})
+		return
+	}
+	m := map[string]any{"t": "reply", "id": id, "error": err.Error(), "kind": gateway.CallClosed, "sent": false}
+	var ce *gateway.CallError
+	if errors.As(err, &ce) {
+		m["kind"], m["sent"], m["code"], m["error"] = ce.Kind, ce.Sent, ce.Code, ce.Message
+		m["retryAfter"] = float64(ce.RetryAfter.Milliseconds())
+	}
+	p.post(m)
 }

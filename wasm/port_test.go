@@ -13,8 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifeline-go/lifeline/hub"
-	"github.com/lifeline-go/lifeline/internal/testserver"
+	"github.com/lifeline-go/lifeline/gateway"
+	"github.com/lifeline-go/lifeline/internal/test/testserver"
+	"github.com/lifeline-go/lifeline/wasm/internal/hub"
 )
 
 const bound = 10 * time.Second
@@ -151,4 +152,43 @@ func TestGarbageFromATabIsIgnored(t *testing.T) {
 	}
 	tb.send(map[string]any{"t": "hello", "bootstrap": `{"recovery":{"deadlineMs":0}}`, "href": "http://page.test/"})
 	tb.next(t, "the hub still answering", is("status", "state", "misconfigured"))
+}
+
+// TestADeniedSubscriptionsEndCarriesTheHostsReason: the tab is given the Host's words on their
+// own (reason), beside the error and denied, so that a page can show them without the prefix.
+func TestADeniedSubscriptionsEndCarriesTheHostsReason(t *testing.T) {
+	ch := js.Global().Get("MessageChannel").New()
+	got := make(chan js.Value, 2)
+	fn := js.FuncOf(func(_ js.Value, args []js.Value) any {
+		got <- args[0].Get("data")
+		return nil
+	})
+	defer fn.Release()
+	tabSide := ch.Get("port1")
+	tabSide.Set("onmessage", fn)
+	defer tabSide.Call("close")
+	p := &port{v: ch.Get("port2")}
+	next := func() js.Value {
+		t.Helper()
+		select {
+		case m := <-got:
+			return m
+		case <-time.After(bound):
+			t.Fatal("timed out waiting for the ended message")
+			return js.Undefined()
+		}
+	}
+
+	denied := &gateway.DeniedError{Stream: "user.bob", Reason: "not yours: ask bob"}
+	p.Ended(7, denied)
+	m := next()
+	if m.Get("t").String() != "ended" || m.Get("id").Int() != 7 || !m.Get("denied").Bool() ||
+		m.Get("reason").String() != "not yours: ask bob" || m.Get("error").String() != denied.Error() {
+		t.Errorf("denied end %s, want id 7, denied, the reason alone and the full error", js.Global().Get("JSON").Call("stringify", m))
+	}
+	p.Ended(8, gateway.ErrClosed)
+	m = next()
+	if m.Get("denied").Bool() || m.Get("reason").String() != "" || m.Get("error").String() != gateway.ErrClosed.Error() {
+		t.Errorf("closed end %s, want not denied and no reason", js.Global().Get("JSON").Call("stringify", m))
+	}
 }

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"syscall/js"
 	"time"
-
-	"github.com/lifeline-go/lifeline/hub"
 )
 
 // inWorker reports whether the program runs in a SharedWorker (shared mode) rather than in a
@@ -59,7 +57,7 @@ func (s *sweeper) run() {
 		s.mu.Unlock()
 		for _, p := range silent {
 			p.post(map[string]any{"t": "dropped"})
-			p.conn.Handle(hub.In{T: "bye"})
+			p.conn.Detach()
 		}
 	}
 }

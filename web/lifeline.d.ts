@@ -109,17 +109,81 @@ declare namespace Lifeline {
 
   /**
    * The last message of a subscription that ended on its own: `denied` when the Host's
-   * application refused it (its Authorize; `error` carries its reason). It is never retried.
+   * application refused it (its Authorize), with the Host's words in `reason`. It is never
+   * retried.
    */
   interface End {
     readonly stream: string;
+    /** Why it ended, for developers: `gateway: the host denied stream "user.bob": not yours`. */
     readonly error: string;
     readonly denied: boolean;
+    /** The reason the Host's Authorize gave, as it gave it (may be empty); `""` unless `denied`. */
+    readonly reason: string;
   }
 
   /** A delivery (`Event` or `Reset`), or the `End`; tell them apart with `'error' in m`, then `m.reset`. */
   type Delivery<T = unknown, B = unknown> = Event<T> | Reset<B>;
   type Message<T = unknown, B = unknown> = Delivery<T, B> | End;
+
+  /**
+   * What happened to a call that did not get the Host's reply (`CallError.kind`):
+   *
+   * - `app`: the Host's handler returned an error; `message` is its first line. Sent.
+   * - `internal`: the handler failed unexpectedly (it panicked). Sent.
+   * - `unknown`: no handler on the Host has this name. Sent.
+   * - `bad-request`: the Host could not read the call; the handler never ran. Sent.
+   * - `busy`: over the Host's call rate or queue (`retryAfter` says when to try again), or over
+   *   the page's queue of unsent calls (not sent). Never run.
+   * - `interrupted`: the connection ended after the call was sent and before its reply, and the
+   *   call was not sent again (it had no `key`, or the page came back to a Host whose dedup store
+   *   is not the one it sent it to). It may have run, at most once: the outcome is unknown.
+   * - `timeout`: no reply within `timeoutMs`; `sent` says whether it had gone out (then it may
+   *   still run, at most once).
+   * - `too-big`: the call is over what the Host reads. Not sent.
+   * - `invalid`: a name, key, timeout or data Lifeline cannot send. Not sent.
+   * - `unsupported`: the Host takes no calls. Not sent.
+   * - `closed`: the connection was closed for good; `sent` says whether it had gone out.
+   * - `failed`: the page's connection program ended; `sent` calls say `interrupted` instead.
+   */
+  type CallErrorKind =
+    | 'app'
+    | 'internal'
+    | 'unknown'
+    | 'bad-request'
+    | 'busy'
+    | 'interrupted'
+    | 'timeout'
+    | 'too-big'
+    | 'invalid'
+    | 'unsupported'
+    | 'closed'
+    | 'failed';
+
+  /** Why `lifeline.call` rejected. */
+  interface CallError extends Error {
+    readonly kind: CallErrorKind;
+    /** Whether the call had been written to the connection: one never sent has certainly not run. */
+    readonly sent: boolean;
+    /** The Host's code for a failed reply (`app`, `busy`, …), `''` when the Host said nothing. */
+    readonly code: string;
+    /** The wait (ms) the Host asked for (`busy`); else 0. */
+    readonly retryAfter: number;
+  }
+
+  /** The options of one call. */
+  interface CallOptions {
+    /**
+     * The call's timeout (ms), waiting to be sent and for the reply, at most 3600000. Default:
+     * the Host's `callTimeoutMs` (30000).
+     */
+    timeoutMs?: number;
+    /**
+     * The app's idempotency key (1 to 128 bytes of UTF-8, no control characters). With it, a
+     * call whose connection ended before its reply is sent again once connected, and the Host
+     * runs it at most once per user and key; without it, such a call rejects `interrupted`.
+     */
+    key?: string;
+  }
 
   /** Undoes what returned it; calling it again does nothing. */
   type Remove = () => void;
@@ -179,6 +243,12 @@ declare namespace Lifeline {
      * last `End` if the subscription ends on its own. The remover unsubscribes.
      */
     subscribe<T = unknown, B = unknown>(stream: string, fn: (message: Message<T, B>) => void): Remove;
+    /**
+     * Asks the Host's handler `name` (1 to 128 of letters, digits and `. _ : / -`) for its
+     * reply to `data` (any JSON value; `undefined` is `null`). A call made while not connected
+     * waits to be sent; calls reach the Host in the order made. Rejects with a `CallError`.
+     */
+    call<R = unknown>(name: string, data?: unknown, opts?: CallOptions): Promise<R>;
   }
 }
 

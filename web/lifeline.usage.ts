@@ -31,7 +31,7 @@ function start(): void {
   const unsubscribe = lifeline.subscribe<Tick, Counter>('ticks', (m) => {
     if ('error' in m) {
       const end: Lifeline.End = m;
-      console.log(end.stream, end.denied ? 'denied:' : 'ended:', end.error);
+      console.log(end.stream, end.denied ? 'denied: ' + end.reason : 'ended: ' + end.error);
       return;
     }
     if (m.reset) {
@@ -53,6 +53,19 @@ function start(): void {
   lifeline.stop();
   lifeline.start();
   window.lifeline.reconnectNow();
+
+  // A keyed call: sent again after an outage, run once by the Host; its reply typed.
+  interface Saved { id: string; version: number }
+  lifeline
+    .call<Saved>('doc.save', { id: 'd1', text: 'hi' }, { key: 'd1:v7', timeoutMs: 10000 })
+    .then((saved) => console.log(saved.id, saved.version))
+    .catch((e: Lifeline.CallError) => {
+      const kinds: Lifeline.CallErrorKind[] = [e.kind];
+      if (e.kind === 'busy') console.log('try again in', e.retryAfter, 'ms');
+      else if (!e.sent) console.log('never sent: safe to make again', kinds);
+      else console.log('sent, outcome unknown:', e.message, e.code);
+    });
+  void lifeline.call('chat.post');
 }
 
 if (globalThis.lifeline) start();
@@ -78,6 +91,12 @@ lifeline.subscribe('ticks', 'show');
 lifeline.subscribe(42, () => {});
 // @ts-expect-error subscribe needs a handler
 lifeline.subscribe('ticks');
+// @ts-expect-error a call's name is a string
+void lifeline.call(7, {});
+// @ts-expect-error a call's key is a string
+void lifeline.call('x', {}, { key: 1 });
+// @ts-expect-error there is no such option
+void lifeline.call('x', {}, { retries: 3 });
 // @ts-expect-error there is no such state
 if (lifeline.state().state === 'connnected') console.log('never');
 // @ts-expect-error the status is read-only

@@ -1,4 +1,4 @@
-// The Settings indicator: the DOM contract that tests and embedders rely on (SPEC section 6).
+// The Settings indicator: the DOM contract that tests and embedders rely on (README.md, "The DOM contract").
 //
 //   #connection-status[data-state]  connecting | slow | connected | reconnecting | offline |
 //                                   stopped | misconfigured | unauthorized | failed;
@@ -164,13 +164,13 @@
     return read === text ? ms : 0;
   }
 
-  // invalidFields names each field and value of a config error ("gateway: recovery.deadlineMs:
+  // invalidFields names each field and value of a config error ("page: recovery.deadlineMs:
   // must be …, got 0; …") as "recovery.deadlineMs, got 0"; it is the whole error when no field
   // is named (a wasm that could not load, a page without its bootstrap).
   function invalidFields(error) {
     const items = [];
     for (const part of error.split('; ')) {
-      const rule = part.replace(/^(?:(?:gateway|controller|hostplugin|lifeline): )+/, '');
+      const rule = part.replace(/^(?:(?:page|gateway|controller|hostplugin|lifeline): )+/, '');
       const m = /^([A-Za-z_$][\w$]*(?:\.[\w$]+|\[\d+\])*): .*?(?:, got (.*))?$/.exec(rule);
       if (m) items.push(m[2] === undefined ? m[1] : `${m[1]}, got ${m[2]}`);
     }

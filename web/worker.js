@@ -12,6 +12,7 @@
 (function () {
   'use strict';
 
+  if (typeof performance === 'object' && typeof performance.mark === 'function') performance.mark('lifeline:worker');
   const here = new URL(self.location.href);
   const sameOrigin = (name) => {
     const v = here.searchParams.get(name);

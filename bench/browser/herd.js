@@ -46,7 +46,7 @@ const launch = {
 
 const inPage = `globalThis.lifelineOptions = Object.assign({}, globalThis.lifelineOptions, { mode: 'in-page' });`;
 // Every lifeline:state of the tab goes to Node as it happens, stamped with the epoch clock.
-const probe = `addEventListener('lifeline:state', (e) => {
+const stateWatcher = `addEventListener('lifeline:state', (e) => {
   const s = e.detail && e.detail.state;
   if (typeof globalThis.__herdState === 'function') globalThis.__herdState(Date.now(), s);
 });`;
@@ -97,7 +97,7 @@ function until(cond, ms, what) {
         tab.state = state;
       });
       if (a.mode === 'in-page') await context.addInitScript(inPage);
-      await context.addInitScript(probe);
+      await context.addInitScript(stateWatcher);
       for (let i = 0; i < T; i++) {
         const tab = newTab(b, i);
         tabs.push(tab);

@@ -6,13 +6,16 @@
 //     returning user's browser is. An off-the-record newContext() never reuses V8's wasm code
 //     cache, so it cannot stand for a repeat visit.
 // Lifeline runs in both its modes: shared (the default: the hub in a SharedWorker, which the
-// probe below cannot see into, so those rows have no compile figures) and in-page
+// stopwatch below cannot see into: tab 1's figures are read from the worker itself, over the
+// DevTools protocol once the tab is connected, see workerTimes) and in-page
 // (lifelineOptions.mode = "in-page", set before any script of the page). A shared first visit
 // is tab 1 in a fresh context, then tabs 2–5 opened one by one beside it ("tabs"); a shared
-// repeat visit finds the hub the previous one left, if its extendedLifetime still keeps it.
-// Each iteration loads: shared first (and its tabs 2–5), in-page first, socket.io first, shared
-// repeat, in-page repeat, socket.io repeat, so that a change in the machine's load falls on all
-// alike.
+// repeat visit either finds the hub the previous one left ("lifeline": the loads come one after
+// the other, after all the rest, each within the hub's idle close of the one before) or finds
+// none and starts one from the caches ("cold": each with a config, and so a hub, of its own).
+// Each iteration loads: shared first (and its tabs 2–5), in-page first, socket.io first,
+// in-page repeat, socket.io repeat, shared repeat with no hub, so that a change in the
+// machine's load falls on all alike.
 //
 // Every time is performance.now() in the page: ms from navigation start.
 //   fetchStart, responseEnd  the client code's Resource Timing entry (the wasm for Lifeline,
@@ -24,6 +27,10 @@
 //   goReady                  performance.mark('lifeline:go-ready') if the page sets one, else
 //                            the first lifeline:state event after the instantiation
 //   connected                the first lifeline:state {state: 'connected'}; socket.io's connect
+//   worker                   shared mode's tab 1: the worker's own figures, in the page's time
+//                            (its wasm's Resource Timing entry, the runner's marks
+//                            lifeline:compiled and lifeline:instantiated, Go's lifeline:go-ready,
+//                            and lifeline:worker, when the worker's script began)
 // Repeat loads stay open --dwell ms after connected before the page closes: V8 offers a module
 // to the code cache only once its top-tier compiler has been quiet for --wasm-caching-timeout-ms
 // (2 s), so a page closed sooner could never leave one behind.
@@ -36,9 +43,9 @@
 //   node pageload.js --lifeline http://127.0.0.1:P/ --sio http://127.0.0.1:Q/page.html --n 20 --dwell 3000
 // Prints one JSON object:
 //   {"first": {"lifeline": [load…], "inpage": […], "tabs": […], "sio": […]},
-//    "repeat": {"lifeline": […], "inpage": […], "sio": […]}, "primer": {"lifeline": load,
+//    "repeat": {"lifeline": […], "cold": […], "inpage": […], "sio": […]}, "primer": {"lifeline": load,
 //    "inpage": load, "sio": load}, "traces": [{load, counts, …}…], "errors": […], "n": N, "dwell": ms}
-// The traced loads are in-page repeat visits (the probe and the trace see the page, not a worker).
+// The traced loads are in-page repeat visits (the stopwatch and the trace see the page, not a worker).
 // primer is the first load of each page in the persistent profile (its first visit), kept apart.
 const fs = require('fs');
 const os = require('os');
@@ -60,9 +67,9 @@ const launch = {
     '--disable-background-networking', '--disable-component-update', '--disable-sync', ...extra],
 };
 
-// The probe runs before any script of either page. It wraps whichever WebAssembly entry point
+// The stopwatch runs before any script of either page. It wraps whichever WebAssembly entry point
 // the page uses, and stamps lifeline:state events.
-const probe = `(() => {
+const stopwatch = `(() => {
   const W = globalThis.WebAssembly;
   const rec = window.__pl = { calls: [], states: [], urls: [] };
   const kinds = (r) => ({
@@ -99,6 +106,11 @@ const probe = `(() => {
   addEventListener('lifeline:ready', () => { if (rec.ready === undefined) rec.ready = performance.now(); });
 })();`;
 
+// freshHub gives a page a config of its own (a slow warning 1 ms later per i), so that its
+// shared hub has a name of its own: a repeat visit that finds no hub running and starts one
+// from the caches, as a visit after the hub's idle close does, without waiting for that close.
+const freshHub = (i) => `globalThis.lifelineOptions = Object.assign({}, globalThis.lifelineOptions, { recovery: { slowAfterMs: ${3000 + i} } });`;
+
 // inPage makes a page run its hub in the page itself.
 const inPage = `globalThis.lifelineOptions = Object.assign({}, globalThis.lifelineOptions, { mode: 'in-page' });`;
 
@@ -131,7 +143,59 @@ function collect() {
     ready: r(rec.ready),
     states: rec.states.map((s) => ({ t: r(s.t), state: s.state })),
     doc: nav ? { responseEnd: r(nav.responseEnd), domContentLoaded: r(nav.domContentLoadedEventEnd), transferSize: nav.transferSize } : null,
+    timeOrigin: performance.timeOrigin,
+    hubName: globalThis.__lifelineBoot && globalThis.__lifelineBoot().mode === 'shared' ? globalThis.__lifelineBoot().hubName('') : null,
+    ahead: res.filter((x) => x.initiatorType === 'link' || (/\.wasm$/.test(pathOf(x.name)) && !rec.urls.includes(x.name))).map((x) => ({ name: pathOf(x.name), fetchStart: r(x.fetchStart), responseStart: r(x.responseStart), responseEnd: r(x.responseEnd), transferSize: x.transferSize })),
+    script: (() => { const x = res.find((y) => /\/lifeline\.[0-9a-f]+\.js$/.test(pathOf(y.name))); return x ? { fetchStart: r(x.fetchStart), responseEnd: r(x.responseEnd), transferSize: x.transferSize } : null; })(),
   };
+}
+
+// What the shared worker knows of its own start, read in the worker.
+const inWorker = `(() => {
+  const all = performance.getEntriesByType('resource');
+  const last = (re) => all.filter((e) => re.test(new URL(e.name).pathname)).pop();
+  const res = last(/\\.wasm$/), run = last(/\\/run\\.[0-9a-f]+\\.js$/);
+  const marks = {};
+  for (const m of performance.getEntriesByType('mark')) if (!(m.name in marks)) marks[m.name] = m.startTime;
+  return { timeOrigin: performance.timeOrigin, marks,
+    resource: res ? { name: res.name, fetchStart: res.fetchStart, responseEnd: res.responseEnd, transferSize: res.transferSize,
+      encodedBodySize: res.encodedBodySize, decodedBodySize: res.decodedBodySize } : null,
+    runner: run ? { fetchStart: run.fetchStart, responseEnd: run.responseEnd, transferSize: run.transferSize } : null };
+})()`;
+
+// workerTimes reads the shared worker of a page (m, as collect returned it: its hub's name and
+// timeOrigin) over the DevTools protocol, in a session cdp opens, and returns its figures in
+// the page's time (ms from the page's navigation start), or null. It attaches only after the
+// tab is connected, and detaches at once: DevTools attached to a worker changes its lifetime.
+async function workerTimes(cdp, m) {
+  const pageOrigin = m.timeOrigin;
+  try {
+    const { targetInfos } = await cdp.send('Target.getTargets');
+    const w = targetInfos.find((t) => t.type === 'shared_worker' && t.title === m.hubName);
+    if (!w) return null;
+    const { sessionId } = await cdp.send('Target.attachToTarget', { targetId: w.targetId, flatten: false });
+    const answer = new Promise((resolve) => {
+      cdp.on('Target.receivedMessageFromTarget', (e) => {
+        const x = e.sessionId === sessionId ? JSON.parse(e.message) : null;
+        if (x && x.id === 1) resolve(x);
+      });
+    });
+    await cdp.send('Target.sendMessageToTarget', { sessionId, message: JSON.stringify({ id: 1, method: 'Runtime.evaluate', params: { expression: inWorker, returnByValue: true } }) });
+    const x = await Promise.race([answer, new Promise((resolve) => setTimeout(() => resolve(null), 5000))]);
+    await cdp.send('Target.detachFromTarget', { sessionId }).catch(() => {});
+    const v = x && x.result && x.result.result && x.result.result.value;
+    if (!v) return null;
+    const shift = v.timeOrigin - pageOrigin;
+    const at = (t) => (typeof t === 'number' ? Math.round((t + shift) * 10) / 10 : null);
+    return {
+      resource: v.resource ? { ...v.resource, fetchStart: at(v.resource.fetchStart), responseEnd: at(v.resource.responseEnd) } : null,
+      runner: v.runner ? { ...v.runner, fetchStart: at(v.runner.fetchStart), responseEnd: at(v.runner.responseEnd) } : null,
+      started: at(v.marks['lifeline:worker']), compiled: at(v.marks['lifeline:compiled']),
+      instantiated: at(v.marks['lifeline:instantiated']), goReady: at(v.marks['lifeline:go-ready']),
+    };
+  } finally {
+    await cdp.detach().catch(() => {});
+  }
 }
 
 // load opens url in a new page of context, waits for the page's connected, collects, keeps the
@@ -141,10 +205,12 @@ async function load(context, url, stay, hooks = {}) {
   const page = await context.newPage();
   try {
     if (hooks.inPage) await page.addInitScript(inPage);
+    if (hooks.hub) await page.addInitScript(freshHub(hooks.hub));
     if (hooks.before) await hooks.before(page);
     await page.goto(url, { waitUntil: 'commit', timeout: 30000 });
     await page.waitForFunction(() => window.__connectedAt, null, { timeout: 30000, polling: 20 });
     const m = await page.evaluate(collect);
+    if (hooks.hub) m.worker = await workerTimes(await context.newCDPSession(page), m).catch(() => null);
     if (stay > 0) await page.waitForTimeout(stay);
     return m;
   } finally {
@@ -160,7 +226,7 @@ async function load(context, url, stay, hooks = {}) {
 async function fresh(browser, url, hooks = {}) {
   const context = await browser.newContext();
   try {
-    await context.addInitScript(probe);
+    await context.addInitScript(stopwatch);
     return await load(context, url, 0, hooks);
   } finally {
     await context.close();
@@ -172,7 +238,7 @@ async function fresh(browser, url, hooks = {}) {
 async function freshTabs(browser, url) {
   const context = await browser.newContext();
   try {
-    await context.addInitScript(probe);
+    await context.addInitScript(stopwatch);
     const tab = async () => {
       const page = await context.newPage();
       await page.goto(url, { waitUntil: 'commit', timeout: 30000 });
@@ -180,6 +246,7 @@ async function freshTabs(browser, url) {
       return page.evaluate(collect);
     };
     const first = await tab();
+    first.worker = await workerTimes(await browser.newBrowserCDPSession(), first).catch(() => null);
     const others = [];
     for (let i = 2; i <= 5; i++) others.push(await tab());
     return { first, others };
@@ -237,7 +304,7 @@ async function traceLoad(context, url, stay) {
 }
 
 (async () => {
-  const out = { first: { lifeline: [], inpage: [], tabs: [], sio: [] }, repeat: { lifeline: [], inpage: [], sio: [] }, primer: {}, traces: [], errors: [], n, dwell };
+  const out = { first: { lifeline: [], inpage: [], tabs: [], sio: [] }, repeat: { lifeline: [], cold: [], inpage: [], sio: [] }, primer: {}, traces: [], errors: [], n, dwell };
   const browser = await chromium.launch(launch);
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'lifeline-pageload-'));
   let persistent;
@@ -246,7 +313,7 @@ async function traceLoad(context, url, stay) {
   };
   try {
     persistent = await chromium.launchPersistentContext(profile, launch);
-    await persistent.addInitScript(probe);
+    await persistent.addInitScript(stopwatch);
     // One fresh load of each first, not counted: the browser's own start-up is not the page's.
     await attempt('warm-up lifeline', () => fresh(browser, a.lifeline));
     await attempt('warm-up sio', () => fresh(browser, a.sio));
@@ -262,9 +329,15 @@ async function traceLoad(context, url, stay) {
       }
       push(out.first.inpage, await attempt('first in-page', () => fresh(browser, a.lifeline, { inPage: true })));
       push(out.first.sio, await attempt('first sio', () => fresh(browser, a.sio)));
-      push(out.repeat.lifeline, await attempt('repeat lifeline', () => load(persistent, a.lifeline, dwell)));
       push(out.repeat.inpage, await attempt('repeat in-page', () => load(persistent, a.lifeline, dwell, { inPage: true })));
       push(out.repeat.sio, await attempt('repeat sio', () => load(persistent, a.sio, dwell)));
+      push(out.repeat.cold, await attempt('repeat lifeline, no hub', () => load(persistent, a.lifeline, dwell, { hub: i + 1 })));
+    }
+    // The shared repeat visits that find the hub: one after the other, each within the hub's
+    // idle close (10 s after its last tab) of the one before, after one that starts it.
+    await attempt('repeat lifeline, the hub starting', () => load(persistent, a.lifeline, dwell));
+    for (let i = 0; i < n; i++) {
+      push(out.repeat.lifeline, await attempt('repeat lifeline', () => load(persistent, a.lifeline, dwell)));
     }
     for (let i = 0; i < Number(a.traced); i++) {
       push(out.traces, await attempt('traced repeat in-page', () => traceLoad(persistent, a.lifeline, dwell)));

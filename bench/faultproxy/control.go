@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -17,10 +18,12 @@ import (
 //	POST /mode?mode=NAME    switch (or the name as the body); answers the new mode's name
 //	     &latency=250ms     … and set what latency adds per direction (Go duration syntax)
 //	     &jitter=100ms      … and its jitter
+//	     &down=9000000      … and throttle's bandwidth towards the client, in bits per second
+//	     &up=1500000        … and towards the upstream (0: unlimited)
 //	GET  /latency           the latency and jitter, as {"latency":"250ms","jitter":"100ms"}
 //	GET  /records           every accepted connection, as a JSON array of [Record]
 //
-// A bad mode or duration answers 400 and changes nothing.
+// A bad mode, duration or bandwidth answers 400 and changes nothing.
 func (p *Proxy) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /mode", func(w http.ResponseWriter, r *http.Request) {
@@ -54,7 +57,24 @@ func (p *Proxy) Handler() http.Handler {
 			}
 			*f.d = d
 		}
+		down, up := p.Bandwidth()
+		for _, f := range []struct {
+			key  string
+			bits *int64
+		}{{"down", &down}, {"up", &up}} {
+			v := q.Get(f.key)
+			if v == "" {
+				continue
+			}
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				http.Error(w, fmt.Sprintf("faultproxy: %s %q is not a bandwidth in bits per second ≥ 0 such as 9000000", f.key, v), http.StatusBadRequest)
+				return
+			}
+			*f.bits = n
+		}
 		p.SetLatency(lat, jit)
+		p.SetBandwidth(down, up)
 		p.SetMode(m)
 		_, _ = io.WriteString(w, m.String()+"\n")
 	})

@@ -20,10 +20,15 @@
 //     close nothing. It is the half-open link a sleeping laptop or a dropped Wi-Fi leaves:
 //     the client learns nothing until its own timers give up, and neither does the server
 //     (a new connection is held, as by blackhole: it never reaches the upstream).
+//   - throttle: forward over a slow link (the page-load benchmark's 4G): each direction's
+//     bytes go through a bottleneck every connection shares (Down, Up bits per second), then
+//     wait the latency (one way); a new connection's first bytes wait a round trip more, the
+//     TCP handshake a real link would have cost before the client could send them.
 //
-// Connections forwarded in up, latency or reset follow the mode: refuse, blackhole and flap
-// reset them (so that an outage starts for every client at the same moment), stall freezes
-// them, up and latency keep them. A frozen connection stays frozen whatever the mode does
+// Connections forwarded in up, latency, reset or throttle follow the mode: refuse, blackhole
+// and flap reset them (so that an outage starts for every client at the same moment), stall
+// freezes them, up, latency and throttle keep them. A frozen connection stays frozen whatever
+// the mode does
 // next, until reset resets it: the bytes it lost are lost, and its client never hears from
 // it again, not even when its upstream closes; when the client closes it, the proxy closes
 // the upstream side too (as a server would in the end learn). Connections held by blackhole

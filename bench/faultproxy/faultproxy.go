@@ -35,9 +35,13 @@ const (
 	// Stall freezes every connection, open or new: nothing is forwarded either way, nothing
 	// is closed.
 	Stall
+	// Throttle forwards over a slow link: each direction's bytes take their turn on the
+	// bandwidth its connections share, then the latency; a new connection's first bytes wait
+	// one round trip more (TCP's handshake).
+	Throttle
 )
 
-var modeNames = [...]string{"up", "refuse", "blackhole", "flap", "latency", "reset", "stall"}
+var modeNames = [...]string{"up", "refuse", "blackhole", "flap", "latency", "reset", "stall", "throttle"}
 
 func (m Mode) String() string {
 	if m < 0 || int(m) >= len(modeNames) {
@@ -52,7 +56,8 @@ func (m Mode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
 // ErrMode is wrapped by ParseMode's error.
 var ErrMode = errors.New("faultproxy: bad mode")
 
-// ParseMode reads a mode's name: up, refuse, blackhole, flap, latency, reset or stall.
+// ParseMode reads a mode's name: up, refuse, blackhole, flap, latency, reset, stall or
+// throttle.
 func ParseMode(s string) (Mode, error) {
 	s = strings.TrimSpace(s)
 	if i := slices.Index(modeNames[:], s); i >= 0 {
@@ -62,9 +67,9 @@ func ParseMode(s string) (Mode, error) {
 }
 
 // forwards reports whether a connection accepted in m is forwarded and follows the modes
-// after it: up, latency, reset. (Flap forwards too, but each of its connections ends on its
-// own clock.)
-func (m Mode) forwards() bool { return m == Up || m == Latency || m == Reset }
+// after it: up, latency, reset, throttle. (Flap forwards too, but each of its connections
+// ends on its own clock.)
+func (m Mode) forwards() bool { return m == Up || m == Latency || m == Reset || m == Throttle }
 
 // How a connection ended, as recorded in [Record.End].
 const (
@@ -101,10 +106,15 @@ type Options struct {
 	FlapAfter time.Duration
 	// DialTimeout bounds the dial to the upstream. Default 5 s.
 	DialTimeout time.Duration
-	// Latency is what latency adds to each direction; Jitter spreads it, uniformly in
-	// [Latency-Jitter, Latency+Jitter], drawn per chunk of bytes (the order of the bytes
-	// is kept). Defaults 200 ms and 0; [Proxy.SetLatency] changes them.
+	// Latency is what latency and throttle add to each direction (one way: a round trip is
+	// twice it); Jitter spreads it in latency mode, uniformly in [Latency-Jitter,
+	// Latency+Jitter], drawn per chunk of bytes (the order of the bytes is kept). Defaults
+	// 200 ms and 0; [Proxy.SetLatency] changes them.
 	Latency, Jitter time.Duration
+	// Down and Up are throttle's bandwidth, in bits per second, towards the client and
+	// towards the upstream, each shared by every connection. Default 0: unlimited;
+	// [Proxy.SetBandwidth] changes them.
+	Down, Up int64
 	// Log receives one JSON line per accepted connection and one per ended connection.
 	// Default: none. Writes are serialised.
 	Log io.Writer
@@ -121,10 +131,12 @@ type Proxy struct {
 	mode            Mode
 	changed         chan struct{} // closed and replaced at every SetMode and SetLatency
 	latency, jitter time.Duration
+	down, up        lane // throttle's two directions
 	records         []Record
 	live            map[int64]*link // open connections
 	logw            io.Writer
 	closed          bool
+	quit            chan struct{} // closed by Close
 	wg              sync.WaitGroup
 }
 
@@ -135,7 +147,19 @@ type link struct {
 	up     net.Conn // nil unless forwarded
 	mode   Mode     // the mode at accept
 	frozen bool     // stalled: its bytes are dropped from then on (guarded by Proxy.mu)
+	spoke  bool     // the client's first bytes went out (throttle; its upstream pipe's alone)
 }
+
+// lane is one direction of a throttled link: the bytes of every connection go through it one
+// after the other, as through a link's bottleneck. Guarded by Proxy.mu.
+type lane struct {
+	bits int64     // per second; 0: unlimited
+	free time.Time // when the bytes already on it have gone through
+}
+
+// piece is the most bytes throttle sends at once: a few TCP segments, so that a download
+// arrives as a stream, not in the proxy's 32 KB reads.
+const piece = 4 << 10
 
 // Listen starts a proxy on addr ("127.0.0.1:0" for any free port) in front of upstream.
 func Listen(addr, upstream string, opts *Options) (*Proxy, error) {
@@ -159,7 +183,8 @@ func Listen(addr, upstream string, opts *Options) (*Proxy, error) {
 	p := &Proxy{
 		ln: ln, upstream: upstream, flap: o.FlapAfter, dialTO: o.DialTimeout,
 		changed: make(chan struct{}), latency: o.Latency, jitter: max(o.Jitter, 0),
-		live: make(map[int64]*link), logw: o.Log,
+		down: lane{bits: max(o.Down, 0)}, up: lane{bits: max(o.Up, 0)},
+		live: make(map[int64]*link), logw: o.Log, quit: make(chan struct{}),
 	}
 	p.wg.Go(p.acceptLoop)
 	return p, nil
@@ -217,6 +242,22 @@ func (p *Proxy) SetLatency(latency, jitter time.Duration) {
 	p.mu.Unlock()
 }
 
+// SetBandwidth sets throttle's bandwidth towards the client (down) and the upstream (up), in
+// bits per second; 0 is unlimited (see [Options]).
+func (p *Proxy) SetBandwidth(down, up int64) {
+	p.mu.Lock()
+	p.down.bits, p.up.bits = max(down, 0), max(up, 0)
+	p.mu.Unlock()
+}
+
+// Bandwidth returns throttle's bandwidth towards the client and the upstream, in bits per
+// second.
+func (p *Proxy) Bandwidth() (down, up int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.down.bits, p.up.bits
+}
+
 // Latency returns what latency adds to each direction, and its jitter.
 func (p *Proxy) Latency() (latency, jitter time.Duration) {
 	p.mu.Lock()
@@ -253,6 +294,9 @@ func (p *Proxy) OpenCount(m Mode) int {
 // Close stops listening, closes every connection and waits for the proxy's goroutines.
 func (p *Proxy) Close() error {
 	p.mu.Lock()
+	if !p.closed {
+		close(p.quit)
+	}
 	p.closed = true
 	links := make([]*link, 0, len(p.live))
 	for _, l := range p.live {
@@ -397,6 +441,12 @@ func (p *Proxy) pipe(l *link, src, dst net.Conn, downstream bool) string {
 		if p.isFrozen(l) {
 			continue // lost, as on a link that went down
 		}
+		if p.Mode() == Throttle {
+			if err := p.shape(l, c, dst, downstream); err != nil {
+				return dstEnd
+			}
+			continue
+		}
 		p.await(c.at)
 		if p.isFrozen(l) {
 			continue
@@ -441,6 +491,57 @@ func (p *Proxy) await(at time.Time) {
 			t.Stop()
 		}
 	}
+}
+
+// shape writes c to dst as a slow link delivers it: piece by piece, each once its turn on the
+// direction's wire is over and the latency has passed. The first bytes the client sends on a
+// connection wait a round trip more: the proxy accepted at once on loopback, where a real
+// link would have spent one on TCP's handshake before the client could send them.
+func (p *Proxy) shape(l *link, c chunk, dst net.Conn, downstream bool) error {
+	p.mu.Lock()
+	lat := p.latency
+	w, quit := &p.up, p.quit
+	if downstream {
+		w = &p.down
+	}
+	p.mu.Unlock()
+	extra := time.Duration(0)
+	if !downstream && !l.spoke {
+		l.spoke = true
+		extra = 2 * lat
+	}
+	for b := c.b; len(b) > 0; {
+		n := min(len(b), piece)
+		p.mu.Lock()
+		through := c.at
+		if w.bits > 0 {
+			start := w.free
+			if start.Before(c.at) {
+				start = c.at
+			}
+			through = start.Add(time.Duration(int64(n) * 8 * int64(time.Second) / w.bits))
+			w.free = through
+		}
+		p.mu.Unlock()
+		// Due times are absolute: a late wake-up is caught up by the next piece.
+		if wait := time.Until(through.Add(lat + extra)); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-quit:
+				t.Stop()
+				return net.ErrClosed
+			}
+		}
+		if p.isFrozen(l) {
+			return nil
+		}
+		if _, err := dst.Write(b[:n]); err != nil {
+			return err
+		}
+		b = b[n:]
+	}
+	return nil
 }
 
 func (p *Proxy) isFrozen(l *link) bool {

@@ -18,8 +18,8 @@ import (
 	"github.com/lifeline-go/lifeline/bench/faultproxy"
 )
 
-// echoServer is the upstream: it echoes every line back.
-func echoServer(t *testing.T) string {
+// serveEach serves each connection with handle, on a goroutine of its own, and closes it after.
+func serveEach(t *testing.T, handle func(net.Conn)) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -34,11 +34,16 @@ func echoServer(t *testing.T) string {
 			}
 			go func() {
 				defer c.Close()
-				_, _ = io.Copy(c, c)
+				handle(c)
 			}()
 		}
 	}()
 	return ln.Addr().String()
+}
+
+// echoServer is the upstream: it echoes every line back.
+func echoServer(t *testing.T) string {
+	return serveEach(t, func(c net.Conn) { _, _ = io.Copy(c, c) })
 }
 
 func newProxy(t *testing.T, opts *faultproxy.Options) *faultproxy.Proxy {
@@ -553,5 +558,79 @@ func TestResetEndsFrozenAndHeldConnectionsToo(t *testing.T) {
 	case <-uFrozen.eof:
 	case <-time.After(3 * time.Second):
 		t.Fatal("the frozen connection's upstream side stayed open 3 s after the reset")
+	}
+}
+
+// sourceServer is an upstream that sends n bytes to each connection, then closes it.
+func sourceServer(t *testing.T, n int) string {
+	return serveEach(t, func(c net.Conn) { _, _ = c.Write(make([]byte, n)) })
+}
+
+func TestThrottleSharesTheBandwidthAmongConnections(t *testing.T) {
+	const size, bits = 64 << 10, 4_000_000 // 64 KiB each at 4 Mbit/s: 131 ms alone
+	p, err := faultproxy.Listen("127.0.0.1:0", sourceServer(t, size), &faultproxy.Options{Latency: 5 * time.Millisecond, Down: bits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	p.SetMode(faultproxy.Throttle)
+	start := time.Now()
+	var wg sync.WaitGroup
+	got := make([]int64, 2)
+	for i := range got {
+		c := dial(t, p)
+		wg.Go(func() {
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			got[i], _ = io.Copy(io.Discard, c)
+		})
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if got[0] != size || got[1] != size {
+		t.Fatalf("received %v bytes; want %d on each connection", got, size)
+	}
+	if want := time.Duration(2 * size * 8 * int64(time.Second) / bits); took < want {
+		t.Fatalf("two connections of %d bytes took %v; want at least %v, one after the other through %d bit/s", size, took, want, bits)
+	}
+}
+
+func TestThrottleHoldsANewConnectionsFirstBytesARoundTripMore(t *testing.T) {
+	const lat = 100 * time.Millisecond
+	p := newProxy(t, &faultproxy.Options{Latency: lat})
+	p.SetMode(faultproxy.Throttle)
+	c := dial(t, p)
+	for i, want := range []time.Duration{4 * lat, 2 * lat} { // handshake + there and back; then there and back
+		sent := time.Now()
+		if _, err := roundTrip(c, 3*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(sent); took < want {
+			t.Fatalf("round trip %d took %v; want at least %v", i+1, took, want)
+		}
+	}
+}
+
+func TestControlPanelSetsTheBandwidth(t *testing.T) {
+	p := newProxy(t, nil)
+	srv := httptest.NewServer(p.Handler())
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		name     string
+		query    string
+		status   int
+		down, up int64
+	}{
+		{"both directions come with the mode", "?mode=throttle&down=9000000&up=1500000", http.StatusOK, 9_000_000, 1_500_000},
+		{"a bad bandwidth is refused and changes nothing", "?mode=throttle&down=fast", http.StatusBadRequest, 9_000_000, 1_500_000},
+		{"a mode alone keeps the bandwidth", "?mode=up", http.StatusOK, 9_000_000, 1_500_000},
+	} {
+		resp, err := http.Post(srv.URL+"/mode"+tc.query, "text/plain", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if down, up := p.Bandwidth(); resp.StatusCode != tc.status || down != tc.down || up != tc.up {
+			t.Errorf("%s: status %d, bandwidth %d down %d up; want %d, %d, %d", tc.name, resp.StatusCode, down, up, tc.status, tc.down, tc.up)
+		}
 	}
 }

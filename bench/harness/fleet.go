@@ -10,17 +10,17 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lifeline-go/lifeline/internal/testbed"
-	"github.com/lifeline-go/lifeline/internal/testbed/clientline"
+	"github.com/lifeline-go/lifeline/internal/swarmline"
+	"github.com/lifeline-go/lifeline/internal/test/testbed"
 )
 
-// Event is one line of a client process (clientline.Line: {"t": ms since the epoch, "id":
+// Event is one line of a client process (swarmline.Line: {"t": ms since the epoch, "id":
 // client, "event": …}), with its time as a time.
 type Event struct {
 	T  time.Time
 	ID int
 	Ev string
-	// With bin/client -sub -deliveries: "delivery" and "violation" events carry these.
+	// With bin/swarm -sub -deliveries: "delivery" and "violation" events carry these.
 	Seq   uint64
 	Reset bool
 	Want  json.RawMessage // a violation's expected seq (a number) or what was expected
@@ -28,9 +28,9 @@ type Event struct {
 
 // Client events.
 const (
-	evAttempt      = clientline.Attempt
-	evConnected    = clientline.Connected
-	evDisconnected = clientline.Disconnected
+	evAttempt      = swarmline.Attempt
+	evConnected    = swarmline.Connected
+	evDisconnected = swarmline.Disconnected
 )
 
 // fleet collects the event lines of one client process of n clients.
@@ -53,7 +53,7 @@ func (f *fleet) line(b []byte) {
 	if !bytes.HasPrefix(b, []byte("{")) {
 		return
 	}
-	l, err := clientline.Decode(b)
+	l, err := swarmline.Decode(b)
 	if err != nil {
 		f.mu.Lock()
 		f.bad++

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lifeline-go/lifeline/internal/testbed"
+	"github.com/lifeline-go/lifeline/internal/test/testbed"
 )
 
 // freezeBound is how long after resuming a page is watched: past socket.io's ping timer

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/bench/faultproxy"
-	"github.com/lifeline-go/lifeline/internal/testbed"
+	"github.com/lifeline-go/lifeline/internal/test/testbed"
 )
 
 // Scenario 8: a herd of browsers, each with several tabs of the page, through a refused
@@ -51,7 +51,7 @@ type herdFigures struct {
 	// Returning counts the TCP connections accepted from the proxy's return on that the Host
 	// answered and that then lasted over 500 ms (as scenario 4's sessions admitted): the
 	// sessions that came back, and any HTTP connection kept alive after them (a failed dial's
-	// probe that crossed the return), which the proxy cannot tell from a WebSocket.
+	// refusal query that crossed the return), which the proxy cannot tell from a WebSocket.
 	Returning int
 	// DialsOutage and DialsAfter are the proxy's accepts during the outage (each one reset) and
 	// from its return on, whatever they were.
@@ -183,7 +183,7 @@ func (e *env) s8Herd(r *report) error {
 	}
 	r.note(t, "each browser is a Playwright browser context of one Chromium (a SharedWorker is per profile, so each runs one hub), its tabs opened one after another, up to 4 browsers at a time; the page is the demo Host's, loaded through the fault proxy, whose refuse resets every open socket and every new one")
 	r.note(t, "returning sockets: the upgrade requests that reached the Host from the proxy's return until every tab was back (the growth of its /_lifeline/health `accepted`); Host sessions: its `sessions` with every tab open, before the cut and once every tab is back")
-	r.note(t, "lasting TCP connections back: the proxy's accepts from its return on that the Host answered and that lasted over 500 ms (as scenario 4's sessions admitted); the proxy cannot tell a WebSocket from an HTTP connection kept alive, so a failed dial's probe (a fetch of the events endpoint) that crossed the return counts here too; TCP accepts during the outage are the dials and their probes, each reset")
+	r.note(t, "lasting TCP connections back: the proxy's accepts from its return on that the Host answered and that lasted over 500 ms (as scenario 4's sessions admitted); the proxy cannot tell a WebSocket from an HTTP connection kept alive, so a failed dial's refusal query (a GET of the events endpoint) that crossed the return counts here too; TCP accepts during the outage are the dials and their refusal queries, each reset")
 	r.note(t, "tabs down / back: tabs whose lifeline:state left connected after the cut / reached connected again after the return; all tabs back: from the return to the last tab's connected; browsers agreeing: browsers whose every tab shows connected at the end in `lifeline.state()` and `#connection-status[data-state]`; same sequence: browsers whose tabs all saw the same sequence of states from the cut on")
 	r.note(t, "in-page, each tab runs its own wasm instance and socket and climbs its own ladder, so the tabs of a browser need not see the same sequence of states; in shared mode they see the hub's")
 	if inPage != browsers {

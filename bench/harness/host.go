@@ -18,7 +18,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
-	"github.com/lifeline-go/lifeline/internal/testbed"
+	"github.com/lifeline-go/lifeline/internal/test/testbed"
 )
 
 // openHostCfg lets a benchmark's load through: no session cap or accept rate in the way.
@@ -76,7 +76,7 @@ func (e *env) s7Memory(r *report, t *table, n int) error {
 	}
 	per := float64(after-before) / float64(max(h.Sessions, 1))
 	r.row(t, fmt.Sprintf("Host RSS per idle session (%d sessions)", h.Sessions), fmt.Sprintf("%.1f KiB", per/1024),
-		fmt.Sprintf("bin/host RSS %.1f MiB idle → %.1f MiB with %d sessions (bin/client -n %d, all connected in %.1f s)",
+		fmt.Sprintf("bin/host RSS %.1f MiB idle → %.1f MiB with %d sessions (bin/swarm -n %d, all connected in %.1f s)",
 			float64(before)/(1<<20), float64(after)/(1<<20), h.Sessions, n, took.Seconds()))
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lifeline-go/lifeline/internal/testbed"
+	"github.com/lifeline-go/lifeline/internal/test/testbed"
 )
 
 // maxStall is the longest stall of the harness's process a scenario's figures tolerate.
@@ -24,18 +24,26 @@ type scenario struct {
 	id   string
 	name string
 	run  func(*env, *report) error
+	// own: the scenario builds what it runs (bench/cmd/fanout-*), so a run of such scenarios
+	// alone skips the harness's build of bin/host, bin/swarm and the page.
+	own bool
 }
 
 var scenarios = []scenario{
-	{"1", "refused outage", (*env).s1Refused},
-	{"2", "blackhole", (*env).s2Blackhole},
-	{"3", "flap", (*env).s3Flap},
-	{"4", "herd", (*env).s4Herd},
-	{"5", "planned restart", (*env).s5Restart},
-	{"6", "the page in Chromium", (*env).s6Page},
-	{"7", "the Host", (*env).s7Host},
-	{"8", "a herd of browsers, shared mode", (*env).s8Herd},
-	{"9", "a page frozen while its link went half-open", (*env).s9Freeze},
+	{"1", "refused outage", (*env).s1Refused, false},
+	{"2", "blackhole", (*env).s2Blackhole, false},
+	{"3", "flap", (*env).s3Flap, false},
+	{"4", "herd", (*env).s4Herd, false},
+	{"5", "planned restart", (*env).s5Restart, false},
+	{"6", "the page in Chromium", (*env).s6Page, false},
+	{"7", "the Host", (*env).s7Host, false},
+	{"8", "a herd of browsers, shared mode", (*env).s8Herd, false},
+	{"9", "a page frozen while its link went half-open", (*env).s9Freeze, false},
+	{"10", "calls through faults", (*env).s10Calls, false},
+	{"11", "the cost of metrics", (*env).s11Metrics, false},
+	{"streams", "the fleet's JetStream log with a stream per user", (*env).sStreams, false},
+	{"fanout", "the Host's fan-out against Centrifuge's", (*env).sFanout, true},
+	{"sessions", "idle sessions on one Host", (*env).sSessions, true},
 }
 
 func main() {
@@ -59,7 +67,12 @@ func run() int {
 	kinds := flag.String("kinds", strings.Join(allKinds, ","), "comma-separated client kinds to run")
 	client := flag.String("client", "", "the `directory` of a client (as scripts/assets.sh writes it) for the Host to serve instead of building bench/.bin/assets (to measure one build against another)")
 	loads := flag.Int("loads", 0, "scenario 6: loads per visit and page (default 20 × scale, at least 5)")
+	linkKeys := flag.String("links", "", "scenario 6: comma-separated links to load the pages over: loopback, 4g, slow4g (default all)")
 	dwell := flag.Duration("dwell", 3*time.Second, "scenario 6: how long a repeat visit's page stays open after connected (V8 writes its code cache only after 2 s without new top-tier code)")
+	streams := flag.String("streams", streamsCounts, "scenario streams: the stream `counts` the log grows through, comma-separated (× scale; 1000000 if the machine holds it)")
+	shards := flag.Int("streams-shards", 1, "scenario streams: the log's shards (jetstream.Options.Shards)")
+	fanPages := flag.String("fanout-pages", "", "fanout: comma-separated page counts to run (default 2000,10000,20000 × scale)")
+	fanStep := flag.Duration("fanout-step", 0, "fanout: how long each rate runs (default 15 s × scale, at least 2 s)")
 	flag.Parse()
 	allKinds = nil
 	for k := range strings.SplitSeq(*kinds, ",") {
@@ -82,7 +95,27 @@ func run() int {
 	}
 	runID := time.Now().Format("20060102-150405")
 	e := &env{root: root, bin: filepath.Join(root, "bench/.bin"), raw: filepath.Join(root, "bench/raw", runID), scale: *scale, node: node,
-		loads: *loads, dwell: *dwell}
+		loads: *loads, dwell: *dwell, streamsList: *streams, streamShards: *shards, fanStep: *fanStep}
+	for v := range strings.SplitSeq(*fanPages, ",") {
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "harness: -fanout-pages wants page counts, got %q\n", v)
+			return 2
+		}
+		e.fanPages = append(e.fanPages, n)
+	}
+	if *linkKeys != "" {
+		e.links = strings.Split(*linkKeys, ",")
+		for _, k := range e.links {
+			if !slices.ContainsFunc(links, func(l link) bool { return l.key == k }) {
+				fmt.Fprintf(os.Stderr, "harness: -links: unknown link %q (loopback, 4g, slow4g)\n", k)
+				return 2
+			}
+		}
+	}
 	if *client != "" {
 		if e.client, err = filepath.Abs(*client); err == nil {
 			var st os.FileInfo
@@ -108,7 +141,8 @@ func run() int {
 		}
 	}
 	full := len(chosen) == len(scenarios) && *scale == 1 && len(allKinds) == 3 &&
-		*client == "" && *loads == 0 && *dwell == 3*time.Second
+		*client == "" && *loads == 0 && *dwell == 3*time.Second && *streams == streamsCounts && *shards == 1 &&
+		*fanPages == "" && *fanStep == 0 && *linkKeys == ""
 	if *out == "" {
 		*out = filepath.Join(e.raw, "RESULTS.md")
 		if full {
@@ -121,7 +155,11 @@ func run() int {
 
 	started := time.Now()
 	fmt.Printf("harness: scale %g, raw logs in %s\n", e.scale, e.raw)
-	if !*noBuild {
+	own := true
+	for _, s := range chosen {
+		own = own && s.own
+	}
+	if !*noBuild && !own {
 		if err := e.build(); err != nil {
 			fmt.Fprintln(os.Stderr, "harness:", err)
 			return 1
@@ -178,16 +216,19 @@ func repoRoot() (string, error) {
 	return filepath.Dir(mod), nil
 }
 
-// build builds bin/host and bin/client into bench/.bin, the page into bench/.bin/web (unless
-// -web names other assets) with an unstripped twin of its wasm, and installs the pinned npm
-// packages of bench/ when they are missing or stale.
+// build builds bin/host, bin/swarm and the calls scenario's callhost and callpages into
+// bench/.bin, the page into bench/.bin/web (unless -web names other assets) with an
+// unstripped twin of its wasm, and installs the pinned npm packages of bench/ when they are
+// missing or stale.
 func (e *env) build() error {
-	fmt.Println("harness: building bench/.bin/host, bench/.bin/client and the page's client (bench/.bin/assets)")
-	for _, b := range [][2]string{{"host", "./cmd/host"}, {"client", "./cmd/client"}} {
-		if b[0] == "client" && !slices.Contains(allKinds, kLifeline) {
+	fmt.Println("harness: building bench/.bin/host, swarm, callhost, callpages and the page's client (bench/.bin/assets)")
+	for _, b := range [][2]string{{"host", "./cmd/host"}, {"swarm", "./cmd/swarm"}, {"callhost", "./bench/cmd/callhost"}, {"callpages", "./bench/cmd/callpages"}} {
+		if b[0] != "host" && !slices.Contains(allKinds, kLifeline) {
 			continue
 		}
-		cmd := exec.Command("go", "build", "-o", filepath.Join(e.bin, b[0]), b[1])
+		// With fault injection: the scenarios drive bin/host's fault panel (-faults) and serve
+		// the client they built (-client).
+		cmd := exec.Command("go", "build", "-tags", "lifeline_faults", "-o", filepath.Join(e.bin, b[0]), b[1])
 		cmd.Dir = e.root
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build %s: %v\n%s", b[1], err, out)

@@ -53,9 +53,9 @@ page draws its own minReconnectionDelay; one shared copy would put every client 
 and gives each ws socket a no-op error listener (ws throws an unheard ` + "`error`" + `; a browser does
 not). Neither changes an option.
 
-**Lifeline** (SPEC §2): deadline 15 s, slow warning 3 s, ladder caps 500 ms → 1 s → 2 s → 4 s →
+**Lifeline** (the README's config table): deadline 15 s, slow warning 3 s, ladder caps 500 ms → 1 s → 2 s → 4 s →
 8 s → 10 s forever, delay = cap × (1 − 0.5 × U[0,1)), the ladder resets only after a generation
-stayed ready 10 s (` + "`stableAfterMs`" + `). Run as ` + "`bin/client`" + ` (cmd/client: the page's controller and gateway,
+stayed ready 10 s (` + "`stableAfterMs`" + `). Run as ` + "`bin/swarm`" + ` (cmd/swarm: the page's controller and gateway,
 natively) against ` + "`bin/host`" + ` (cmd/host) with an empty config, except where a table says otherwise.
 `
 

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/bench/faultproxy"
-	"github.com/lifeline-go/lifeline/internal/testbed"
-	"github.com/lifeline-go/lifeline/internal/testbed/clientline"
+	"github.com/lifeline-go/lifeline/internal/swarmline"
+	"github.com/lifeline-go/lifeline/internal/test/testbed"
 )
 
 // accepts returns the times of the connections p accepted in [from, to).
@@ -582,7 +582,7 @@ func (e *env) s5Drain(r *report, t *table, n int, shared bool) error {
 	return nil
 }
 
-// streamIntegrity reads the ticks deliveries the clients printed (bin/client -sub ticks
+// streamIntegrity reads the ticks deliveries the clients printed (bin/swarm -sub ticks
 // -deliveries), whose own check prints a violation for every event out of order: a gap (lost
 // events) or a seq already delivered (a duplicate). It also returns the resets after drain.
 func (e *env) streamIntegrity(r *report, t *table, fl *fleet, logs string, drain time.Time) (lost, dup, resetsAfter int) {
@@ -600,7 +600,7 @@ func (e *env) streamIntegrity(r *report, t *table, fl *fleet, logs string, drain
 			}
 		case "violation":
 			violations++
-			want, ok := clientline.Line{Want: ev.Want}.WantSeq()
+			want, ok := swarmline.Line{Want: ev.Want}.WantSeq()
 			if !ok {
 				dup++ // an event before any reset: nothing to place it after
 				continue
@@ -612,7 +612,7 @@ func (e *env) streamIntegrity(r *report, t *table, fl *fleet, logs string, drain
 			}
 		}
 	}
-	r.note(t, "ticks across the move, %s (bin/client -sub ticks, one tick a second): %d events delivered, %d lost, %d duplicated (%d violations of once-each-in-order); %d resets before it (the pages' first baselines), %d after it over %d clients — a reset after the move means the page re-baselined on the Host it moved to (its log is another, with another epoch) instead of resuming by cursor",
+	r.note(t, "ticks across the move, %s (bin/swarm -sub ticks, one tick a second): %d events delivered, %d lost, %d duplicated (%d violations of once-each-in-order); %d resets before it (the pages' first baselines), %d after it over %d clients — a reset after the move means the page re-baselined on the Host it moved to (its log is another, with another epoch) instead of resuming by cursor",
 		logs, events, lost, dup, violations, resets-resetsAfter, resetsAfter, fl.n)
 	return lost, dup, resetsAfter
 }

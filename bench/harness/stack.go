@@ -9,10 +9,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lifeline-go/lifeline/bench/faultproxy"
-	"github.com/lifeline-go/lifeline/internal/testbed"
+	"github.com/lifeline-go/lifeline/internal/test/testbed"
 )
 
 // The client kinds, in the order their rows are printed.
@@ -33,10 +34,21 @@ type env struct {
 	node  string
 	bed   *testbed.Bed // every process of the run, logging into raw
 
+	// The fanout and sessions scenarios: their commands, built once (buildFanout).
+	fanBuild sync.Once
+	fanErr   error
+	fanPages []int         // -fanout-pages; nil: 2000, 10000 and 20000 × scale
+	fanStep  time.Duration // -fanout-step; 0: 15 s × scale
+
 	// Scenario 6 only.
 	client string        // the client the Host serves (-client); "" means bench/.bin/assets, built here
 	loads  int           // loads per row; 0 means 20 × scale (at least 5)
 	dwell  time.Duration // how long a repeat visit's page stays open after connected
+	links  []string      // the links to load over (-links); none means every one
+
+	// Scenario streams only.
+	streamsList  string // -streams: the stream counts
+	streamShards int    // -streams-shards
 }
 
 // clientDir is the directory of the client the Host serves (hostplugin's -client).
@@ -44,7 +56,7 @@ func (e *env) clientDir() string {
 	if e.client != "" {
 		return e.client
 	}
-	return filepath.Join(e.bin, "assets") // not "client": that is bin/client's binary
+	return filepath.Join(e.bin, "assets") // the client the Host serves, as scripts/assets.sh lays it out
 }
 
 // n scales a client count, keeping at least lo.
@@ -129,7 +141,7 @@ func (e *env) startClients(kind, name, url string, n int, extra ...string) (*tes
 	var argv []string
 	switch kind {
 	case kLifeline:
-		argv = append([]string{filepath.Join(e.bin, "client"), "-url", url, "-n", strconv.Itoa(n)}, extra...)
+		argv = append([]string{filepath.Join(e.bin, "swarm"), "-url", url, "-n", strconv.Itoa(n)}, extra...)
 	case kSIO:
 		argv = []string{e.node, filepath.Join(e.root, "bench/peers/sio-clients.js"), "--url", url, "--n", strconv.Itoa(n)}
 	case kRWS:

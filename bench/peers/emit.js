@@ -1,5 +1,5 @@
 'use strict';
-// One JSON line per client event, the same shape bin/client prints, so that one analyser reads
+// One JSON line per client event, the same shape bin/swarm prints, so that one analyser reads
 // every kind: {"t": ms since the epoch, "id": client index, "event": "attempt"|"connected"|"disconnected"}.
 const out = [];
 let scheduled = false;
@@ -9,12 +9,18 @@ function flush() {
   if (out.length) process.stdout.write(out.splice(0).join(''));
 }
 
-exports.emit = function emit(id, event) {
-  out.push(JSON.stringify({ t: Date.now(), id, event }) + '\n');
+// line prints obj, a line with t, id and event first (bench/callline's lines carry more).
+function line(obj) {
+  out.push(JSON.stringify(obj) + '\n');
   if (!scheduled) {
     scheduled = true;
     setImmediate(flush);
   }
+}
+exports.line = line;
+
+exports.emit = function emit(id, event) {
+  line({ t: Date.now(), id, event });
 };
 
 // args reads "--name value" pairs.

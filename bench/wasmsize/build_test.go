@@ -134,3 +134,21 @@ func TestAGoBuiltWasmByPackage(t *testing.T) {
 		t.Errorf("ByModule has no example.com/tiny-wasm: %+v", mods)
 	}
 }
+
+func TestBrotliEachCompressesEachPartOnItsOwn(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node:", err)
+	}
+	noise := make([]byte, 4096)
+	for i := range noise {
+		noise[i] = byte(i*7919>>3) ^ byte(i*104729>>5)
+	}
+	sizes, err := BrotliEach(node, [][]byte{make([]byte, 100_000), noise})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sizes) != 2 || sizes[0] > 100 || sizes[1] < 100 {
+		t.Fatalf("brotli of 100,000 zeros and of 4 KB of noise: %v, want a few bytes and more than 100", sizes)
+	}
+}

@@ -57,3 +57,41 @@ func Compressed(node, path string) (raw, gz, br int64, err error) {
 	}
 	return s[0], s[1], s[2], nil
 }
+
+// brotliEachScript compresses every file named on its command line as Compressed does with
+// brotli, and prints their sizes as a JSON array.
+const brotliEachScript = `const fs = require("fs"), zlib = require("zlib");
+console.log(JSON.stringify(process.argv.slice(1).map((f) => { const raw = fs.readFileSync(f);
+  return zlib.brotliCompressSync(raw, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11,
+    [zlib.constants.BROTLI_PARAM_SIZE_HINT]: raw.length } }).length; })));`
+
+// BrotliEach returns the brotli -q11 size of each of parts compressed on its own, by node. Of
+// parts of one module (its sections, its packages' code) they say how well each compresses;
+// they add up to more than the module's, which also compresses across the parts.
+func BrotliEach(node string, parts [][]byte) ([]int64, error) {
+	dir, err := os.MkdirTemp("", "wasmsize-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	args := []string{"-e", brotliEachScript}
+	for i, b := range parts {
+		f := fmt.Sprintf("%s/%d", dir, i)
+		if err := os.WriteFile(f, b, 0o600); err != nil {
+			return nil, err
+		}
+		args = append(args, f)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(node, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("wasmsize: compressing %d parts with %s: %v: %s", len(parts), node, err, strings.TrimSpace(stderr.String()))
+	}
+	var sizes []int64
+	if err := json.Unmarshal(out, &sizes); err != nil || len(sizes) != len(parts) {
+		return nil, fmt.Errorf("wasmsize: node printed %q for %d parts: %v", out, len(parts), err)
+	}
+	return sizes, nil
+}

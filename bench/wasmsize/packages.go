@@ -116,6 +116,17 @@ func ByPackage(m *Module, p *Packages) []PackageSize {
 	return bySize(sizes)
 }
 
+// CodeOf returns the function bodies of each package, one after the other, as ByPackage
+// attributes them.
+func CodeOf(m *Module, p *Packages) map[string][]byte {
+	code := map[string][]byte{}
+	for i, f := range m.Funcs {
+		pkg := p.Of(f.Name)
+		code[pkg] = append(code[pkg], m.bodies[i]...)
+	}
+	return code
+}
+
 // ByModule groups package sizes by the module (or, for the standard library, the top-level
 // directory) their path starts with: github.com/coder/websocket/internal/wsjs counts for
 // github.com/coder/websocket when that module is listed in modules. Package main (its

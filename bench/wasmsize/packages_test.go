@@ -100,3 +100,20 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+func TestCodeOfHoldsTheBodiesByPackageSumsThem(t *testing.T) {
+	m, err := Parse(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := NewPackages([]string{"github.com/x/y"})
+	code := CodeOf(m, p)
+	for _, s := range ByPackage(m, p) {
+		if len(code[s.Package]) != s.Bytes {
+			t.Errorf("CodeOf(%s) holds %d bytes, ByPackage says %d", s.Package, len(code[s.Package]), s.Bytes)
+		}
+	}
+	if got := len(m.Payload("code")); got != m.Section("code") {
+		t.Errorf("Payload(code) holds %d bytes, the section %d", got, m.Section("code"))
+	}
+}

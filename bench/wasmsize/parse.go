@@ -41,6 +41,9 @@ type Module struct {
 	DataSegments  int
 	DataBytes     int  // the bytes of every data segment, framing left out
 	HasNames      bool // a name section gave the functions their names
+
+	payloads [][]byte // of each section, in the parsed buffer
+	bodies   [][]byte // of each function, likewise
 }
 
 // Parse reads a WebAssembly binary module. It checks the framing of every section and reads
@@ -64,6 +67,7 @@ func Parse(b []byte) (*Module, error) {
 			return nil, fmt.Errorf("wasmsize: section at byte %d: %w", at, r.err)
 		}
 		s := Section{ID: id, Size: len(payload)}
+		m.payloads = append(m.payloads, payload)
 		if int(id) < len(sectionNames) {
 			s.Name = sectionNames[id]
 		} else {
@@ -80,7 +84,7 @@ func Parse(b []byte) (*Module, error) {
 		case secImport:
 			m.ImportedFuncs, err = parseImports(&sr)
 		case secCode:
-			m.Funcs, err = parseCode(&sr)
+			m.Funcs, m.bodies, err = parseCode(&sr)
 		case secData:
 			m.DataSegments, m.DataBytes, err = parseData(&sr)
 		}
@@ -109,6 +113,17 @@ func (m *Module) Section(name string) int {
 		}
 	}
 	return n
+}
+
+// Payload returns the bytes of the sections called name, one after the other.
+func (m *Module) Payload(name string) []byte {
+	var b []byte
+	for i, s := range m.Sections {
+		if s.Name == name {
+			b = append(b, m.payloads[i]...)
+		}
+	}
+	return b
 }
 
 // CodeBytes is the sum of the function bodies.
@@ -151,24 +166,26 @@ func parseImports(r *reader) (int, error) {
 	return funcs, nil
 }
 
-func parseCode(r *reader) ([]Func, error) {
+// parseCode reads the functions and their bodies (slices of r's bytes).
+func parseCode(r *reader) ([]Func, [][]byte, error) {
 	n := r.u32()
 	if r.err != nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if int(n) > len(r.b) { // every body takes at least one byte
-		return nil, fmt.Errorf("%d bodies in %d bytes", n, len(r.b))
+		return nil, nil, fmt.Errorf("%d bodies in %d bytes", n, len(r.b))
 	}
 	fs := make([]Func, 0, n)
+	bodies := make([][]byte, 0, n)
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		size := r.u32()
-		r.bytes(int(size))
 		fs = append(fs, Func{Size: int(size)})
+		bodies = append(bodies, r.bytes(int(size)))
 	}
 	if r.err == nil && r.off != len(r.b) {
-		return nil, fmt.Errorf("%d bytes after the last body", len(r.b)-r.off)
+		return nil, nil, fmt.Errorf("%d bytes after the last body", len(r.b)-r.off)
 	}
-	return fs, nil
+	return fs, bodies, nil
 }
 
 func parseData(r *reader) (segments, total int, err error) {

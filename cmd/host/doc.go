@@ -5,10 +5,20 @@
 //
 // Usage:
 //
-//	host [-addr 127.0.0.1:8080] [-config lifeline.json] [-web web] [-faults]
-//	     [-id name] [-ticks=false] [-nats url | -nats-embedded dir [-nats-addr 127.0.0.1:4222]]
+//	host [-addr 127.0.0.1:8080] [-config lifeline.json] [-web web] [-faults] [-client dir]
+//	     [-ledger file] [-id name] [-ticks=false] [-nats url | -nats-embedded dir [-nats-addr 127.0.0.1:4222]]
 //	     [-nats-replicas 1] [-nats-max-events 4096]
 //	     [-pidfile file] [-drain-on-stop] [-stop-retry-after 0s] [-cert file -key file]
+//	     [-metrics 127.0.0.1:9464]
+//
+// -faults, -client and -ledger are the repository's tooling, in a build with -tags
+// lifeline_faults only (scripts/build.sh builds bin/host so; go build -tags lifeline_faults
+// ./cmd/host): a build without the tag, like an embedder's Host, has no fault injection, and
+// refuses the three flags at once. -client serves the client in a directory, laid out as
+// scripts/assets.sh writes it, instead of the built-in one. -ledger registers the call
+// "ledger.run" (the chaos soak's), which answers with the call's data and appends each run to
+// the file, which every Host given it shares; /_lifeline/ledger (loopback clients only)
+// answers the runs counted per (identity, key), and per (identity, data) for unkeyed calls.
 //
 // A fleet: with -nats (or -nats-embedded, which starts a NATS server with JetStream inside
 // this Host for a one-machine demo) the stream logs live in NATS JetStream, shared by every
@@ -48,7 +58,11 @@
 //
 // /_lifeline/health answers {"ready","draining","fault","sessions","open","accepted"}, with
 // 503 while not ready or draining (but for a drain to a successor, which serves the same
-// address).
+// address). /_lifeline/live and /_lifeline/ready are the plugin's probes for a load balancer
+// or Kubernetes (Host.LivenessHandler, Host.ReadinessHandler). -metrics serves the Host's
+// Prometheus metrics (hostplugin/metrics, with the Go runtime's and the process's) at
+// /metrics on an address of its own, loopback's for a bare :port; without it the Host keeps
+// none.
 // With -faults, /_lifeline/faults (loopback clients only) shows the fault mode on GET and
 // sets it on POST (body or ?mode=): up, refuse, stall-open, stall-ready, flap=<ms>,
 // drain=<uri>, overload=<ms>, outage.

@@ -26,7 +26,10 @@ type fleetFlags struct {
 	embeddedDir string
 	embeddedAt  string
 	replicas    int
+	shards      int
 	maxEvents   int
+	maxAge      time.Duration
+	migrate     bool
 }
 
 // sharedLog is what cmd/host needs of a fleet's log beyond hostplugin.StreamLog.
@@ -82,7 +85,10 @@ func openLog(f fleetFlags, id string, logger *slog.Logger) (sharedLog, func(), e
 	}
 	log, err := jetstream.Connect(url, &jetstream.Options{
 		Replicas:  f.replicas,
+		Shards:    f.shards,
 		MaxEvents: f.maxEvents,
+		MaxAge:    f.maxAge,
+		Migrate:   f.migrate,
 		Logger:    logger,
 		Name:      "lifeline-host " + id,
 	})
@@ -92,7 +98,7 @@ func openLog(f fleetFlags, id string, logger *slog.Logger) (sharedLog, func(), e
 		}
 		return nil, nil, err
 	}
-	logger.Info("host: stream log on NATS JetStream", "url", url, "replicas", max(f.replicas, 1))
+	logger.Info("host: stream log on NATS JetStream", "url", url, "replicas", max(f.replicas, 1), "shards", max(f.shards, 1))
 	return log, func() {
 		_ = log.Close()
 		if ns != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
-	"github.com/lifeline-go/lifeline/internal/testbed"
+	"github.com/lifeline-go/lifeline/internal/test/testbed"
 )
 
 // freePort is a loopback address nothing listens on, never one handed out before in this

@@ -21,8 +21,11 @@ import (
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/hostplugin/jetstream"
 	"github.com/lifeline-go/lifeline/hostplugin/restart"
-	"github.com/lifeline-go/lifeline/internal/fault"
 )
+
+// upMode is the health's fault mode of a Host without fault modes: what the fault panel reads
+// for none (internal/fault's Fault{}.String(), which TestUpModeIsThePanels holds it to).
+const upMode = "up"
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stderr))
@@ -37,19 +40,24 @@ func run(args []string, stderr io.Writer) int {
 	webDir := flags.String("web", "web", "`directory` holding the demo page")
 	clientDir := flags.String("client", "", "serve the client from this `directory` (as scripts/assets.sh writes it) instead of the built-in one")
 	faults := flags.Bool("faults", false, "serve the fault panel at /_lifeline/faults (loopback clients only)")
+	ledgerFile := flags.String("ledger", "", "answer the call ledger.run with its data, counting its runs in `file` (shared by every Host given it) and serving the counts at /_lifeline/ledger (loopback clients only): the chaos soak's")
 	certFile := flags.String("cert", "", "TLS certificate `file` (PEM); with -key the Host serves https and pages dial wss")
 	keyFile := flags.String("key", "", "TLS private key `file` (PEM)")
 	id := flags.String("id", "", "this Host's `name` in a fleet, shown on the page and in /_lifeline/health (default hostname:port)")
 	publishTicks := flags.Bool("ticks", true, "publish the demo stream ticks (in a fleet every Host may: one tick per second lands)")
 	pidFile := flags.String("pidfile", "", "write the PID of the serving process to `file` (after a SIGUSR2 handoff, the successor's), for a supervisor that follows it (systemd PIDFile=)")
 	drainOnStop := flags.Bool("drain-on-stop", false, "on SIGTERM with no successor, drain (goaway back to the same place, up to drainTimeoutMs) instead of closing every session at once with 1012: for a Host behind a load balancer whose other Hosts take its pages")
+	metricsAddr := flags.String("metrics", "", "serve Prometheus metrics at http://`address`/metrics (a bare :port is loopback's); default none")
 	stopRetryAfter := flags.Duration("stop-retry-after", 0, "on SIGTERM with no successor, the least the pages should wait before dialing again (sent with close 1012 as service-restart retry-after=<ms>); 0: no minimum")
 	var fleet fleetFlags
 	flags.StringVar(&fleet.natsURL, "nats", "", "keep the stream logs in NATS JetStream at `url` (comma-separated servers), shared by every Host using it")
 	flags.StringVar(&fleet.embeddedDir, "nats-embedded", "", "start a NATS server with JetStream storing in `dir` inside this Host and keep the stream logs there")
 	flags.StringVar(&fleet.embeddedAt, "nats-addr", "127.0.0.1:4222", "`address` of the embedded NATS server, for the other Hosts' -nats")
-	flags.IntVar(&fleet.replicas, "nats-replicas", 1, "replicas of each JetStream stream (3 in a 3-node NATS cluster)")
-	flags.IntVar(&fleet.maxEvents, "nats-max-events", 4096, "events each JetStream stream keeps for replay")
+	flags.IntVar(&fleet.replicas, "nats-replicas", 1, "replicas of each JetStream shard (3 in a 3-node NATS cluster)")
+	flags.IntVar(&fleet.shards, "nats-shards", 1, "JetStream streams (shards) the stream log is spread over; the same on every Host")
+	flags.IntVar(&fleet.maxEvents, "nats-max-events", 4096, "events each stream keeps for replay")
+	flags.DurationVar(&fleet.maxAge, "nats-max-age", 24*time.Hour, "how long an event is kept for replay (negative: no limit)")
+	flags.BoolVar(&fleet.migrate, "nats-migrate", false, "copy the previous JetStream layout (a stream per Lifeline stream) into the shards at start; stop every Host of the previous version first")
 	if err := flags.Parse(args); err != nil {
 		return 2
 	}
@@ -63,6 +71,10 @@ func run(args []string, stderr io.Writer) int {
 	}
 	if *stopRetryAfter < 0 {
 		fmt.Fprintf(stderr, "host: -stop-retry-after must not be negative, got %v\n", *stopRetryAfter)
+		return 2
+	}
+	if err := toolingAvailable(*faults, *clientDir, *ledgerFile); err != nil {
+		fmt.Fprintf(stderr, "host: %v\n", err)
 		return 2
 	}
 	// Before anything else: SIGUSR2's default action would end the process, and a
@@ -118,15 +130,43 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	defer closeLog()
-	opts := &hostplugin.Options{Logger: logger, ClientDir: *clientDir}
+	mx, err := listenMetrics(*metricsAddr)
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "host: %v\n", err)
+		return 1
+	}
+	defer mx.Close()
+	// The demo's streams (ticks, host, board) are public.
+	opts := &hostplugin.Options{Logger: logger, Authorize: hostplugin.PublicStreams}
 	if shared != nil {
 		opts.Log = shared
 	}
+	calls, err := openCalls(shared, cfg, logger)
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "host: %v\n", err)
+		return 1
+	}
+	if calls != nil {
+		defer calls.Close()
+		opts.Calls = calls
+	}
+	mx.observe(opts)
 	h, err := hostplugin.New(cfg, opts)
 	if err != nil {
 		ln.Close()
 		fmt.Fprintf(stderr, "host: %v\n", err)
 		return 1
+	}
+	handleFleetCall(h, *id, logger) // the fleet test's call (calls.go)
+	installBoard(h, logger)         // the demo's calls (demo.go)
+	if *clientDir != "" {
+		if err := serveClientFrom(h, *clientDir); err != nil {
+			ln.Close()
+			fmt.Fprintf(stderr, "host: -client: %v\n", err)
+			return 1
+		}
 	}
 	setHostBaseline(h, *id)
 	scheme := "http"
@@ -143,16 +183,27 @@ func run(args []string, stderr io.Writer) int {
 	}
 
 	mux := http.NewServeMux()
-	var injector *fault.Injector // nil without -faults: the Host has no fault modes
+	faultMode := func() string { return upMode } // without -faults the Host has no fault modes
 	if *faults {
-		if injector, err = fault.Install(h); err != nil {
+		if faultMode, err = installFaults(h, mux); err != nil {
 			ln.Close()
 			fmt.Fprintf(stderr, "host: -faults: %v\n", err)
 			return 1
 		}
-		mux.Handle("/_lifeline/faults", injector.Panel())
 	}
-	mux.Handle("/_lifeline/health", health(h, injector, *id, shared, rs.Replaced()))
+	if *ledgerFile != "" {
+		closeLedger, err := installLedger(h, mux, *ledgerFile)
+		if err != nil {
+			ln.Close()
+			fmt.Fprintf(stderr, "host: -ledger: %v\n", err)
+			return 1
+		}
+		defer closeLedger()
+	}
+	mux.Handle("/_lifeline/health", health(h, faultMode, *id, shared, rs.Replaced()))
+	mux.Handle("/_lifeline/live", h.LivenessHandler())
+	mux.Handle("/_lifeline/ready", h.ReadinessHandler())
+	mx.serve(logger)
 	// The demo page is a plain page: the plugin injects its client, as on an embedder's site.
 	mux.Handle("/", h.Handler(http.FileServer(http.Dir(*webDir))))
 	srv := &http.Server{
@@ -210,6 +261,9 @@ func run(args []string, stderr io.Writer) int {
 					continue
 				}
 				_ = h.Reload(*configPath) // logs either way; a refused file changes nothing
+				if calls != nil {
+					calls.SetWindow(h.Config().CallDedup())
+				}
 				continue
 			case sig == upgradeSignal:
 				if fleet.embeddedDir != "" {
@@ -283,22 +337,19 @@ func ticks(ctx context.Context, h *hostplugin.Host, logger *slog.Logger) {
 	}
 }
 
-// health answers the Host's Stats as JSON, with its fault mode ("up" without -faults), its id
+// health answers the Host's Stats as JSON, with its fault mode (faultMode: "up" without -faults), its id
 // and, in a fleet, the state of the shared log; 503 while it is not ready, draining or cut off from the shared log (it could
 // only reset pages then), so a load balancer stops sending pages to it. Draining to a
 // successor is no reason: the successor serves this same socket, so the address is healthy
 // (a request this process accepted just before the handoff is answered here).
-func health(h *hostplugin.Host, faults *fault.Injector, id string, shared sharedLog, replaced <-chan struct{}) http.Handler {
+func health(h *hostplugin.Host, faultMode func() string, id string, shared sharedLog, replaced <-chan struct{}) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := struct {
 			hostplugin.Stats
 			Fault string            `json:"fault"` // as the fault panel reads it
 			Host  string            `json:"host"`
 			Log   *jetstream.Health `json:"log,omitempty"`
-		}{Stats: h.Stats(), Fault: fault.Fault{}.String(), Host: id}
-		if faults != nil {
-			st.Fault = faults.Fault().String()
-		}
+		}{Stats: h.Stats(), Fault: faultMode(), Host: id}
 		if shared != nil {
 			lh := shared.Health()
 			st.Log = &lh

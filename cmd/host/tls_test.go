@@ -94,7 +94,7 @@ func TestServesTLSAndTheEventsEndpointOverWSS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f, err := wire.DecodeServer(b); err != nil || f.T != wire.TypeReady {
+	if f, err := wire.DecodeHost(b); err != nil || f.T != wire.TypeReady {
 		t.Fatalf("first frame over wss %s (%v), want ready", b, err)
 	}
 

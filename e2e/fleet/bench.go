@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -165,13 +166,13 @@ func runBench(out io.Writer) error {
 }
 
 func newBenchHost(log hostplugin.StreamLog) (*hostplugin.Host, *httptest.Server, error) {
-	opts := &hostplugin.Options{Logger: slog.New(slog.DiscardHandler), Log: log}
+	opts := &hostplugin.Options{Logger: slog.New(slog.DiscardHandler), Log: log, Authorize: hostplugin.PublicStreams}
 	h, err := hostplugin.New(hostplugin.DefaultConfig(), opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	h.SetReady(true)
-	return h, httptest.NewServer(h.Handler(nil)), nil
+	return h, httptest.NewServer(h.Handler(http.NotFoundHandler())), nil
 }
 
 func benchOne(pubLog, subLog hostplugin.StreamLog) ([]time.Duration, float64, error) {
@@ -220,7 +221,7 @@ func benchOne(pubLog, subLog hostplugin.StreamLog) ([]time.Duration, float64, er
 				if err != nil {
 					return
 				}
-				f, err := wire.DecodeServer(b)
+				f, err := wire.DecodeHost(b)
 				if err != nil {
 					continue
 				}

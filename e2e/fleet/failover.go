@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,8 +16,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lifeline-go/lifeline/internal/testbed"
-	"github.com/lifeline-go/lifeline/internal/testbed/clientline"
+	lifelinejs "github.com/lifeline-go/lifeline/hostplugin/jetstream"
+	"github.com/lifeline-go/lifeline/internal/swarmline"
+	"github.com/lifeline-go/lifeline/internal/test/testbed"
 )
 
 // failoverBound is how soon every Host must publish and deliver ticks again once the ticks
@@ -27,33 +29,47 @@ const failoverBound = 3 * time.Second
 // election timeout is 4–9 s, and a split vote takes another round.
 const electionBound = 30 * time.Second
 
-// ticksStream finds the JetStream stream of the ticks Lifeline stream (its metadata names
-// it) and the NATS node leading it.
-func ticksStream(urls string) (name, leader string, err error) {
+// ticksState is the ticks Lifeline stream as NATS holds it.
+type ticksState struct {
+	shard  string // the JetStream stream holding it (hostplugin/jetstream's shard)
+	leader string // the NATS node leading that shard
+	seq    uint64 // the ticks' last Lifeline seq
+}
+
+// ticksStream reads where the ticks are (the Hosts run hostplugin/jetstream with its default
+// layout): their shard's leader as the leader reads it, and the seq of the last tick, which
+// the log keeps in the event's Lifeline-Seq header.
+func ticksStream(urls string) (ticksState, error) {
 	nc, err := nats.Connect(urls)
 	if err != nil {
-		return "", "", err
+		return ticksState{}, err
 	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return "", "", err
+		return ticksState{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	streams := js.ListStreams(ctx)
-	for info := range streams.Info() {
-		if info.Config.Metadata["lifeline_stream"] == "ticks" {
-			if info.Cluster == nil || info.Cluster.Leader == "" {
-				return "", "", fmt.Errorf("stream %s has no leader", info.Config.Name)
-			}
-			return info.Config.Name, info.Cluster.Leader, nil
+	shard, subject := lifelinejs.Place(nil, "ticks")
+	s, err := js.Stream(ctx, shard)
+	if err != nil {
+		return ticksState{}, fmt.Errorf("the ticks' shard %s: %w", shard, err)
+	}
+	st := ticksState{shard: shard}
+	if info := s.CachedInfo(); info.Cluster != nil {
+		st.leader = info.Cluster.Leader
+	}
+	m, err := s.GetLastMsgForSubject(ctx, subject)
+	if err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return ticksState{}, fmt.Errorf("the last tick on %s: %w", subject, err)
+	}
+	if m != nil {
+		if st.seq, err = strconv.ParseUint(m.Header.Get(lifelinejs.SeqHeader), 10, 64); err != nil {
+			return ticksState{}, fmt.Errorf("the last tick's %s: %w", lifelinejs.SeqHeader, err)
 		}
 	}
-	if err := streams.Err(); err != nil {
-		return "", "", err
-	}
-	return "", "", errors.New("no JetStream stream holds the ticks")
+	return st, nil
 }
 
 // electionWatch records when JetStream advised a new leader of one stream, seen from a NATS
@@ -105,17 +121,17 @@ func (w *electionWatch) first(t0 time.Time) (time.Time, string, bool) {
 	return time.Time{}, "", false
 }
 
-// probeState reads one bin/client connected straight to one Host (not through nginx): the
+// witnessState reads one bin/swarm (a witness) connected straight to one Host (not through nginx): the
 // times that Host delivered ticks.
-type probeState struct {
+type witnessState struct {
 	mu sync.Mutex
 	at []time.Time
 }
 
-// line reads one line of the probe's process.
-func (p *probeState) line(b []byte) {
-	l, err := clientline.Decode(b)
-	if err != nil || l.Event != clientline.Delivery || l.Reset {
+// line reads one line of the witness's process.
+func (p *witnessState) line(b []byte) {
+	l, err := swarmline.Decode(b)
+	if err != nil || l.Event != swarmline.Delivery || l.Reset {
 		return
 	}
 	p.mu.Lock()
@@ -124,7 +140,7 @@ func (p *probeState) line(b []byte) {
 }
 
 // after returns the first delivery after t0.
-func (p *probeState) after(t0 time.Time) (time.Time, bool) {
+func (p *witnessState) after(t0 time.Time) (time.Time, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, at := range p.at {
@@ -136,7 +152,7 @@ func (p *probeState) after(t0 time.Time) (time.Time, bool) {
 }
 
 // longestSilence returns the longest time between two deliveries among those that end after t0.
-func (p *probeState) longestSilence(t0 time.Time) time.Duration {
+func (p *witnessState) longestSilence(t0 time.Time) time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var d time.Duration
@@ -148,41 +164,45 @@ func (p *probeState) longestSilence(t0 time.Time) time.Duration {
 	return d
 }
 
-// startProbes connects one bin/client to each Host directly and waits for each to deliver two
+// startWitnesses connects one bin/swarm to each Host directly and waits for each to deliver two
 // ticks.
-func (f *fleet) startProbes() ([3]*probeState, error) {
-	var probes [3]*probeState
+func (f *fleet) startWitnesses() ([3]*witnessState, error) {
+	var witnesses [3]*witnessState
 	for i := range 3 {
-		probes[i] = &probeState{}
-		if _, err := f.start(fmt.Sprintf("probe-h%d", i+1), &testbed.Options{Lines: probes[i].line}, f.bin+"/client", "-url", "ws://"+f.hostAddr[i]+"/_lifeline/events",
+		witnesses[i] = &witnessState{}
+		if _, err := f.start(fmt.Sprintf("witness-h%d", i+1), &testbed.Options{Lines: witnesses[i].line}, f.bin+"/swarm", "-url", "ws://"+f.hostAddr[i]+"/_lifeline/events",
 			"-n", "1", "-sub", "ticks", "-deliveries"); err != nil {
-			return probes, err
+			return witnesses, err
 		}
 	}
 	since := time.Now()
 	err := f.waitFor("a client on each Host to receive ticks", 20*time.Second, func() bool {
-		for _, p := range probes {
+		for _, p := range witnesses {
 			if _, ok := p.after(since.Add(time.Second)); !ok {
 				return false
 			}
 		}
 		return true
 	})
-	return probes, err
+	return witnesses, err
 }
 
 // killTicksLeader SIGKILLs the NATS node leading the ticks stream and checks that every Host
 // publishes and delivers ticks again within failoverBound of the kill (the demo cluster's
 // elections take 1–2 s: see natsnode/raft.go). It returns the index of the node killed.
 func (f *fleet) killTicksLeader() (int, error) {
-	probes, err := f.startProbes()
+	witnesses, err := f.startWitnesses()
 	if err != nil {
 		return -1, err
 	}
-	stream, leader, err := ticksStream(f.natsURLs)
+	info, err := ticksStream(f.natsURLs)
 	if err != nil {
 		return -1, fmt.Errorf("finding the ticks stream's leader: %w", err)
 	}
+	if info.leader == "" {
+		return -1, fmt.Errorf("stream %s has no leader", info.shard)
+	}
+	stream, leader := info.shard, info.leader
 	victim := -1
 	for i := range 3 {
 		if leader == fmt.Sprintf("n%d", i+1) {
@@ -212,7 +232,7 @@ func (f *fleet) killTicksLeader() (int, error) {
 		return victim, err
 	}
 	if err := f.waitFor("every Host to deliver a tick after the election", failoverBound+5*time.Second, func() bool {
-		for _, p := range probes {
+		for _, p := range witnesses {
 			if _, ok := p.after(elected); !ok {
 				return false
 			}
@@ -223,7 +243,7 @@ func (f *fleet) killTicksLeader() (int, error) {
 	}
 	logf("  new leader %s elected %v after the kill", by, elected.Sub(killed).Round(time.Millisecond))
 	var slow []string
-	for i, p := range probes {
+	for i, p := range witnesses {
 		first, _ := p.after(elected)
 		gap := first.Sub(elected)
 		logf("  h%d: first tick %v after the kill, %v after the election; longest silence %v",

@@ -1,14 +1,16 @@
 //go:build !js
 
 // Command fleet is the fleet test: a 3-node NATS JetStream cluster (natsnode), three Hosts
-// sharing their stream logs in it, nginx in front, 200 bin/client clients and 2 Chromium
+// sharing their stream logs in it, nginx in front, 200 bin/swarm clients and 2 Chromium
 // pages through nginx. It runs a rolling restart of every Host (SIGTERM: drain, stop, start,
 // next), checks that no event of any client is lost or duplicated and that the pages'
 // indicators never leave connected; then sends h1's pages to h2 with a GOAWAY whose uri pins
 // them through nginx (/h2/) and back (0 disconnects both ways); then kills one Host with
 // SIGKILL and checks that every
-// client it held recovers onto the survivors within deadline + top cap, resuming by cursor;
-// then SIGKILLs the NATS node leading the ticks stream and checks that every Host delivers
+// client it held recovers onto the survivors within deadline + top cap, resuming by cursor,
+// and that the keyed calls which callers (gateways through nginx) make through the kill each
+// ran once in the fleet, answered after it by a survivor sharing the dead Host's dedup store
+// (unkeyed ones cut by it are interrupted, having run at most once); then SIGKILLs the NATS node leading the ticks stream and checks that every Host delivers
 // ticks again within 3 s of the new leader's election (printing each Host's gap), and that
 // publishing and replay go on.
 //
@@ -18,8 +20,9 @@
 //	go run ./e2e/fleet -bench -out bench/FLEET.md   # … and rewrite their part of bench/FLEET.md
 //
 // It needs the demo page (web/index.html; the Host serves its own client) and nginx (installed
-// when missing). Every child runs in a process group of its own (internal/testbed), stopped
-// when the run ends or is interrupted, and killed by the kernel if the run itself is.
+// by scripts/setup.sh fleet when missing). Every child runs in a process group of its own
+// (internal/test/testbed), stopped when the run ends or is interrupted, and killed by the
+// kernel if the run itself is.
 package main
 
 import (
@@ -38,14 +41,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lifeline-go/lifeline/internal/testbed"
-	"github.com/lifeline-go/lifeline/internal/testbed/clientline"
+	"github.com/lifeline-go/lifeline/internal/swarmline"
+	"github.com/lifeline-go/lifeline/internal/test/testbed"
 )
 
 func main() {
 	long := flag.Bool("long", false, "the long run: three rolling restarts and longer settles")
 	bench := flag.Bool("bench", false, "measure latency and throughput, ring against JetStream, and exit")
-	clients := flag.Int("clients", 200, "bin/client clients")
+	clients := flag.Int("clients", 200, "bin/swarm clients")
 	pages := flag.Int("pages", 2, "Chromium pages")
 	keep := flag.Bool("keep", false, "keep the run directory")
 	out := flag.String("out", "", "with -bench: the figures file whose -bench part to rewrite (bench/FLEET.md)")
@@ -76,7 +79,7 @@ func main() {
 }
 
 // proc is one child process, in a process group of its own that is stopped with it
-// (internal/testbed).
+// (internal/test/testbed).
 type proc struct{ *testbed.Proc }
 
 type fleet struct {
@@ -85,14 +88,17 @@ type fleet struct {
 	dir, bin                 string
 	natsAddr, routeAddr      [3]string
 	hostAddr                 [3]string
+	metricsAddr              [3]string // each Host's -metrics, which Prometheus scrapes (prometheus.go)
 	natsURLs                 string
 	proxyPort                string
+	hostConfig               string // the Hosts' -config
 
 	bed   *testbed.Bed
 	nats  [3]*proc
 	hosts [3]*proc
 	st    *clientState
 	pg    *pageState
+	prom  *prom
 }
 
 func logf(format string, args ...any) {
@@ -141,8 +147,9 @@ func waitTCP(addr string, d time.Duration) error {
 }
 
 func (f *fleet) build() error {
-	for _, pkg := range []string{"./cmd/host", "./cmd/client", "./e2e/fleet/natsnode"} {
-		cmd := exec.Command("go", "build", "-o", f.bin+"/", pkg)
+	for _, pkg := range []string{"./cmd/host", "./cmd/swarm", "./e2e/fleet/natsnode"} {
+		// bin/host with fault injection: the fleet drives its fault panel (-faults).
+		cmd := exec.Command("go", "build", "-tags", "lifeline_faults", "-o", f.bin+"/", pkg)
 		cmd.Stderr = os.Stderr
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("go build %s: %w", pkg, err)
@@ -151,13 +158,11 @@ func (f *fleet) build() error {
 	if _, err := os.Stat("web/index.html"); err != nil {
 		return errors.New("web/index.html is missing: run from the repository root")
 	}
-	if _, err := exec.LookPath("nginx"); err != nil {
-		logf("installing nginx")
-		cmd := exec.Command("sh", "-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nginx")
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("installing nginx: %w", err)
-		}
+	// nginx, installed when missing: scripts/setup.sh is where Debian packages are installed.
+	setup := exec.Command("./scripts/setup.sh", "fleet", "metrics")
+	setup.Stdout, setup.Stderr = os.Stderr, os.Stderr
+	if err := setup.Run(); err != nil {
+		return fmt.Errorf("scripts/setup.sh fleet (nginx): %w", err)
 	}
 	return nil
 }
@@ -181,7 +186,8 @@ func (f *fleet) startHost(i int) error {
 	// -drain-on-stop: behind nginx the other Hosts take a stopping Host's pages, so its
 	// SIGTERM drains to them (make-before-break) instead of closing every page with 1012.
 	p, err := f.start(fmt.Sprintf("host%d", i+1), nil, f.bin+"/host", "-id", fmt.Sprintf("h%d", i+1),
-		"-addr", f.hostAddr[i], "-web", "web", "-faults", "-drain-on-stop", "-nats", f.natsURLs, "-nats-replicas", "3")
+		"-addr", f.hostAddr[i], "-web", "web", "-faults", "-drain-on-stop", "-nats", f.natsURLs, "-nats-replicas", "3",
+		"-config", f.hostConfig, "-metrics", f.metricsAddr[i])
 	if err != nil {
 		return err
 	}
@@ -205,9 +211,16 @@ func (f *fleet) run() error {
 	var urls []string
 	for i := range 3 {
 		f.natsAddr[i], f.routeAddr[i], f.hostAddr[i] = freeAddr(), freeAddr(), freeAddr()
+		f.metricsAddr[i] = freeAddr()
 		urls = append(urls, "nats://"+f.natsAddr[i])
 	}
 	f.natsURLs = strings.Join(urls, ",")
+	// A keyed call cut mid-run by a SIGKILL is answered interrupted once its re-send has
+	// waited the call timeout: a short one keeps the calls step short.
+	f.hostConfig = filepath.Join(f.dir, "host.json")
+	if err := os.WriteFile(f.hostConfig, fmt.Appendf(nil, `{"callTimeoutMs":%d}`, hostCallTimeout.Milliseconds()), 0o644); err != nil {
+		return err
+	}
 	for i := range 3 {
 		if err := f.startNATS(i); err != nil {
 			return err
@@ -225,6 +238,9 @@ func (f *fleet) run() error {
 		}
 	}
 	logf("Hosts up: %v", f.hostAddr)
+	if err := f.startPrometheus(); err != nil {
+		return err
+	}
 	if err := f.startNginx(); err != nil {
 		return err
 	}
@@ -233,7 +249,7 @@ func (f *fleet) run() error {
 	time.Sleep(2 * time.Second) // the first tick creates the stream
 
 	f.st = newClientState()
-	if _, err := f.start("clients", &testbed.Options{Lines: f.st.line}, f.bin+"/client", "-url", "ws://127.0.0.1:"+f.proxyPort+"/_lifeline/events",
+	if _, err := f.start("clients", &testbed.Options{Lines: f.st.line}, f.bin+"/swarm", "-url", "ws://127.0.0.1:"+f.proxyPort+"/_lifeline/events",
 		"-n", fmt.Sprint(f.clientsN), "-sub", "ticks", "-deliveries"); err != nil {
 		return err
 	}
@@ -247,7 +263,7 @@ func (f *fleet) run() error {
 		}
 	}
 	if err := f.waitFor("every client connected with ticks flowing", 60*time.Second, func() bool {
-		return f.st.allLive(f.clientsN) && (f.pagesN == 0 || f.pg.isReady())
+		return f.st.allPast(f.clientsN, 0) && (f.pagesN == 0 || f.pg.isReady())
 	}); err != nil {
 		return err
 	}
@@ -258,6 +274,9 @@ func (f *fleet) run() error {
 	f.st.mark() // from here on, any reset is a lost replay
 	f.pg.mark()
 	logf("%d clients and %d pages connected; hosts of the pages: %v", f.clientsN, f.pagesN, f.pg.hosts())
+	if err := f.checkSessions("once every client and page connected"); err != nil {
+		return err
+	}
 
 	for round := range f.rounds {
 		logf("rolling restart %d/%d", round+1, f.rounds)
@@ -300,6 +319,7 @@ func (f *fleet) run() error {
 	before2 := f.sessions(1)
 	moving := f.sessions(0)
 	logf("GOAWAY pinned to h2 (%s) from h1 (%d sessions)", pin, moving)
+	pinned := time.Now()
 	if err := f.fault(0, "drain="+pin); err != nil {
 		return err
 	}
@@ -314,6 +334,9 @@ func (f *fleet) run() error {
 	time.Sleep(2 * time.Second)
 	rep = f.st.report()
 	logf("pinned GOAWAY: %d sessions moved h1 → h2; %s", moving, rep)
+	if err := f.checkGoAways(0, pinned, moving); err != nil {
+		return err
+	}
 	if err := rep.clean(); err != nil {
 		return fmt.Errorf("pinned GOAWAY: %w", err)
 	}
@@ -344,16 +367,30 @@ func (f *fleet) run() error {
 	// SIGKILL one Host: its clients must come back onto the survivors within deadline + top
 	// cap, resuming by their cursor. h2 now also carries the pinned pages: a drop without
 	// GOAWAY sends them back to nginx's own endpoint.
+	// Callers make keyed and unkeyed calls through it (callsDuringKill): every keyed call
+	// runs once in the fleet, re-sent to a survivor that shares the dead Host's dedup store.
 	f.st.mark()
-	victim := 1
-	logf("SIGKILL h%d", victim+1)
-	if err := f.kill(victim, f.pagesN); err != nil {
+	if err := f.refuseOrigins(2, 5); err != nil {
 		return err
 	}
+	victim := 1
+	reportsBefore, err := f.reportsAt(time.Time{})
+	if err != nil {
+		return err
+	}
+	killed := time.Now()
 	const recoverWithin = 15*time.Second + 10*time.Second
-	if err := f.waitFor("every client reconnected after the SIGKILL", recoverWithin+5*time.Second, func() bool {
-		return f.st.allConnected(f.clientsN)
-	}); err != nil {
+	var head uint64
+	callersCut, err := f.callsDuringKill(victim, func() error {
+		var err error
+		if head, err = f.kill(victim); err != nil {
+			return err
+		}
+		return f.waitFor("every client connected with a tick stored after the SIGKILL", recoverWithin+5*time.Second, func() bool {
+			return f.st.allPast(f.clientsN, head)
+		})
+	})
+	if err != nil {
 		return err
 	}
 	time.Sleep(3 * time.Second)
@@ -365,7 +402,16 @@ func (f *fleet) run() error {
 	if rep.maxDown > recoverWithin {
 		return fmt.Errorf("after the SIGKILL: a client took %v to recover, over %v", rep.maxDown, recoverWithin)
 	}
+	if err := f.checkRecoveries(reportsBefore, killed, rep.disconnects, callersCut, recoverWithin); err != nil {
+		return err
+	}
+	if err := f.checkSessions("after the SIGKILL"); err != nil {
+		return err
+	}
 	if err := f.startHost(victim); err != nil {
+		return err
+	}
+	if err := f.checkMetricsLint(); err != nil { // the three Hosts up
 		return err
 	}
 
@@ -379,12 +425,12 @@ func (f *fleet) run() error {
 	}
 	before := f.st.minSeq()
 	time.Sleep(5 * time.Second)
-	logf("SIGKILL h3 (replay through the two NATS nodes left)")
-	if err := f.kill(2, f.pagesN+1); err != nil { // the pages and h3's probe client
+	logf("h3's clients next: their replay goes through the two NATS nodes left")
+	if head, err = f.kill(2); err != nil {
 		return err
 	}
-	if err := f.waitFor(fmt.Sprintf("every client reconnected with n%d down", dead+1), recoverWithin+5*time.Second, func() bool {
-		return f.st.allConnected(f.clientsN)
+	if err := f.waitFor(fmt.Sprintf("every client connected with a tick stored after the SIGKILL, n%d down", dead+1), recoverWithin+5*time.Second, func() bool {
+		return f.st.allPast(f.clientsN, head)
 	}); err != nil {
 		return err
 	}
@@ -398,22 +444,31 @@ func (f *fleet) run() error {
 	if after < before+8 {
 		return fmt.Errorf("with a NATS node down: ticks stalled (slowest client at seq %d, was %d)", after, before)
 	}
-	return nil
+	if err := f.checkNoOverload(); err != nil {
+		return err
+	}
+	return f.checkDeployQueries()
 }
 
-// kill SIGKILLs Host i and returns once its clients have said they lost it. Until then the
-// clients' state still shows them connected to a process that is gone, and a wait for
-// "every client connected" would pass at once (a fresh-clone run read it 6 ms too early).
-// The Host's sessions include others that are not bin/client's: the pages (any of them may be
-// on it), and during the failover step the probe client on each Host.
-func (f *fleet) kill(i, others int) error {
-	n := f.sessions(i)
-	d0 := f.st.disconnects()
+// kill SIGKILLs Host i and returns the ticks stream's last seq once the process is gone.
+// Every tick past it was stored after the Host died, so a client that delivers one is on a
+// live Host: waiting for that in every client is exact, where the clients' own state still
+// shows a client connected to the dead Host until it notices (a fresh-clone run read
+// "every client connected" 6 ms after the kill). Counting the Host's sessions as the clients
+// to be lost is not: the pages and the witnesses are sessions too, and a client moving
+// make-before-break holds two for a moment, or one already replaced whose close the Host has
+// not read (a run killed h2 counting 82 sessions, of which 79 were clients' and 2 pages').
+func (f *fleet) kill(i int) (uint64, error) {
+	logf("SIGKILL h%d (sessions per Host: %d %d %d)", i+1, f.sessions(0), f.sessions(1), f.sessions(2))
 	f.hosts[i].signal(syscall.SIGKILL)
-	_ = f.hosts[i].wait(10 * time.Second)
-	return f.waitFor(fmt.Sprintf("h%d's %d sessions to be seen lost", i+1, n), 10*time.Second, func() bool {
-		return f.st.disconnects()-d0 >= n-others
-	})
+	if err := f.hosts[i].wait(10 * time.Second); err != nil {
+		return 0, err
+	}
+	info, err := ticksStream(f.natsURLs)
+	if err != nil {
+		return 0, fmt.Errorf("after the SIGKILL of h%d, reading the ticks stream: %w", i+1, err)
+	}
+	return info.seq, nil
 }
 
 // sessions reads Host i's session count from its health endpoint (-1 when unreadable).
@@ -464,13 +519,12 @@ func (f *fleet) startNginx() error {
 	return waitHTTP("http://127.0.0.1:"+port+"/_lifeline/health", 10*time.Second)
 }
 
-// clientState reads bin/client's JSON lines: connections and deliveries per client.
+// clientState reads bin/swarm's JSON lines: connections and deliveries per client.
 type clientState struct {
 	mu      sync.Mutex
 	up      map[int]bool
 	downAt  map[int]time.Time
 	last    map[int]uint64
-	seen    map[int]bool
 	marked  bool
 	lost    int // gaps and resets after mark
 	dup     int
@@ -482,12 +536,12 @@ type clientState struct {
 }
 
 func newClientState() *clientState {
-	return &clientState{up: map[int]bool{}, downAt: map[int]time.Time{}, last: map[int]uint64{}, seen: map[int]bool{}}
+	return &clientState{up: map[int]bool{}, downAt: map[int]time.Time{}, last: map[int]uint64{}}
 }
 
 // line reads one line of the clients' process; one that does not decode is skipped.
 func (s *clientState) line(b []byte) {
-	l, err := clientline.Decode(b)
+	l, err := swarmline.Decode(b)
 	if err != nil {
 		return
 	}
@@ -496,24 +550,24 @@ func (s *clientState) line(b []byte) {
 	s.apply(l)
 }
 
-func (s *clientState) apply(l clientline.Line) {
+func (s *clientState) apply(l swarmline.Line) {
 	at := l.At()
 	switch l.Event {
-	case clientline.Connected:
+	case swarmline.Connected:
 		if d, ok := s.downAt[l.ID]; ok && s.marked {
 			s.downs = append(s.downs, at.Sub(d))
 		}
 		delete(s.downAt, l.ID)
 		s.up[l.ID] = true
-	case clientline.Disconnected:
+	case swarmline.Disconnected:
 		s.up[l.ID] = false
 		s.downAt[l.ID] = at
 		if s.marked {
 			s.discs++
 		}
-	case clientline.Violation:
+	case swarmline.Violation:
 		s.viol++
-	case clientline.Delivery:
+	case swarmline.Delivery:
 		prev, had := s.last[l.ID]
 		switch {
 		case l.Reset:
@@ -533,7 +587,6 @@ func (s *clientState) apply(l clientline.Line) {
 			}
 		}
 		s.last[l.ID] = l.Seq
-		s.seen[l.ID] = true
 	}
 }
 
@@ -544,36 +597,17 @@ func (s *clientState) mark() {
 	s.lost, s.dup, s.resets, s.viol, s.discs, s.downs, s.example = 0, 0, 0, 0, 0, nil, ""
 }
 
-func (s *clientState) allLive(n int) bool {
+// allPast reports whether each of the n clients is connected and has delivered an event
+// past seq (0: any event).
+func (s *clientState) allPast(n int, seq uint64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.seen) < n {
-		return false
-	}
 	for id := range n {
-		if !s.up[id] || s.last[id] == 0 {
+		if !s.up[id] || s.last[id] <= seq {
 			return false
 		}
 	}
 	return true
-}
-
-func (s *clientState) allConnected(n int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for id := range n {
-		if !s.up[id] {
-			return false
-		}
-	}
-	return true
-}
-
-// disconnects is how many disconnects the clients reported since the last mark.
-func (s *clientState) disconnects() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.discs
 }
 
 func (s *clientState) minSeq() uint64 {

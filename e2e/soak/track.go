@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lifeline-go/lifeline/internal/testbed/clientline"
+	"github.com/lifeline-go/lifeline/internal/swarmline"
 )
 
 // member is one client or page as the soak sees it through its output lines.
@@ -16,12 +16,16 @@ type member struct {
 	name string
 	page bool
 
+	// Clients only: the bin/swarm process, the client's id in it, and its calls' outcomes.
+	proc, local int
+	calls       []callSeen
+
 	up       bool
 	lastUp   float64 // ms since the epoch of the latest connected
 	lastDown float64 // … of the latest disconnect
 	downs    int
 
-	// The stream, checked the way SPEC §4 promises: a reset first, then consecutive seqs.
+	// The stream, checked the way PROTOCOL.md §4.5 promises: a reset first, then consecutive seqs.
 	seen       bool
 	next       uint64
 	epoch      string // pages only: the clients do not print the epoch
@@ -45,17 +49,27 @@ type tracker struct {
 }
 
 type clientStats struct {
-	Goroutines int
-	HeapInuse  uint64
+	Goroutines           int
+	HeapInuse, HeapAlloc uint64
 }
 
-func msNow() float64 { return clientline.Stamp(time.Now()) }
+func msNow() float64 { return swarmline.Stamp(time.Now()) }
 
 func (tr *tracker) add(name string, page bool) int {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.members = append(tr.members, &member{name: name, page: page})
 	return len(tr.members) - 1
+}
+
+// addClient adds client local of bin/swarm process proc, which makes calls calls.
+func (tr *tracker) addClient(name string, proc, local, calls int) int {
+	id := tr.add(name, false)
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	m := tr.members[id]
+	m.proc, m.local, m.calls = proc, local, make([]callSeen, calls)
+	return id
 }
 
 func (tr *tracker) issue(format string, args ...any) {
@@ -65,9 +79,9 @@ func (tr *tracker) issue(format string, args ...any) {
 	}
 }
 
-// clientLine reads one line of a bin/client process whose clients are members base….
+// clientLine reads one line of a bin/swarm process whose clients are members base….
 func (tr *tracker) clientLine(proc, base int, b []byte) {
-	ev, err := clientline.Decode(b)
+	ev, err := swarmline.Decode(b)
 	if err != nil {
 		tr.mu.Lock()
 		tr.issue("client proc %d: unreadable line %q", proc, truncate(string(b)))
@@ -76,10 +90,10 @@ func (tr *tracker) clientLine(proc, base int, b []byte) {
 	}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
-	if ev.Event == clientline.Stats {
+	if ev.Event == swarmline.Stats {
 		if ch := tr.stats[proc]; ch != nil {
 			select {
-			case ch <- clientStats{ev.Goroutines, ev.HeapInuse}:
+			case ch <- clientStats{ev.Goroutines, ev.HeapInuse, ev.HeapAlloc}:
 			default:
 			}
 		}
@@ -91,14 +105,16 @@ func (tr *tracker) clientLine(proc, base int, b []byte) {
 	}
 	m := tr.members[base+ev.ID]
 	switch ev.Event {
-	case clientline.Connected:
+	case swarmline.Connected:
 		tr.setUp(m, true, ev.T)
-	case clientline.Disconnected:
+	case swarmline.Disconnected:
 		tr.setUp(m, false, ev.T)
-	case clientline.Delivery:
+	case swarmline.Delivery:
 		tr.deliver(m, ev.Seq, ev.Reset, "", ev.T)
-	case clientline.Violation:
+	case swarmline.Violation:
 		tr.issue("%s: client reports a violation: seq %d, want %s", m.name, ev.Seq, ev.Want)
+	case swarmline.Call:
+		tr.callLine(m, ev)
 	}
 }
 

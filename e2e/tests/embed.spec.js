@@ -3,6 +3,7 @@
 // Authorize. What an embedder gets from hostplugin.New and h.Handler(mux), and nothing else.
 const fs = require('fs');
 const path = require('path');
+const crypto = require('crypto');
 const { test, expect, waitFor, mode, withMode, sharedWorker } = require('./fixtures');
 
 const box = '#connection-status';
@@ -81,7 +82,7 @@ test('a user cannot read another user\'s stream: denied ends that subscription, 
 
     // One message, the end, and none of bob's events before or after it.
     const msgs = await page.evaluate(() => window.__bob.slice());
-    expect(msgs).toEqual([{ stream: 'user.bob', denied: true, error: 'gateway: the host denied stream "user.bob": this stream belongs to another user' }]);
+    expect(msgs).toEqual([{ stream: 'user.bob', denied: true, reason: 'this stream belongs to another user', error: 'gateway: the host denied stream "user.bob": this stream belongs to another user' }]);
     // The session carried on: alice never left connected, and her events have no gap.
     const states = (await statuses(page)).map((s) => s.state).filter((s, i, all) => s !== all[i - 1]);
     expect(states.slice(states.indexOf('connected'))).toEqual(['connected']);
@@ -142,7 +143,7 @@ test('an unauthenticated page shows unauthorized, retries at the top cap only, a
     expect(w).toBeGreaterThanOrEqual(low - 50);
     expect(w).toBeLessThanOrEqual(maxDelayMs + 50);
   }
-  // Between two sockets: the refusal (an upgrade answered 401, then the probe that says so)
+  // Between two sockets: the refusal (an upgrade answered 401, then the refusal query that says so)
   // and one top-cap wait.
   for (let i = 1; i < dials.length; i++) {
     expect(dials[i] - dials[i - 1]).toBeGreaterThanOrEqual(low - 20);
@@ -187,11 +188,14 @@ test('the client is served immutable, and a repeat load fetches nothing but the 
 
   // The tab's own requests: its script, and in-page the wasm and the runner. In shared mode
   // the worker loads its script, the runner and the wasm, and Playwright does not see a shared
-  // worker's requests (the Go tests check how every asset is served).
+  // worker's requests (the Go tests check how every asset is served); on a first visit the
+  // page fetches the wasm too, ahead of the worker, whose own fetch joins it (web/boot.js),
+  // and once a hub has run with it, no more.
   const assets = first.filter((r) => client.test(r.url()));
   const want = ['/_lifeline/client/lifeline.<hash>.js'];
   if (mode === 'in-page') want.push('/_lifeline/client/lifeline.<hash>.wasm', '/_lifeline/client/run.<hash>.js');
-  expect(assets.map((r) => new URL(r.url()).pathname.replace(/\.[0-9a-f]{16}\./, '.<hash>.')).sort()).toEqual(want.sort());
+  const firstWant = mode === 'shared' ? [...want, '/_lifeline/client/lifeline.<hash>.wasm'] : want;
+  expect(assets.map((r) => new URL(r.url()).pathname.replace(/\.[0-9a-f]{16}\./, '.<hash>.')).sort()).toEqual(firstWant.sort());
   for (const r of assets) {
     expect(r.status(), r.url()).toBe(200);
     expect(await r.headerValue('cache-control'), r.url()).toBe('public, max-age=31536000, immutable');
@@ -230,7 +234,9 @@ test('the client is served immutable, and a repeat load fetches nothing but the 
       resources: performance.getEntriesByType('resource').map((e) => ({ name: e.name, transferSize: e.transferSize })),
     }));
     expect(timing.page, how).toBeGreaterThan(0);
-    expect(timing.resources.length, how).toBe(want.length);
+    // The client's assets, and the app's own script (immutable too, by its hashed name).
+    expect(timing.resources.filter((r) => client.test(r.name)).length, how).toBe(want.length);
+    expect(timing.resources.length, how).toBe(want.length + 1);
     for (const r of timing.resources) expect(r.transferSize, `${how}: ${r.name}`).toBe(0);
   }
 });
@@ -323,4 +329,65 @@ test('what the page is given has the shapes web/lifeline.d.ts declares', async (
   const bootstrap = JSON.parse(await page.locator('#lifeline-bootstrap').textContent());
   expect(Object.keys(declaredFields('Recovery')).sort()).toEqual(Object.keys(bootstrap.recovery).sort());
   expect(Object.keys(declaredFields('Options')).sort()).toEqual(['endpoint', 'mode', 'recovery']);
+});
+
+// The example serves its page under a Content-Security-Policy that runs no inline script but
+// Lifeline's boot, by its hash, as README's "What appears in the page" advises: 'self' (the app's
+// script, the tab script, the runner, the worker), 'wasm-unsafe-eval' (the wasm's compile) and
+// h.BootHash(). Every test above runs under it; here, that the browser refused nothing. A policy
+// that leaves the hash out costs the early start, never the connection: the browser refuses the
+// boot, once, and the tab script boots instead.
+async function recordViolations(page) {
+  await page.addInitScript(() => {
+    window.__violations = [];
+    document.addEventListener('securitypolicyviolation', (e) => window.__violations.push(`${e.effectiveDirective} ${e.blockedURI}`));
+  });
+}
+
+const sha = (text) => `'sha256-${crypto.createHash('sha256').update(text, 'utf8').digest('base64')}'`;
+
+// inlineScripts returns the page's inline scripts that a policy runs (not the JSON bootstrap).
+function inlineScripts(html) {
+  return [...html.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)]
+    .filter(([, attrs]) => !/\bsrc=/.test(attrs) && !/application\/json/.test(attrs))
+    .map(([, , text]) => text);
+}
+
+// Signed in from here rather than through /login, so that the page's first load is the page
+// itself (a route sees only the first request of a redirect chain, and /login redirects).
+async function signIn(page, app, user) {
+  expect((await fetch(app.url(`/login?user=${user}`), { redirect: 'manual' })).status).toBe(303);
+  await page.context().addCookies([{ name: 'user', value: user, url: app.url('/') }]);
+}
+
+test('under the example\'s strict Content-Security-Policy, listing the boot\'s hash, the page connects and the browser refuses nothing', async ({ page, hosts }) => {
+  const app = await hosts.startEmbed({});
+  await signIn(page, app, 'alice');
+  await recordViolations(page);
+  const [response] = await Promise.all([page.waitForResponse(app.url('/')), page.goto(app.url('/'))]);
+  const csp = await response.headerValue('content-security-policy');
+  const scripts = inlineScripts(await response.text());
+  expect(scripts).toHaveLength(1); // the boot alone: the app's own code is a file (/app.<hash>.js)
+  expect(csp).toBe(`script-src 'self' 'wasm-unsafe-eval' ${sha(scripts[0])}`);
+  await expect(page.locator(box)).toHaveAttribute('data-state', 'connected');
+  await waitFor(async () => (await shown(page)).length >= 1, { what: 'one of alice\'s events' });
+  expect(await page.evaluate(() => window.__violations)).toEqual([]);
+});
+
+test('a policy without the boot\'s hash costs the early start, not the connection: the tab script boots', async ({ page, hosts }) => {
+  // The page is answered by page.route here, and Chromium's local network access checks block
+  // a socket to 127.0.0.1 from a document Playwright fulfilled: in-page the page opens it, in
+  // shared mode the worker, whose script came from the network.
+  test.skip(mode === 'in-page', 'a fulfilled document may not open a loopback WebSocket (local network access)');
+  const app = await hosts.startEmbed({});
+  await signIn(page, app, 'alice');
+  await page.route(app.url('/'), async (route) => {
+    const response = await route.fetch();
+    await route.fulfill({ response, headers: { ...response.headers(), 'content-security-policy': "script-src 'self' 'wasm-unsafe-eval'" } });
+  });
+  await recordViolations(page);
+  await page.goto(app.url('/'));
+  await expect(page.locator(box)).toHaveAttribute('data-state', 'connected');
+  await waitFor(async () => (await shown(page)).length >= 1, { what: 'one of alice\'s events' });
+  expect(await page.evaluate(() => window.__violations)).toEqual(['script-src-elem inline']);
 });

@@ -6,6 +6,7 @@ const fs = require('fs');
 const net = require('net');
 const os = require('os');
 const path = require('path');
+const readline = require('readline');
 
 const root = path.resolve(__dirname, '..', '..');
 const hostBin = path.join(root, 'bin', 'host');
@@ -13,17 +14,49 @@ const embedBin = path.join(root, 'bin', 'embed');
 
 // freePort asks for a loopback port that is free now and that this worker has not handed out
 // before: the kernel gives a port closed a moment ago to the next pick as readily as any other,
-// so a repeat is held open while it is asked again (internal/testbed.FreePort does the same).
+// so a repeat is held open while it is asked again (internal/test/testbed.FreePort does the same).
+//
+// With LIFELINE_E2E_PORTS=lo-hi it picks in that range instead, below the kernel's ephemeral
+// ports: make test runs the two modes' suites side by side, each in a range of its own, so that
+// neither can be handed a port the other picked a moment ago and has not bound yet.
 const handedOut = new Set();
-function listenAny() {
+function listenOn(port) {
   return new Promise((resolve, reject) => {
     const srv = net.createServer();
     srv.unref();
     srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => resolve(srv));
+    srv.listen(port, '127.0.0.1', () => resolve(srv));
   });
 }
+const listenAny = () => listenOn(0);
+const portRange = (() => {
+  const v = process.env.LIFELINE_E2E_PORTS;
+  if (!v) return null;
+  const m = /^(\d+)-(\d+)$/.exec(v);
+  const [lo, hi] = m ? [Number(m[1]), Number(m[2])] : [];
+  if (!m || lo < 1024 || hi > 65535 || hi - lo < 100) {
+    throw new Error(`LIFELINE_E2E_PORTS must be lo-hi, 1024 ≤ lo, hi ≤ 65535, at least 100 ports; got ${JSON.stringify(v)}`);
+  }
+  return [lo, hi];
+})();
+async function freePortInRange([lo, hi]) {
+  for (let i = 0; i < 256; i++) {
+    const port = lo + Math.floor(Math.random() * (hi - lo + 1));
+    if (handedOut.has(port)) continue;
+    let srv;
+    try {
+      srv = await listenOn(port);
+    } catch {
+      continue; // in use: another pick
+    }
+    handedOut.add(port);
+    await new Promise((ok) => srv.close(ok));
+    return port;
+  }
+  throw new Error(`freePort: no free port in ${lo}-${hi} after 256 picks`);
+}
 async function freePort() {
+  if (portRange) return freePortInRange(portRange);
   const held = [];
   try {
     for (let i = 0; i < 64; i++) {
@@ -152,6 +185,14 @@ class Host {
   }
 }
 
+// keepLines appends every line proc writes (stdout and stderr) to logs, whole: a pipe's chunk
+// may end inside a line, which split on its own would cut in two and no test would match.
+function keepLines(proc, logs) {
+  for (const s of [proc.stdout, proc.stderr]) {
+    readline.createInterface({ input: s, crlfDelay: Infinity }).on('line', (l) => { if (l) logs.push(l); });
+  }
+}
+
 // startHost runs bin/host with config (an object for -config) and the fault panel on.
 async function startHost(config = {}) {
   const port = await freePort();
@@ -163,10 +204,7 @@ async function startHost(config = {}) {
   const proc = spawn(hostBin, ['-addr', `127.0.0.1:${port}`, '-config', configPath, '-web', path.join(root, 'web'), '-faults', '-pidfile', pidFile], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  for (const s of [proc.stdout, proc.stderr]) {
-    s.setEncoding('utf8');
-    s.on('data', (d) => logs.push(...d.split('\n').filter(Boolean)));
-  }
+  keepLines(proc, logs);
   const host = new Host(port, configPath, proc, logs, pidFile);
   try {
     await waitFor(async () => (await fetch(host.url('/_lifeline/health'))).ok, { what: `bin/host on ${port}` });
@@ -273,10 +311,7 @@ async function startEmbed(config = {}) {
   fs.writeFileSync(configPath, JSON.stringify(config));
   const logs = [];
   const proc = spawn(embedBin, ['-addr', `127.0.0.1:${port}`, '-config', configPath], { stdio: ['ignore', 'pipe', 'pipe'] });
-  for (const s of [proc.stdout, proc.stderr]) {
-    s.setEncoding('utf8');
-    s.on('data', (d) => logs.push(...d.split('\n').filter(Boolean)));
-  }
+  keepLines(proc, logs);
   const app = new Host(port, configPath, proc, logs, null);
   try {
     await waitFor(async () => (await fetch(app.url('/'))).ok, { what: `bin/embed on ${port}` });

@@ -151,6 +151,12 @@ test('a page hidden while reconnecting dials no more often than its ladder, and 
     await waitState(page, 'connected', 5000);
     return;
   }
+  // Frozen in a wait, not mid-dial: a dial the freeze caught ends at resume, and the wait it
+  // starts then is the ladder's next, not an overdue one.
+  await waitFor(() => page.evaluate(() => {
+    const s = globalThis.lifeline.state();
+    return s.state === 'reconnecting' && s.nextAttempt - Date.now() > 1000;
+  }), { interval: 20, what: 'a wait with over 1 s to run' });
   await lifecycle(context, page, 'frozen');
   await page.waitForTimeout(5000);
   const h2 = await host.health();

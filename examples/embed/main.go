@@ -4,7 +4,9 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -20,6 +22,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lifeline-go/lifeline/hostplugin"
 )
@@ -50,7 +53,7 @@ func run(args []string, stderr io.Writer) error {
 	logger := log.New(stderr, "embed: ", log.LstdFlags)
 	a := newApp()
 	a.log = logger
-	h, handler, err := withLifeline(cfg, a.mux())
+	h, handler, err := withLifeline(cfg, a)
 	if err != nil {
 		return err
 	}
@@ -69,30 +72,30 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	case <-ctx.Done():
 	}
-	// Nobody serves in this process's place: every page is told the Host is restarting and
-	// retries; then the listener closes.
+	// Nobody serves in this process's place.
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	h.Stop(sctx, 0)
-	_ = h.Close()
-	if err := srv.Shutdown(sctx); err != nil {
-		return err
-	}
-	return nil
+	return shutdown(sctx, h, srv)
 }
 
-// app is the application: a page, a sign-in stub, and the users whose streams it publishes.
+// app is the application: a page, a sign-in stub, the users whose streams it publishes, and
+// each user's memo.
 type app struct {
 	log   *log.Logger
+	csp   string // the page's Content-Security-Policy (withLifeline)
 	mu    sync.Mutex
 	users map[string]uint64 // signed-in users → events published to their stream
+	memos map[string]memo   // by user
 }
 
-func newApp() *app { return &app{log: log.Default(), users: map[string]uint64{}} }
+func newApp() *app {
+	return &app{log: log.Default(), users: map[string]uint64{}, memos: map[string]memo{}}
+}
 
 func (a *app) mux() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", a.page)
+	mux.HandleFunc("GET "+appJSPath, a.script)
 	mux.HandleFunc("GET /login", a.login)
 	mux.HandleFunc("GET /logout", a.logout)
 	return mux
@@ -101,17 +104,40 @@ func (a *app) mux() *http.ServeMux {
 //go:embed index.html
 var indexHTML string
 
+//go:embed app.js
+var appJS string
+
+// appJSPath names the page's script by its content, so that it is cached for good and a new
+// one is a new name (as the client Lifeline serves is).
+var appJSPath = func() string {
+	sum := sha256.Sum256([]byte(appJS))
+	return "/app." + hex.EncodeToString(sum[:8]) + ".js"
+}()
+
 var pageTemplate = template.Must(template.New("index.html").Parse(indexHTML))
 
 // page serves the application's page. It has no Lifeline markup: the Host plugin injects the
 // client into its head, and the client adds the connection indicator.
 func (a *app) page(w http.ResponseWriter, r *http.Request) {
 	user, _ := signedIn(r)
+	a.mu.Lock()
+	m := a.memos[user]
+	a.mu.Unlock()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-cache") // a page per user: always asked for again
-	if err := pageTemplate.Execute(w, struct{ User string }{user}); err != nil {
+	if a.csp != "" {
+		w.Header().Set("Content-Security-Policy", a.csp)
+	}
+	if err := pageTemplate.Execute(w, struct{ User, Memo, Script string }{user, m.Text, appJSPath}); err != nil {
 		a.log.Printf("rendering the page: %v", err)
 	}
+}
+
+// script serves the page's own code.
+func (a *app) script(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+	w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	_, _ = io.WriteString(w, appJS)
 }
 
 // The sign-in stub. A name is a few lower-case letters or digits, so that it is a valid
@@ -164,6 +190,33 @@ func (a *app) signIn(user string) error {
 	}
 	a.users[user] = 0
 	return nil
+}
+
+// memo is a user's memo, and what a save of it is answered with.
+type memo struct {
+	Text    string `json:"text"`
+	Version int    `json:"version"` // the saves that made it: 1 for the first
+	At      int64  `json:"at"`      // Unix milliseconds
+}
+
+// maxMemo bounds a memo, in characters.
+const maxMemo = 1000
+
+// writeMemo saves text as user's memo. The stub keeps memos for as many users as it publishes
+// for.
+func (a *app) writeMemo(user, text string) (memo, error) {
+	if n := utf8.RuneCountInString(text); n > maxMemo {
+		return memo{}, fmt.Errorf("embed: a memo is at most %d characters, got %d", maxMemo, n)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	old, ok := a.memos[user]
+	if !ok && len(a.memos) >= maxUsers {
+		return memo{}, fmt.Errorf("embed: this demo keeps memos for at most %d users", maxUsers)
+	}
+	m := memo{Text: text, Version: old.Version + 1, At: time.Now().UnixMilli()}
+	a.memos[user] = m
+	return m, nil
 }
 
 // event is what the application publishes to a user's stream.

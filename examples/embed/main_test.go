@@ -5,6 +5,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,13 +20,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
+	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 )
 
 // serve returns the whole application as main runs it, behind the Host plugin.
 func serve(t *testing.T, a *app) http.Handler {
 	t.Helper()
-	h, handler, err := withLifeline(hostplugin.DefaultConfig(), a.mux())
+	h, handler, err := withLifeline(hostplugin.DefaultConfig(), a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +58,7 @@ func body(t *testing.T, res *http.Response) string {
 }
 
 func TestThePageAsWrittenHasNoLifelineMarkup(t *testing.T) {
-	for _, s := range []string{"connection-status", "lifeline-bootstrap", "<script src", "wasm", "data-lifeline"} {
+	for _, s := range []string{"connection-status", "lifeline-bootstrap", "/_lifeline/", "wasm", "data-lifeline"} {
 		if strings.Contains(indexHTML, s) {
 			t.Errorf("index.html contains %q: the page must carry no Lifeline markup (the plugin injects it)", s)
 		}
@@ -94,6 +99,34 @@ func TestThePageIsServedWithTheClientInjectedIntoItsHead(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The page runs under a Content-Security-Policy that allows no inline script but the boot's
+// hash: every inline script the page has is Lifeline's boot, and the app's own code is a file
+// of its origin (e2e embed.spec.js runs the page under it in Chromium).
+func TestThePageRunsUnderAPolicyOfItsOwnScriptsAndTheBootsHash(t *testing.T) {
+	a := newApp()
+	handler := serve(t, a)
+	res := get(t, handler, "/", "user=alice")
+	page := body(t, res)
+	csp := res.Header.Get("Content-Security-Policy")
+	boot := regexp.MustCompile(`'sha256-[A-Za-z0-9+/]{43}='`).FindString(csp)
+	if !strings.HasPrefix(csp, "script-src 'self' 'wasm-unsafe-eval' ") || boot == "" {
+		t.Fatalf("Content-Security-Policy = %q, want script-src 'self' 'wasm-unsafe-eval' and the boot's hash", csp)
+	}
+	for _, m := range regexp.MustCompile(`(?s)<script([^>]*)>(.*?)</script>`).FindAllStringSubmatch(page, -1) {
+		if strings.Contains(m[1], "src=") || strings.Contains(m[1], `type="application/json"`) {
+			continue
+		}
+		sum := sha256.Sum256([]byte(m[2]))
+		if got := "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"; got != boot {
+			t.Errorf("an inline script of the page hashes to %s, not the policy's %s: the browser refuses it:\n%.200s", got, boot, m[2])
+		}
+	}
+	js := get(t, handler, appJSPath, "")
+	if ct := js.Header.Get("Content-Type"); js.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "text/javascript") {
+		t.Errorf("GET %s = %d %q, want 200 text/javascript", appJSPath, js.StatusCode, ct)
 	}
 }
 
@@ -159,8 +192,8 @@ func TestTheStubPublishesForABoundedNumberOfUsers(t *testing.T) {
 	}
 }
 
-// The events endpoint answers a plain GET (the page's probe after a refused upgrade) with the
-// status the upgrade got: that is how Authenticate's verdict reaches the page.
+// The events endpoint answers a plain GET (the page's refusal query after a refused upgrade)
+// with the status the upgrade got: that is how Authenticate's verdict reaches the page.
 func TestAuthenticateRefusesAPageWithoutAValidCookie(t *testing.T) {
 	handler := serve(t, newApp())
 	for _, tc := range []struct {
@@ -208,7 +241,7 @@ func TestAuthorizeLetsAUserReadTheirOwnStreamOnly(t *testing.T) {
 
 func TestPublishOnceSendsEverySignedInUserTheirNextEvent(t *testing.T) {
 	ring := hostplugin.NewRing(16)
-	h, err := hostplugin.New(hostplugin.DefaultConfig(), &hostplugin.Options{Log: ring, NoClient: true})
+	h, err := hostplugin.New(hostplugin.DefaultConfig(), &hostplugin.Options{Log: ring, NoClient: true, Authorize: authorize})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,6 +273,109 @@ func TestPublishOnceSendsEverySignedInUserTheirNextEvent(t *testing.T) {
 	}
 	if _, head, _, _ := ring.Since(ctx, "user.carol", hostplugin.Cursor{}); head.Seq != 0 {
 		t.Errorf("user.carol, who never signed in, has %d events, want none", head.Seq)
+	}
+}
+
+// Authorization of a call is the handler's own: saveMemo writes the memo of the session's
+// identity, and refuses a page that names another user's.
+func TestSaveMemoWritesTheCallersOwnMemoOnly(t *testing.T) {
+	a := newApp()
+	save := func(identity, data string) (memo, error) {
+		t.Helper()
+		reply, err := a.saveMemo(t.Context(), &hostplugin.Call{Identity: identity, Name: "memo.save", Data: json.RawMessage(data)})
+		if err != nil {
+			return memo{}, err
+		}
+		var m memo
+		if err := json.Unmarshal(reply, &m); err != nil {
+			t.Fatalf("reply %s: %v", reply, err)
+		}
+		return m, nil
+	}
+	for _, tc := range []struct {
+		name, identity, data string
+		version              int   // of the memo saved; 0: refused
+		err                  error // when refused, if a sentinel
+	}{
+		{"alice saves her memo", "alice", `{"user":"alice","text":"milk"}`, 1, nil},
+		{"and again: the next version", "alice", `{"user":"alice","text":"milk, eggs"}`, 2, nil},
+		{"alice may not write bob's", "alice", `{"user":"bob","text":"hacked"}`, 0, errNotYourMemo},
+		{"nor may a page with no identity", "", `{"user":"","text":"x"}`, 0, errNotYourMemo},
+		{"a memo that is no object is refused", "alice", `"milk"`, 0, errMemoData},
+		{"so is one over the bound", "alice", fmt.Sprintf(`{"user":"alice","text":%q}`, strings.Repeat("x", maxMemo+1)), 0, nil},
+		{"bob saves his own", "bob", `{"user":"bob","text":"bread"}`, 1, nil},
+	} {
+		m, err := save(tc.identity, tc.data)
+		switch {
+		case tc.version == 0 && err == nil:
+			t.Errorf("%s: saved %+v, want a refusal", tc.name, m)
+		case tc.version == 0 && tc.err != nil && !errors.Is(err, tc.err):
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.err)
+		case tc.version != 0 && (err != nil || m.Version != tc.version):
+			t.Errorf("%s: %+v, %v; want version %d", tc.name, m, err, tc.version)
+		}
+	}
+	if a.memos["alice"].Text != "milk, eggs" || a.memos["bob"].Text != "bread" {
+		t.Fatalf("memos %+v: want alice's and bob's own, untouched by the refusals", a.memos)
+	}
+	res := get(t, serve(t, a), "/", "user=alice")
+	if page := body(t, res); !strings.Contains(page, `<textarea id="memo-text" rows="3" cols="50">milk, eggs</textarea>`) {
+		t.Errorf("alice's page does not show her memo:\n%s", page)
+	}
+}
+
+// The page's save is a keyed call: sent twice with one key (as after a reconnect), it is
+// saved once, and both are answered with the first reply.
+func TestAKeyedSaveSentTwiceIsSavedOnce(t *testing.T) {
+	a := newApp()
+	srv := httptest.NewServer(serve(t, a))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http")+wire.DefaultPath, &websocket.DialOptions{
+		Subprotocols: []string{wire.Subprotocol},
+		HTTPHeader:   http.Header{"Cookie": {"user=alice"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	read := func() wire.HostFrame {
+		t.Helper()
+		for {
+			_, b, err := c.Read(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := wire.DecodeHost(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.T != wire.TypeHeartbeat {
+				return f
+			}
+		}
+	}
+	if f := read(); f.T != wire.TypeReady {
+		t.Fatalf("first frame %+v, want ready", f)
+	}
+	var replies []string
+	for id := 1; id <= 2; id++ {
+		call := fmt.Sprintf(`{"t":"call","id":%d,"name":"memo.save","key":"save-1","data":{"user":"alice","text":"once"}}`, id)
+		if err := c.Write(ctx, websocket.MessageText, []byte(call)); err != nil {
+			t.Fatal(err)
+		}
+		f := read()
+		if f.T != wire.TypeReply || f.ID != uint64(id) || f.Code != "" {
+			t.Fatalf("call %d: %+v, want its reply", id, f)
+		}
+		replies = append(replies, string(f.Data))
+	}
+	a.mu.Lock()
+	version := a.memos["alice"].Version
+	a.mu.Unlock()
+	if replies[0] != replies[1] || version != 1 {
+		t.Fatalf("replies %q, alice's memo at version %d: want one save and the first reply twice", replies, version)
 	}
 }
 

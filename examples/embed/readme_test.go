@@ -85,19 +85,21 @@ func configRows(t *testing.T) []configRow {
 // string that is no path, origin or address, too many entries, a duplicate, a bad entry.
 func rulesOf(t *testing.T, path string, typ reflect.Type) []string {
 	t.Helper()
-	var probes []any
+	var badValues []any
 	switch {
 	case typ.Kind() == reflect.Pointer && typ.Elem().Kind() == reflect.Float64:
-		probes = []any{-1}
+		badValues = []any{-1}
 	case typ.Kind() == reflect.Pointer && typ.Elem().Kind() == reflect.String:
-		probes = []any{" "}
+		badValues = []any{" "}
+	case typ.Kind() == reflect.Pointer && typ.Elem().Kind() == reflect.Bool:
+		badValues = []any{"yes"}
 	case typ.Kind() == reflect.Slice && typ.Elem().Kind() == reflect.String:
-		probes = []any{slices.Repeat([]string{" "}, 257), []string{" ", " "}, []string{" "}}
+		badValues = []any{slices.Repeat([]string{" "}, 257), []string{" ", " "}, []string{" "}}
 	default:
 		t.Fatalf("%s is a %v: teach rulesOf how to break its rules", path, typ)
 	}
 	var rules []string
-	for _, v := range probes {
+	for _, v := range badValues {
 		rules = append(rules, brokenRules(t, path, v)...)
 	}
 	if path == "recovery.initialDelayMs" {

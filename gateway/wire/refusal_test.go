@@ -18,6 +18,8 @@ var refusalCases = []struct {
 	{"an unauthorized refusal decodes", `{"error":"unauthorized","reason":"sign in first"}`, wire.Refusal{Error: "unauthorized", Reason: "sign in first"}, ""},
 	{"a refusal without a reason decodes", `{"error":"upgrade required"}`, wire.Refusal{Error: "upgrade required"}, ""},
 	{"members a later Host may add are ignored", `{"error":"forbidden","reason":"r","retry":{"at":5}}`, wire.Refusal{Error: "forbidden", Reason: "r"}, ""},
+	{"a rate refusal carries its wait", `{"error":"too many sockets","retryAfterMs":1500}`, wire.Refusal{Error: "too many sockets", RetryAfterMs: 1500}, ""},
+	{"a wait that is not an integer is refused", `{"error":"too many sockets","retryAfterMs":1.5}`, wire.Refusal{}, "retryAfterMs must be an integer"},
 	{"null is an empty string", `{"error":null,"reason":null}`, wire.Refusal{}, ""},
 	{"a reason that is not a string is refused", `{"error":"forbidden","reason":5}`, wire.Refusal{}, "reason must be a string, got a number"},
 	{"a duplicate member is refused", `{"error":"forbidden","error":"unauthorized"}`, wire.Refusal{}, "duplicate"},
@@ -44,7 +46,7 @@ func TestDecodeRefusal(t *testing.T) {
 	}
 }
 
-func TestRefusalEncodesAsTheProbeDocumentsIt(t *testing.T) {
+func TestRefusalEncodesAsTheRefusalQueryDocumentsIt(t *testing.T) {
 	for _, tc := range []struct {
 		r    wire.Refusal
 		want string
@@ -52,6 +54,7 @@ func TestRefusalEncodesAsTheProbeDocumentsIt(t *testing.T) {
 		{wire.Refusal{Error: wire.RefusalUpgradeRequired}, `{"error":"upgrade required"}`},
 		{wire.Refusal{Error: wire.RefusalUnauthorized, Reason: `say "hi" </script>`}, `{"error":"unauthorized","reason":"say \"hi\" </script>"}`},
 		{wire.Refusal{Error: wire.RefusalForbidden, Reason: "bad \xff byte"}, "{\"error\":\"forbidden\",\"reason\":\"bad \ufffd byte\"}"},
+		{wire.Refusal{Error: wire.RefusalRate, RetryAfterMs: 250}, `{"error":"too many sockets","retryAfterMs":250}`},
 	} {
 		if got := string(tc.r.Encode()); got != tc.want {
 			t.Errorf("%+v.Encode() = %s, want %s", tc.r, got, tc.want)

@@ -6,7 +6,8 @@
 // wasm); see that package for why not go-json-experiment's jsontext.
 //
 // Frames are JSON text messages whose field "t" names the type. Host → page: ready, hb, event,
-// reset, goaway, denied, error. Page → Host: sub, unsub, ping.
+// reset, goaway, denied, error, reply. Page → Host: sub, unsub, ping, call, report. docs/PROTOCOL.md
+// is the protocol's account; §8 lists every frame.
 package wire
 
 import (
@@ -19,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lifeline-go/lifeline/internal/jsontok"
 )
@@ -38,9 +40,24 @@ const (
 	TypeGoAway    = "goaway"
 	TypeDenied    = "denied"
 	TypeError     = "error"
+	TypeReply     = "reply"
 	TypeSub       = "sub"
 	TypeUnsub     = "unsub"
 	TypePing      = "ping"
+	TypeCall      = "call"
+	TypeReport    = "report" // what the page lived through while not connected (report.go)
+)
+
+// What a failed reply's Code says (PROTOCOL.md §9). A page treats a code it does not know
+// as CodeApp: a later Host may say more.
+const (
+	CodeApp         = "app"         // the handler returned an error: Error is its first line
+	CodeInternal    = "internal"    // the handler panicked
+	CodeUnknown     = "unknown"     // no handler has the call's name
+	CodeBadRequest  = "bad-request" // the call frame was malformed: the handler never ran
+	CodeBusy        = "busy"        // over the session's call rate or queue: RetryAfterMs says when to try again
+	CodeInterrupted = "interrupted" // a keyed call whose first run was cut off: whether it took effect is unknown
+	CodeTimeout     = "timeout"     // the handler ran past the Host's call timeout
 )
 
 // Close codes of the protocol (RFC 6455 numbers).
@@ -61,8 +78,15 @@ const (
 	// links for hours.
 	MinHeartbeat = 100 * time.Millisecond
 	MaxHeartbeat = 10 * time.Minute
-	// MaxRetryAfter is the longest a page honours a 1013 retry-after.
+	// MaxRetryAfter is the longest a page honours a retry-after (a 1013's, or a restart's
+	// minimum wait): ParseRetryAfter clamps to it, and the controller caps every
+	// controller.RetryAfterError at it, whichever source reported it.
 	MaxRetryAfter = 60 * time.Second
+	// MaxCallName and MaxCallKey bound a call's name and its idempotency key, in bytes.
+	MaxCallName = 128
+	MaxCallKey  = 128
+	// MaxCode bounds a reply's code.
+	MaxCode = 32
 )
 
 // RawJSON is a raw JSON value carried through unchanged (event data, baselines). It marshals
@@ -86,16 +110,30 @@ func (m *RawJSON) UnmarshalJSON(b []byte) error {
 // ErrFrame is the sentinel every decoding error wraps.
 var ErrFrame = errors.New("wire: bad frame")
 
-// ServerFrame is one Host → page frame. Which fields matter depends on T.
-type ServerFrame struct {
+// HostFrame is one Host → page frame. Which fields matter depends on T.
+type HostFrame struct {
 	T string `json:"t"`
 	// ready
 	Session     string `json:"session,omitempty"`
 	HeartbeatMs int64  `json:"heartbeatMs,omitempty"`
+	// ready: Dedup is the epoch of the Host's call dedup store (a keyed call is re-sent only
+	// to a store of the same epoch); MaxFrameBytes the largest frame the Host reads (a page
+	// refuses a larger call itself instead of losing the session to 1009). A Host without
+	// calls sends neither.
+	Dedup         string `json:"dedup,omitempty"`
+	MaxFrameBytes int64  `json:"maxFrameBytes,omitempty"`
+	// ready: Report asks the page for a report frame after a reconnect (report.go).
+	Report bool `json:"report,omitempty"`
+	// reply: the call's id; Data the handler's reply (success), or Error and Code (failure),
+	// with RetryAfterMs for CodeBusy.
+	ID           uint64 `json:"id,omitempty"`
+	Error        string `json:"error,omitempty"`
+	Code         string `json:"code,omitempty"`
+	RetryAfterMs int64  `json:"retryAfterMs,omitempty"`
 	// event, reset, denied
 	Stream string `json:"stream,omitempty"`
 	Seq    uint64 `json:"seq,omitempty"`
-	// event
+	// event; reply (success)
 	Data RawJSON `json:"data,omitempty"`
 	// reset
 	Epoch    string  `json:"epoch,omitempty"`
@@ -108,34 +146,79 @@ type ServerFrame struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// ClientFrame is one page → Host frame.
-type ClientFrame struct {
+// PageFrame is one page → Host frame.
+type PageFrame struct {
 	T string `json:"t"`
 	// sub, unsub; none for ping.
 	Stream string `json:"stream"`
 	// sub: both empty for a fresh subscription.
 	Epoch string `json:"epoch,omitempty"`
 	After uint64 `json:"after,omitempty"`
+	// call: ID numbers the page's calls on this session (1, 2, …); Name the handler; Data the
+	// argument (absent: null); Key the app's idempotency key ("": an unkeyed call).
+	ID   uint64  `json:"id,omitempty"`
+	Name string  `json:"name,omitempty"`
+	Data RawJSON `json:"data,omitempty"`
+	Key  string  `json:"key,omitempty"`
+	// report: the time not connected, the attempts it took and the kinds of failure on the
+	// way (report.go).
+	DownMs   uint64   `json:"downMs,omitempty"`
+	Attempts uint64   `json:"attempts,omitempty"`
+	Kinds    []string `json:"kinds,omitempty"`
 }
 
 // Heartbeat returns the ready frame's heartbeat interval.
-func (f ServerFrame) Heartbeat() time.Duration {
+func (f HostFrame) Heartbeat() time.Duration {
 	return time.Duration(f.HeartbeatMs) * time.Millisecond
 }
 
 // Ready builds a ready frame.
-func Ready(session string, heartbeat time.Duration) ServerFrame {
-	return ServerFrame{T: TypeReady, Session: session, HeartbeatMs: heartbeat.Milliseconds()}
+func Ready(session string, heartbeat time.Duration) HostFrame {
+	return HostFrame{T: TypeReady, Session: session, HeartbeatMs: heartbeat.Milliseconds()}
+}
+
+// Reply builds the reply to call id: data (a JSON value; nil is null) on success.
+func Reply(id uint64, data RawJSON) HostFrame {
+	if len(data) == 0 {
+		data = RawJSON("null")
+	}
+	return HostFrame{T: TypeReply, ID: id, Data: data}
+}
+
+// Failed builds a failed reply to call id.
+func Failed(id uint64, code, msg string, retryAfter time.Duration) HostFrame {
+	return HostFrame{T: TypeReply, ID: id, Error: msg, Code: code, RetryAfterMs: retryAfter.Milliseconds()}
 }
 
 // Encode returns the frame's JSON text: its fields in declaration order, the empty ones left
 // out. Invalid UTF-8 in a string becomes U+FFFD, as encoding/json would make it.
-func (f ServerFrame) Encode() ([]byte, error) {
-	b := make([]byte, 0, 48+len(f.Stream)+len(f.Data)+len(f.Baseline)+len(f.Message))
+func (f HostFrame) Encode() ([]byte, error) {
+	return f.Append(make([]byte, 0, 48+len(f.Stream)+len(f.Data)+len(f.Baseline)+len(f.Message)))
+}
+
+// Append appends the frame's JSON text, as Encode returns it, to b: a Host encodes an event
+// once, into a buffer with room for what the socket sends before it, and shares the bytes
+// among the pages it goes to.
+func (f HostFrame) Append(b []byte) ([]byte, error) {
 	b = str(append(b, `{"t":`...), f.T)
 	b = optStr(b, "session", f.Session)
 	if f.HeartbeatMs != 0 {
 		b = strconv.AppendInt(append(b, `,"heartbeatMs":`...), f.HeartbeatMs, 10)
+	}
+	b = optStr(b, "dedup", f.Dedup)
+	if f.MaxFrameBytes != 0 {
+		b = strconv.AppendInt(append(b, `,"maxFrameBytes":`...), f.MaxFrameBytes, 10)
+	}
+	if f.Report {
+		b = append(b, `,"report":true`...)
+	}
+	if f.ID != 0 {
+		b = strconv.AppendUint(append(b, `,"id":`...), f.ID, 10)
+	}
+	b = optStr(b, "error", f.Error)
+	b = optStr(b, "code", f.Code)
+	if f.RetryAfterMs != 0 {
+		b = strconv.AppendInt(append(b, `,"retryAfterMs":`...), f.RetryAfterMs, 10)
 	}
 	b = optStr(b, "stream", f.Stream)
 	if f.Seq != 0 {
@@ -155,9 +238,21 @@ func (f ServerFrame) Encode() ([]byte, error) {
 }
 
 // Encode returns the frame's JSON text.
-func (f ClientFrame) Encode() ([]byte, error) {
-	b := make([]byte, 0, 32+len(f.Stream)+len(f.Epoch))
+func (f PageFrame) Encode() ([]byte, error) {
+	b := make([]byte, 0, 48+len(f.Stream)+len(f.Epoch)+len(f.Name)+len(f.Key)+len(f.Data))
 	b = str(append(b, `{"t":`...), f.T)
+	if f.T == TypeCall {
+		b = strconv.AppendUint(append(b, `,"id":`...), f.ID, 10)
+		b = str(append(b, `,"name":`...), f.Name)
+		b = optStr(b, "key", f.Key)
+		if len(f.Data) > 0 {
+			b = append(append(b, `,"data":`...), f.Data...)
+		}
+		return append(b, '}'), nil
+	}
+	if f.T == TypeReport {
+		return f.appendReport(b), nil
+	}
 	if f.T != TypePing {
 		b = str(append(b, `,"stream":`...), f.Stream)
 	}
@@ -297,13 +392,15 @@ func readInt(d *jsontok.Decoder, key string, dst *int64) error {
 	return nil
 }
 
-// readRaw keeps a value as sent; null is none.
-func readRaw(d *jsontok.Decoder, dst *RawJSON) error {
+// readRaw keeps a value as sent. With nullIsNone, a null is no value (an absent baseline);
+// without, it is the JSON value null, which an app may publish as an event's data like any
+// other (a page that refused it would resume from its cursor into the same event forever).
+func readRaw(d *jsontok.Decoder, dst *RawJSON, nullIsNone bool) error {
 	raw, err := d.ReadValue()
 	if err != nil {
 		return frameErr(err)
 	}
-	if string(raw) == "null" {
+	if nullIsNone && string(raw) == "null" {
 		*dst = nil
 		return nil
 	}
@@ -335,11 +432,11 @@ func kindName(k jsontok.Kind) string {
 	return "nothing"
 }
 
-// DecodeServer decodes and validates a Host → page frame. Unknown fields are ignored (a newer
+// DecodeHost decodes and validates a Host → page frame. Unknown fields are ignored (a newer
 // Host may add some); an unknown type, a missing required field, a key given twice or
 // anything after the frame is an error.
-func DecodeServer(b []byte) (ServerFrame, error) {
-	var f ServerFrame
+func DecodeHost(b []byte) (HostFrame, error) {
+	var f HostFrame
 	err := decodeObject(b, func(key string, d *jsontok.Decoder) error {
 		switch key {
 		case "t":
@@ -353,31 +450,45 @@ func DecodeServer(b []byte) (ServerFrame, error) {
 		case "seq":
 			return readUint(d, key, &f.Seq)
 		case "data":
-			return readRaw(d, &f.Data)
+			return readRaw(d, &f.Data, false)
 		case "epoch":
 			return readString(d, key, &f.Epoch)
 		case "baseline":
-			return readRaw(d, &f.Baseline)
+			return readRaw(d, &f.Baseline, true)
 		case "uri":
 			return readString(d, key, &f.URI)
 		case "message":
 			return readString(d, key, &f.Message)
 		case "reason":
 			return readString(d, key, &f.Reason)
+		case "dedup":
+			return readString(d, key, &f.Dedup)
+		case "maxFrameBytes":
+			return readInt(d, key, &f.MaxFrameBytes)
+		case "id":
+			return readUint(d, key, &f.ID)
+		case "error":
+			return readString(d, key, &f.Error)
+		case "code":
+			return readString(d, key, &f.Code)
+		case "retryAfterMs":
+			return readInt(d, key, &f.RetryAfterMs)
+		case "report":
+			return readBool(d, key, &f.Report)
 		}
 		return frameErr(d.SkipValue())
 	})
 	if err != nil {
-		return ServerFrame{}, err
+		return HostFrame{}, err
 	}
 	if err := f.Validate(); err != nil {
-		return ServerFrame{}, err
+		return HostFrame{}, err
 	}
 	return f, nil
 }
 
 // Validate checks the fields the frame's type requires.
-func (f ServerFrame) Validate() error {
+func (f HostFrame) Validate() error {
 	switch f.T {
 	case TypeReady:
 		if f.Session == "" {
@@ -386,6 +497,9 @@ func (f ServerFrame) Validate() error {
 		if hb := f.Heartbeat(); hb < MinHeartbeat || hb > MaxHeartbeat {
 			return fmt.Errorf("%w: ready heartbeatMs must be in %d..%d, got %d",
 				ErrFrame, MinHeartbeat.Milliseconds(), MaxHeartbeat.Milliseconds(), f.HeartbeatMs)
+		}
+		if f.MaxFrameBytes < 0 {
+			return fmt.Errorf("%w: ready maxFrameBytes must be at least 0, got %d", ErrFrame, f.MaxFrameBytes)
 		}
 	case TypeHeartbeat, TypeGoAway, TypeError:
 	case TypeEvent:
@@ -409,6 +523,19 @@ func (f ServerFrame) Validate() error {
 		if err := checkFrameStream(f.Stream); err != nil {
 			return err
 		}
+	case TypeReply:
+		switch {
+		case f.ID == 0:
+			return fmt.Errorf("%w: reply without an id", ErrFrame)
+		case f.Code == "" && len(f.Data) == 0:
+			return fmt.Errorf("%w: reply %d has neither data nor a code", ErrFrame, f.ID)
+		case f.Code != "" && len(f.Data) != 0:
+			return fmt.Errorf("%w: reply %d has both data and a code", ErrFrame, f.ID)
+		case len(f.Code) > MaxCode:
+			return fmt.Errorf("%w: reply %d code must be at most %d bytes, got %d", ErrFrame, f.ID, MaxCode, len(f.Code))
+		case f.RetryAfterMs < 0:
+			return fmt.Errorf("%w: reply %d retryAfterMs must be at least 0, got %d", ErrFrame, f.ID, f.RetryAfterMs)
+		}
 	case "":
 		return fmt.Errorf("%w: missing type field \"t\"", ErrFrame)
 	default:
@@ -417,9 +544,11 @@ func (f ServerFrame) Validate() error {
 	return nil
 }
 
-// DecodeClient decodes and validates a page → Host frame.
-func DecodeClient(b []byte) (ClientFrame, error) {
-	var f ClientFrame
+// DecodePage decodes and validates a page → Host frame. When a frame that reads as JSON breaks
+// a rule, the frame returned with the error carries its type and id, so that the Host can
+// answer a bad call by its id.
+func DecodePage(b []byte) (PageFrame, error) {
+	var f PageFrame
 	err := decodeObject(b, func(key string, d *jsontok.Decoder) error {
 		switch key {
 		case "t":
@@ -430,34 +559,122 @@ func DecodeClient(b []byte) (ClientFrame, error) {
 			return readString(d, key, &f.Epoch)
 		case "after":
 			return readUint(d, key, &f.After)
+		case "id":
+			return readUint(d, key, &f.ID)
+		case "name":
+			return readString(d, key, &f.Name)
+		case "data":
+			return readRaw(d, &f.Data, false)
+		case "key":
+			return readString(d, key, &f.Key)
+		case "downMs":
+			return readUint(d, key, &f.DownMs)
+		case "attempts":
+			return readUint(d, key, &f.Attempts)
+		case "kinds":
+			return readKinds(d, &f.Kinds)
 		}
 		return frameErr(d.SkipValue())
 	})
 	if err != nil {
-		return ClientFrame{}, err
+		return PageFrame{}, err
+	}
+	read := PageFrame{T: f.T, ID: f.ID}
+	if f.T != TypeCall && (f.ID != 0 || f.Name != "" || len(f.Data) != 0 || f.Key != "") {
+		return read, fmt.Errorf("%w: %s carries no id, name, data or key", ErrFrame, Truncate(f.T))
+	}
+	if f.T != TypeReport && (f.DownMs != 0 || f.Attempts != 0 || f.Kinds != nil) {
+		return read, fmt.Errorf("%w: %s carries no downMs, attempts or kinds", ErrFrame, Truncate(f.T))
 	}
 	switch f.T {
 	case TypeSub:
 		if err := checkFrameStream(f.Stream); err != nil {
-			return ClientFrame{}, err
+			return read, err
 		}
 		if f.Epoch == "" && f.After != 0 {
-			return ClientFrame{}, fmt.Errorf("%w: sub %q has after=%d without an epoch", ErrFrame, f.Stream, f.After)
+			return read, fmt.Errorf("%w: sub %q has after=%d without an epoch", ErrFrame, f.Stream, f.After)
 		}
 	case TypeUnsub:
 		if err := checkFrameStream(f.Stream); err != nil {
-			return ClientFrame{}, err
+			return read, err
 		}
 	case TypePing:
 		if f.Stream != "" || f.Epoch != "" || f.After != 0 {
-			return ClientFrame{}, fmt.Errorf("%w: ping carries no stream, epoch or after", ErrFrame)
+			return read, fmt.Errorf("%w: ping carries no stream, epoch or after", ErrFrame)
+		}
+	case TypeCall:
+		if err := f.checkCall(); err != nil {
+			return read, err
+		}
+	case TypeReport:
+		if err := f.checkReport(); err != nil {
+			return read, err
 		}
 	case "":
-		return ClientFrame{}, fmt.Errorf("%w: missing type field \"t\"", ErrFrame)
+		return read, fmt.Errorf("%w: missing type field \"t\"", ErrFrame)
 	default:
-		return ClientFrame{}, fmt.Errorf("%w: unknown type %q", ErrFrame, Truncate(f.T))
+		return read, fmt.Errorf("%w: unknown type %q", ErrFrame, Truncate(f.T))
 	}
 	return f, nil
+}
+
+// checkCall checks a call frame's fields: an id, a name and key by their rules, and nothing
+// of a subscription.
+func (f PageFrame) checkCall() error {
+	switch {
+	case f.ID == 0:
+		return fmt.Errorf("%w: call without an id", ErrFrame)
+	case f.Stream != "" || f.Epoch != "" || f.After != 0:
+		return fmt.Errorf("%w: call %d carries no stream, epoch or after", ErrFrame, f.ID)
+	}
+	if err := CheckCallName(f.Name); err != nil {
+		return fmt.Errorf("%w: call %d: %w", ErrFrame, f.ID, err)
+	}
+	if f.Key != "" {
+		if err := CheckCallKey(f.Key); err != nil {
+			return fmt.Errorf("%w: call %d: %w", ErrFrame, f.ID, err)
+		}
+	}
+	return nil
+}
+
+// Errors of CheckCallName and CheckCallKey.
+var (
+	ErrCallName = errors.New("wire: bad call name")
+	ErrCallKey  = errors.New("wire: bad call key")
+)
+
+// CheckCallName is the one rule for call names, on both sides and in every API that takes
+// one: 1..MaxCallName bytes of ASCII letters, digits and . _ : / - (a name a log, a metric
+// label and a URL path can all carry as it is).
+func CheckCallName(s string) error {
+	if s == "" || len(s) > MaxCallName {
+		return fmt.Errorf("%w: must be 1..%d bytes, got %d", ErrCallName, MaxCallName, len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("._:/-", c) >= 0) {
+			return fmt.Errorf("%w: %q has %q at byte %d; allowed are letters, digits and . _ : / -", ErrCallName, Truncate(s), rune(c), i)
+		}
+	}
+	return nil
+}
+
+// CheckCallKey is the one rule for idempotency keys: 1..MaxCallKey bytes of UTF-8 without
+// control characters (a UUID, "order-7:save", a hash).
+func CheckCallKey(s string) error {
+	if s == "" || len(s) > MaxCallKey {
+		return fmt.Errorf("%w: must be 1..%d bytes, got %d", ErrCallKey, MaxCallKey, len(s))
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: must be valid UTF-8", ErrCallKey)
+	}
+	for i, r := range s {
+		if r < 0x20 || 0x7f <= r && r < 0xa0 { // C0, DEL and C1, as unicode.IsControl
+			return fmt.Errorf("%w: has a control character at byte %d", ErrCallKey, i)
+		}
+	}
+	return nil
 }
 
 // ErrStreamName is wrapped by every error of CheckStream.
@@ -553,4 +770,17 @@ func ParseRestart(s string) (minWait time.Duration, ok bool) {
 		return 0, false // "service-restarted", say
 	}
 	return ParseRetryAfter(rest)
+}
+
+// CheckValue reports whether b is one JSON value and nothing more, by the strict rules every
+// frame is read with (so what a page sends as a call's data, the Host reads as such).
+func CheckValue(b RawJSON) error {
+	d := jsontok.NewDecoder(b)
+	if _, err := d.ReadValue(); err != nil {
+		return fmt.Errorf("%w: not a JSON value: %v", ErrFrame, err)
+	}
+	if _, err := d.ReadValue(); err != io.EOF {
+		return fmt.Errorf("%w: more than one JSON value", ErrFrame)
+	}
+	return nil
 }

@@ -12,77 +12,113 @@ import (
 	"github.com/lifeline-go/lifeline/gateway/wire"
 )
 
-var serverCases = []struct {
+var hostCases = []struct {
 	name string
 	in   string
-	want wire.ServerFrame // compared on T, Session, HeartbeatMs, Stream, Seq, Epoch, URI, Message
-	err  string           // "" for success; else a substring of the error
+	want wire.HostFrame // compared on T, Session, HeartbeatMs, Stream, Seq, Epoch, URI, Message
+	err  string         // "" for success; else a substring of the error
 }{
-	{"a ready frame decodes", `{"t":"ready","session":"s1","heartbeatMs":15000}`, wire.ServerFrame{T: "ready", Session: "s1", HeartbeatMs: 15000}, ""},
-	{"a ready at the heartbeat floor decodes", `{"t":"ready","session":"s","heartbeatMs":100}`, wire.ServerFrame{T: "ready", Session: "s", HeartbeatMs: 100}, ""},
-	{"a ready at the heartbeat ceiling decodes", `{"t":"ready","session":"s","heartbeatMs":600000}`, wire.ServerFrame{T: "ready", Session: "s", HeartbeatMs: 600000}, ""},
-	{"a ready without a session is refused", `{"t":"ready","heartbeatMs":15000}`, wire.ServerFrame{}, "ready without a session"},
-	{"a ready without a heartbeat is refused", `{"t":"ready","session":"s"}`, wire.ServerFrame{}, "heartbeatMs must be in 100..600000, got 0"},
-	{"a ready below the heartbeat floor is refused", `{"t":"ready","session":"s","heartbeatMs":99}`, wire.ServerFrame{}, "got 99"},
-	{"a ready above the heartbeat ceiling is refused", `{"t":"ready","session":"s","heartbeatMs":600001}`, wire.ServerFrame{}, "got 600001"},
-	{"a negative heartbeat is refused", `{"t":"ready","session":"s","heartbeatMs":-5}`, wire.ServerFrame{}, "got -5"},
-	{"a fractional heartbeat is refused", `{"t":"ready","session":"s","heartbeatMs":1.5}`, wire.ServerFrame{}, "heartbeatMs must be an integer, got 1.5"},
-	{"a heartbeat decodes", `{"t":"hb"}`, wire.ServerFrame{T: "hb"}, ""},
-	{"an event decodes", `{"t":"event","stream":"S","seq":7,"data":{"x":1}}`, wire.ServerFrame{T: "event", Stream: "S", Seq: 7}, ""},
-	{"an event without a stream is refused", `{"t":"event","seq":7,"data":1}`, wire.ServerFrame{}, "bad stream name: must be 1..256 bytes, got 0"},
-	{"an event on a 257-byte stream is refused", `{"t":"event","stream":"` + strings.Repeat("s", 257) + `","seq":7,"data":1}`, wire.ServerFrame{}, "bad stream name: must be 1..256 bytes, got 257"},
-	{"an event without a seq is refused", `{"t":"event","stream":"S","data":1}`, wire.ServerFrame{}, `event on stream "S" without a seq`},
-	{"an event without data is refused", `{"t":"event","stream":"S","seq":7}`, wire.ServerFrame{}, `event "S"/7 without data`},
-	{"a negative seq is refused", `{"t":"event","stream":"S","seq":-1,"data":1}`, wire.ServerFrame{}, "seq must be an integer in 0..18446744073709551615, got -1"},
-	{"a reset decodes", `{"t":"reset","stream":"S","epoch":"E","seq":4,"baseline":[1,2]}`, wire.ServerFrame{T: "reset", Stream: "S", Epoch: "E", Seq: 4}, ""},
-	{"a reset at seq 0 decodes", `{"t":"reset","stream":"S","epoch":"E","baseline":null}`, wire.ServerFrame{T: "reset", Stream: "S", Epoch: "E"}, ""},
-	{"a reset without an epoch is refused", `{"t":"reset","stream":"S","seq":4}`, wire.ServerFrame{}, `reset on stream "S" without an epoch`},
-	{"a goaway with a uri decodes", `{"t":"goaway","uri":"wss://b/_lifeline/events"}`, wire.ServerFrame{T: "goaway", URI: "wss://b/_lifeline/events"}, ""},
-	{"a goaway without a uri decodes", `{"t":"goaway"}`, wire.ServerFrame{T: "goaway"}, ""},
-	{"an error frame decodes", `{"t":"error","message":"retry-after=300"}`, wire.ServerFrame{T: "error", Message: "retry-after=300"}, ""},
-	{"unknown fields are ignored", `{"t":"hb","future":true}`, wire.ServerFrame{T: "hb"}, ""},
-	{"unknown fields of any kind are ignored", `{"t":"hb","future":{"a":[1,{"b":null}]},"x":"y"}`, wire.ServerFrame{T: "hb"}, ""},
-	{"a key given twice is refused", `{"t":"hb","t":"ready","session":"s","heartbeatMs":100}`, wire.ServerFrame{}, "duplicate"},
-	{"a denied frame decodes", `{"t":"denied","stream":"S","reason":"not yours"}`, wire.ServerFrame{T: "denied", Stream: "S", Reason: "not yours"}, ""},
-	{"a denied frame without a reason decodes", `{"t":"denied","stream":"S"}`, wire.ServerFrame{T: "denied", Stream: "S"}, ""},
-	{"a denied frame without a stream is refused", `{"t":"denied","reason":"no"}`, wire.ServerFrame{}, "bad stream name: must be 1..256 bytes, got 0"},
-	{"escapes in strings are decoded", `{"t":"goaway","uri":"\u002fb\/c"}`, wire.ServerFrame{T: "goaway", URI: "/b/c"}, ""},
-	{"white space around the frame is fine", " \n{\"t\" : \"hb\"}\t ", wire.ServerFrame{T: "hb"}, ""},
-	{"nulls are absent fields", `{"t":"goaway","uri":null,"seq":null}`, wire.ServerFrame{T: "goaway"}, ""},
-	{"a seq in exponent form is refused", `{"t":"event","stream":"S","seq":1e3,"data":1}`, wire.ServerFrame{}, "seq must be an integer"},
-	{"a missing type is refused", `{"session":"s"}`, wire.ServerFrame{}, `missing type field "t"`},
-	{"an unknown type is refused", `{"t":"hello"}`, wire.ServerFrame{}, `unknown type "hello"`},
-	{"a long unknown type is truncated in the error", `{"t":"` + strings.Repeat("x", 100) + `"}`, wire.ServerFrame{}, strings.Repeat("x", 32) + "…"},
-	{"a client frame type is refused", `{"t":"sub","stream":"S"}`, wire.ServerFrame{}, `unknown type "sub"`},
-	{"a type of the wrong JSON type is refused", `{"t":1}`, wire.ServerFrame{}, "t must be a string, got a number"},
-	{"trailing data is refused", `{"t":"hb"}{"t":"hb"}`, wire.ServerFrame{}, "trailing data"},
-	{"truncated JSON is refused", `{"t":"hb"`, wire.ServerFrame{}, "the document ends too soon"},
-	{"an array is refused", `[]`, wire.ServerFrame{}, "must be a JSON object, got an array"},
-	{"empty input is refused", ``, wire.ServerFrame{}, "the document ends too soon"},
+	{"a ready frame decodes", `{"t":"ready","session":"s1","heartbeatMs":15000}`, wire.HostFrame{T: "ready", Session: "s1", HeartbeatMs: 15000}, ""},
+	{"a ready at the heartbeat floor decodes", `{"t":"ready","session":"s","heartbeatMs":100}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 100}, ""},
+	{"a ready at the heartbeat ceiling decodes", `{"t":"ready","session":"s","heartbeatMs":600000}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 600000}, ""},
+	{"a ready with calls decodes", `{"t":"ready","session":"s","heartbeatMs":100,"dedup":"d1","maxFrameBytes":4096}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 100, Dedup: "d1", MaxFrameBytes: 4096}, ""},
+	{"a ready asking for reports decodes", `{"t":"ready","session":"s","heartbeatMs":100,"report":true}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 100, Report: true}, ""},
+	{"a ready with a report that is no boolean is refused", `{"t":"ready","session":"s","heartbeatMs":100,"report":1}`, wire.HostFrame{}, "report must be a boolean, got a number"},
+	{"a ready with a negative maxFrameBytes is refused", `{"t":"ready","session":"s","heartbeatMs":100,"maxFrameBytes":-1}`, wire.HostFrame{}, "maxFrameBytes must be at least 0, got -1"},
+	{"a reply decodes", `{"t":"reply","id":4,"data":{"ok":true}}`, wire.HostFrame{T: "reply", ID: 4}, ""},
+	{"a reply of null decodes", `{"t":"reply","id":4,"data":null}`, wire.HostFrame{T: "reply", ID: 4}, ""},
+	{"a failed reply decodes", `{"t":"reply","id":4,"error":"no such room","code":"app"}`, wire.HostFrame{T: "reply", ID: 4, Error: "no such room", Code: "app"}, ""},
+	{"a busy reply decodes", `{"t":"reply","id":4,"error":"slow down","code":"busy","retryAfterMs":250}`, wire.HostFrame{T: "reply", ID: 4, Error: "slow down", Code: "busy", RetryAfterMs: 250}, ""},
+	{"a reply without an id is refused", `{"t":"reply","data":1}`, wire.HostFrame{}, "reply without an id"},
+	{"a reply with neither data nor code is refused", `{"t":"reply","id":4}`, wire.HostFrame{}, "reply 4 has neither data nor a code"},
+	{"a reply with data and a code is refused", `{"t":"reply","id":4,"data":1,"code":"app"}`, wire.HostFrame{}, "reply 4 has both data and a code"},
+	{"a reply with a long code is refused", `{"t":"reply","id":4,"code":"` + strings.Repeat("c", 33) + `"}`, wire.HostFrame{}, "code must be at most 32 bytes, got 33"},
+	{"a reply with a negative retryAfterMs is refused", `{"t":"reply","id":4,"code":"busy","retryAfterMs":-1}`, wire.HostFrame{}, "retryAfterMs must be at least 0, got -1"},
+	{"a ready without a session is refused", `{"t":"ready","heartbeatMs":15000}`, wire.HostFrame{}, "ready without a session"},
+	{"a ready without a heartbeat is refused", `{"t":"ready","session":"s"}`, wire.HostFrame{}, "heartbeatMs must be in 100..600000, got 0"},
+	{"a ready below the heartbeat floor is refused", `{"t":"ready","session":"s","heartbeatMs":99}`, wire.HostFrame{}, "got 99"},
+	{"a ready above the heartbeat ceiling is refused", `{"t":"ready","session":"s","heartbeatMs":600001}`, wire.HostFrame{}, "got 600001"},
+	{"a negative heartbeat is refused", `{"t":"ready","session":"s","heartbeatMs":-5}`, wire.HostFrame{}, "got -5"},
+	{"a fractional heartbeat is refused", `{"t":"ready","session":"s","heartbeatMs":1.5}`, wire.HostFrame{}, "heartbeatMs must be an integer, got 1.5"},
+	{"a heartbeat decodes", `{"t":"hb"}`, wire.HostFrame{T: "hb"}, ""},
+	{"an event decodes", `{"t":"event","stream":"S","seq":7,"data":{"x":1}}`, wire.HostFrame{T: "event", Stream: "S", Seq: 7}, ""},
+	{"an event without a stream is refused", `{"t":"event","seq":7,"data":1}`, wire.HostFrame{}, "bad stream name: must be 1..256 bytes, got 0"},
+	{"an event on a 257-byte stream is refused", `{"t":"event","stream":"` + strings.Repeat("s", 257) + `","seq":7,"data":1}`, wire.HostFrame{}, "bad stream name: must be 1..256 bytes, got 257"},
+	{"an event without a seq is refused", `{"t":"event","stream":"S","data":1}`, wire.HostFrame{}, `event on stream "S" without a seq`},
+	{"an event without data is refused", `{"t":"event","stream":"S","seq":7}`, wire.HostFrame{}, `event "S"/7 without data`},
+	{"a negative seq is refused", `{"t":"event","stream":"S","seq":-1,"data":1}`, wire.HostFrame{}, "seq must be an integer in 0..18446744073709551615, got -1"},
+	{"a reset decodes", `{"t":"reset","stream":"S","epoch":"E","seq":4,"baseline":[1,2]}`, wire.HostFrame{T: "reset", Stream: "S", Epoch: "E", Seq: 4}, ""},
+	{"a reset at seq 0 decodes", `{"t":"reset","stream":"S","epoch":"E","baseline":null}`, wire.HostFrame{T: "reset", Stream: "S", Epoch: "E"}, ""},
+	{"a reset without an epoch is refused", `{"t":"reset","stream":"S","seq":4}`, wire.HostFrame{}, `reset on stream "S" without an epoch`},
+	{"a goaway with a uri decodes", `{"t":"goaway","uri":"wss://b/_lifeline/events"}`, wire.HostFrame{T: "goaway", URI: "wss://b/_lifeline/events"}, ""},
+	{"a goaway without a uri decodes", `{"t":"goaway"}`, wire.HostFrame{T: "goaway"}, ""},
+	{"an error frame decodes", `{"t":"error","message":"retry-after=300"}`, wire.HostFrame{T: "error", Message: "retry-after=300"}, ""},
+	{"unknown fields are ignored", `{"t":"hb","future":true}`, wire.HostFrame{T: "hb"}, ""},
+	{"unknown fields of any kind are ignored", `{"t":"hb","future":{"a":[1,{"b":null}]},"x":"y"}`, wire.HostFrame{T: "hb"}, ""},
+	{"a key given twice is refused", `{"t":"hb","t":"ready","session":"s","heartbeatMs":100}`, wire.HostFrame{}, "duplicate"},
+	{"a denied frame decodes", `{"t":"denied","stream":"S","reason":"not yours"}`, wire.HostFrame{T: "denied", Stream: "S", Reason: "not yours"}, ""},
+	{"a denied frame without a reason decodes", `{"t":"denied","stream":"S"}`, wire.HostFrame{T: "denied", Stream: "S"}, ""},
+	{"a denied frame without a stream is refused", `{"t":"denied","reason":"no"}`, wire.HostFrame{}, "bad stream name: must be 1..256 bytes, got 0"},
+	{"escapes in strings are decoded", `{"t":"goaway","uri":"\u002fb\/c"}`, wire.HostFrame{T: "goaway", URI: "/b/c"}, ""},
+	{"white space around the frame is fine", " \n{\"t\" : \"hb\"}\t ", wire.HostFrame{T: "hb"}, ""},
+	{"nulls are absent fields", `{"t":"goaway","uri":null,"seq":null}`, wire.HostFrame{T: "goaway"}, ""},
+	{"a seq in exponent form is refused", `{"t":"event","stream":"S","seq":1e3,"data":1}`, wire.HostFrame{}, "seq must be an integer"},
+	{"a missing type is refused", `{"session":"s"}`, wire.HostFrame{}, `missing type field "t"`},
+	{"an unknown type is refused", `{"t":"hello"}`, wire.HostFrame{}, `unknown type "hello"`},
+	{"a long unknown type is truncated in the error", `{"t":"` + strings.Repeat("x", 100) + `"}`, wire.HostFrame{}, strings.Repeat("x", 32) + "…"},
+	{"a client frame type is refused", `{"t":"sub","stream":"S"}`, wire.HostFrame{}, `unknown type "sub"`},
+	{"a type of the wrong JSON type is refused", `{"t":1}`, wire.HostFrame{}, "t must be a string, got a number"},
+	{"trailing data is refused", `{"t":"hb"}{"t":"hb"}`, wire.HostFrame{}, "trailing data"},
+	{"truncated JSON is refused", `{"t":"hb"`, wire.HostFrame{}, "the document ends too soon"},
+	{"an array is refused", `[]`, wire.HostFrame{}, "must be a JSON object, got an array"},
+	{"empty input is refused", ``, wire.HostFrame{}, "the document ends too soon"},
 }
 
-func TestDecodeServer(t *testing.T) {
-	for _, tc := range serverCases {
-		got, err := wire.DecodeServer([]byte(tc.in))
+func TestDecodeHost(t *testing.T) {
+	for _, tc := range hostCases {
+		got, err := wire.DecodeHost([]byte(tc.in))
 		if tc.err != "" {
 			if !errors.Is(err, wire.ErrFrame) || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%s: DecodeServer(%.60s) error = %v, want ErrFrame containing %q", tc.name, tc.in, err, tc.err)
+				t.Errorf("%s: DecodeHost(%.60s) error = %v, want ErrFrame containing %q", tc.name, tc.in, err, tc.err)
 			}
 			continue
 		}
 		if err != nil {
-			t.Errorf("%s: DecodeServer(%.60s) error = %v", tc.name, tc.in, err)
+			t.Errorf("%s: DecodeHost(%.60s) error = %v", tc.name, tc.in, err)
 			continue
 		}
 		got.Data, got.Baseline = nil, nil
 		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s: DecodeServer(%.60s) = %+v, want %+v", tc.name, tc.in, got, tc.want)
+			t.Errorf("%s: DecodeHost(%.60s) = %+v, want %+v", tc.name, tc.in, got, tc.want)
 		}
 	}
 }
 
-func TestDecodeServerKeepsPayloadsRaw(t *testing.T) {
-	f, err := wire.DecodeServer([]byte(`{"t":"reset","stream":"S","epoch":"E","seq":2,"baseline":{"a": [1, 2]}}`))
+// TestAnEventWhoseDataIsNullDecodes: null is a JSON value an app may publish
+// (hostplugin's Publish takes any valid JSON). A page that refused it as "an event without
+// data" ended the session, resumed from its cursor into the same event and looped on the
+// ladder for as long as the event was in the log, on every page subscribed to the stream.
+func TestAnEventWhoseDataIsNullDecodes(t *testing.T) {
+	in, err := wire.HostFrame{T: wire.TypeEvent, Stream: "S", Seq: 3, Data: wire.RawJSON("null")}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := wire.DecodeHost(in)
+	if err != nil {
+		t.Fatalf("DecodeHost(%s): %v", in, err)
+	}
+	if string(f.Data) != "null" {
+		t.Fatalf("Data = %q, want the JSON value null", f.Data)
+	}
+	// A baseline of null is still no baseline: a reset carries one or does not.
+	f, err = wire.DecodeHost([]byte(`{"t":"reset","stream":"S","epoch":"E","seq":2,"baseline":null}`))
+	if err != nil || f.Baseline != nil {
+		t.Fatalf("reset with baseline null = %+v, %v; want no baseline", f, err)
+	}
+}
+
+func TestDecodeHostKeepsPayloadsRaw(t *testing.T) {
+	f, err := wire.DecodeHost([]byte(`{"t":"reset","stream":"S","epoch":"E","seq":2,"baseline":{"a": [1, 2]}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,42 +127,75 @@ func TestDecodeServerKeepsPayloadsRaw(t *testing.T) {
 	}
 }
 
-var clientCases = []struct {
+var pageCases = []struct {
 	name string
 	in   string
-	want wire.ClientFrame
+	want wire.PageFrame
 	err  string
 }{
-	{"a fresh sub decodes", `{"t":"sub","stream":"S"}`, wire.ClientFrame{T: "sub", Stream: "S"}, ""},
-	{"a sub with a cursor decodes", `{"t":"sub","stream":"S","epoch":"E","after":9}`, wire.ClientFrame{T: "sub", Stream: "S", Epoch: "E", After: 9}, ""},
-	{"a sub with an epoch at after 0 decodes", `{"t":"sub","stream":"S","epoch":"E"}`, wire.ClientFrame{T: "sub", Stream: "S", Epoch: "E"}, ""},
-	{"a sub with after but no epoch is refused", `{"t":"sub","stream":"S","after":9}`, wire.ClientFrame{}, `sub "S" has after=9 without an epoch`},
-	{"a sub without a stream is refused", `{"t":"sub"}`, wire.ClientFrame{}, "bad stream name: must be 1..256 bytes, got 0"},
-	{"a sub on a 257-byte stream is refused", `{"t":"sub","stream":"` + strings.Repeat("s", 257) + `"}`, wire.ClientFrame{}, "bad stream name: must be 1..256 bytes, got 257"},
-	{"an unsub decodes", `{"t":"unsub","stream":"S"}`, wire.ClientFrame{T: "unsub", Stream: "S"}, ""},
-	{"an unsub without a stream is refused", `{"t":"unsub"}`, wire.ClientFrame{}, "bad stream name: must be 1..256 bytes, got 0"},
-	{"a server frame type is refused", `{"t":"ready","stream":"S"}`, wire.ClientFrame{}, `unknown type "ready"`},
-	{"a missing type is refused", `{"stream":"S"}`, wire.ClientFrame{}, `missing type field "t"`},
-	{"trailing data is refused", `{"t":"unsub","stream":"S"} x`, wire.ClientFrame{}, "trailing data"},
-	{"a negative after is refused", `{"t":"sub","stream":"S","epoch":"E","after":-1}`, wire.ClientFrame{}, "after must be an integer in 0..18446744073709551615, got -1"},
-	{"unknown fields are ignored", `{"t":"unsub","stream":"S","x":1}`, wire.ClientFrame{T: "unsub", Stream: "S"}, ""},
-	{"a ping decodes", `{"t":"ping"}`, wire.ClientFrame{T: "ping"}, ""},
-	{"a ping with a stream is refused", `{"t":"ping","stream":"S"}`, wire.ClientFrame{}, "ping carries no stream"},
-	{"a key given twice is refused", `{"t":"sub","stream":"S","stream":"T"}`, wire.ClientFrame{}, "duplicate"},
-	{"an invalid UTF-8 stream is refused", "{\"t\":\"sub\",\"stream\":\"\xff\"}", wire.ClientFrame{}, "invalid UTF-8"},
+	{"a fresh sub decodes", `{"t":"sub","stream":"S"}`, wire.PageFrame{T: "sub", Stream: "S"}, ""},
+	{"a sub with a cursor decodes", `{"t":"sub","stream":"S","epoch":"E","after":9}`, wire.PageFrame{T: "sub", Stream: "S", Epoch: "E", After: 9}, ""},
+	{"a sub with an epoch at after 0 decodes", `{"t":"sub","stream":"S","epoch":"E"}`, wire.PageFrame{T: "sub", Stream: "S", Epoch: "E"}, ""},
+	{"a sub with after but no epoch is refused", `{"t":"sub","stream":"S","after":9}`, wire.PageFrame{}, `sub "S" has after=9 without an epoch`},
+	{"a sub without a stream is refused", `{"t":"sub"}`, wire.PageFrame{}, "bad stream name: must be 1..256 bytes, got 0"},
+	{"a sub on a 257-byte stream is refused", `{"t":"sub","stream":"` + strings.Repeat("s", 257) + `"}`, wire.PageFrame{}, "bad stream name: must be 1..256 bytes, got 257"},
+	{"an unsub decodes", `{"t":"unsub","stream":"S"}`, wire.PageFrame{T: "unsub", Stream: "S"}, ""},
+	{"an unsub without a stream is refused", `{"t":"unsub"}`, wire.PageFrame{}, "bad stream name: must be 1..256 bytes, got 0"},
+	{"a server frame type is refused", `{"t":"ready","stream":"S"}`, wire.PageFrame{}, `unknown type "ready"`},
+	{"a missing type is refused", `{"stream":"S"}`, wire.PageFrame{}, `missing type field "t"`},
+	{"trailing data is refused", `{"t":"unsub","stream":"S"} x`, wire.PageFrame{}, "trailing data"},
+	{"a negative after is refused", `{"t":"sub","stream":"S","epoch":"E","after":-1}`, wire.PageFrame{}, "after must be an integer in 0..18446744073709551615, got -1"},
+	{"unknown fields are ignored", `{"t":"unsub","stream":"S","x":1}`, wire.PageFrame{T: "unsub", Stream: "S"}, ""},
+	{"a ping decodes", `{"t":"ping"}`, wire.PageFrame{T: "ping"}, ""},
+	{"a call decodes", `{"t":"call","id":3,"name":"chat.post","data":{"a":1},"key":"k1"}`, wire.PageFrame{T: "call", ID: 3, Name: "chat.post", Data: wire.RawJSON(`{"a":1}`), Key: "k1"}, ""},
+	{"a call without data decodes", `{"t":"call","id":3,"name":"n"}`, wire.PageFrame{T: "call", ID: 3, Name: "n"}, ""},
+	{"a call with null data keeps null", `{"t":"call","id":3,"name":"n","data":null}`, wire.PageFrame{T: "call", ID: 3, Name: "n", Data: wire.RawJSON("null")}, ""},
+	{"a call without an id is refused", `{"t":"call","name":"n"}`, wire.PageFrame{}, "call without an id"},
+	{"a call without a name is refused", `{"t":"call","id":1}`, wire.PageFrame{}, "bad call name: must be 1..128 bytes, got 0"},
+	{"a call name with a space is refused", `{"t":"call","id":1,"name":"a b"}`, wire.PageFrame{}, `bad call name: "a b" has ' ' at byte 1`},
+	{"a call name over 128 bytes is refused", `{"t":"call","id":1,"name":"` + strings.Repeat("n", 129) + `"}`, wire.PageFrame{}, "bad call name: must be 1..128 bytes, got 129"},
+	{"a call key with a control character is refused", `{"t":"call","id":1,"name":"n","key":"a\u0007"}`, wire.PageFrame{}, "bad call key: has a control character at byte 1"},
+	{"a call key over 128 bytes is refused", `{"t":"call","id":1,"name":"n","key":"` + strings.Repeat("k", 129) + `"}`, wire.PageFrame{}, "bad call key: must be 1..128 bytes, got 129"},
+	{"a call with a stream is refused", `{"t":"call","id":1,"name":"n","stream":"S"}`, wire.PageFrame{}, "call 1 carries no stream"},
+	{"a call with an id that is not an integer is refused", `{"t":"call","id":1.5,"name":"n"}`, wire.PageFrame{}, "id must be an integer"},
+	{"a sub with call fields is refused", `{"t":"sub","stream":"S","id":4}`, wire.PageFrame{}, "sub carries no id, name, data or key"},
+	{"a ping with a stream is refused", `{"t":"ping","stream":"S"}`, wire.PageFrame{}, "ping carries no stream"},
+	{"a key given twice is refused", `{"t":"sub","stream":"S","stream":"T"}`, wire.PageFrame{}, "duplicate"},
+	{"an invalid UTF-8 stream is refused", "{\"t\":\"sub\",\"stream\":\"\xff\"}", wire.PageFrame{}, "invalid UTF-8"},
+	{"a report decodes", `{"t":"report","downMs":12400,"attempts":3,"kinds":["closed","refused","timeout"]}`,
+		wire.PageFrame{T: "report", DownMs: 12400, Attempts: 3, Kinds: []string{"closed", "refused", "timeout"}}, ""},
+	{"a report of no time decodes", `{"t":"report","attempts":1,"kinds":["other"]}`, wire.PageFrame{T: "report", Attempts: 1, Kinds: []string{"other"}}, ""},
+	{"a report naming every kind decodes", `{"t":"report","downMs":1,"attempts":1,"kinds":["closed","refused","timeout","silent","busy","restarting","offline","unauthorized","protocol","hidden","other"]}`,
+		wire.PageFrame{T: "report", DownMs: 1, Attempts: 1, Kinds: wire.ReportKinds[:]}, ""},
+	{"a report without kinds is refused", `{"t":"report","downMs":5,"attempts":1}`, wire.PageFrame{}, "must name 1..11 kinds, got 0"},
+	{"a report with no kind is refused", `{"t":"report","downMs":5,"attempts":1,"kinds":[]}`, wire.PageFrame{}, "must name 1..11 kinds, got 0"},
+	{"a report with more kinds than there are is refused", `{"t":"report","downMs":5,"attempts":1,"kinds":["closed","closed","closed","closed","closed","closed","closed","closed","closed","closed","closed","closed"]}`, wire.PageFrame{}, "must name 1..11 kinds, got more"},
+	{"a report naming a kind twice is refused", `{"t":"report","downMs":5,"attempts":1,"kinds":["closed","refused","closed"]}`, wire.PageFrame{}, `"closed" twice`},
+	{"a report naming an unknown kind is refused", `{"t":"report","downMs":5,"attempts":1,"kinds":["eaten by a grue"]}`, wire.PageFrame{}, `unknown kind "eaten by a grue"`},
+	{"a report whose kinds are not strings is refused", `{"t":"report","downMs":5,"attempts":1,"kinds":[1]}`, wire.PageFrame{}, "each of kinds must be a string, got a number"},
+	{"a report whose kinds are a string is refused", `{"t":"report","downMs":5,"attempts":1,"kinds":"closed"}`, wire.PageFrame{}, "kinds must be an array of strings, got a string"},
+	{"a report whose kinds end too soon is refused", `{"t":"report","downMs":5,"attempts":1,"kinds":["closed"`, wire.PageFrame{}, "the document ends too soon"},
+	{"a report of no attempt is refused", `{"t":"report","downMs":5,"kinds":["closed"]}`, wire.PageFrame{}, "report attempts must be in 1..1000000, got 0"},
+	{"a report of too many attempts is refused", `{"t":"report","downMs":5,"attempts":1000001,"kinds":["closed"]}`, wire.PageFrame{}, "report attempts must be in 1..1000000, got 1000001"},
+	{"a report of more than 30 days is refused", `{"t":"report","downMs":2592000001,"attempts":1,"kinds":["closed"]}`, wire.PageFrame{}, "report downMs must be in 0..2592000000, got 2592000001"},
+	{"a report of a negative time is refused", `{"t":"report","downMs":-1,"attempts":1,"kinds":["closed"]}`, wire.PageFrame{}, "downMs must be an integer in 0..18446744073709551615, got -1"},
+	{"a report with a stream is refused", `{"t":"report","stream":"S","attempts":1,"kinds":["closed"]}`, wire.PageFrame{}, "report carries no stream"},
+	{"a report with call fields is refused", `{"t":"report","id":2,"attempts":1,"kinds":["closed"]}`, wire.PageFrame{}, "report carries no id, name, data or key"},
+	{"a sub with report fields is refused", `{"t":"sub","stream":"S","kinds":[]}`, wire.PageFrame{}, "sub carries no downMs, attempts or kinds"},
+	{"a ping with report fields is refused", `{"t":"ping","attempts":2}`, wire.PageFrame{}, "ping carries no downMs, attempts or kinds"},
 }
 
-func TestDecodeClient(t *testing.T) {
-	for _, tc := range clientCases {
-		got, err := wire.DecodeClient([]byte(tc.in))
+func TestDecodePage(t *testing.T) {
+	for _, tc := range pageCases {
+		got, err := wire.DecodePage([]byte(tc.in))
 		if tc.err != "" {
 			if !errors.Is(err, wire.ErrFrame) || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%s: DecodeClient(%.60s) error = %v, want ErrFrame containing %q", tc.name, tc.in, err, tc.err)
+				t.Errorf("%s: DecodePage(%.60s) error = %v, want ErrFrame containing %q", tc.name, tc.in, err, tc.err)
 			}
 			continue
 		}
-		if err != nil || got != tc.want {
-			t.Errorf("%s: DecodeClient(%.60s) = %+v, %v; want %+v", tc.name, tc.in, got, err, tc.want)
+		if err != nil || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s: DecodePage(%.60s) = %+v, %v; want %+v", tc.name, tc.in, got, err, tc.want)
 		}
 	}
 }
@@ -246,8 +315,9 @@ func FuzzParseRestart(f *testing.F) {
 }
 
 func TestEncodeDecodeRoundTrip(t *testing.T) {
-	frames := []wire.ServerFrame{
+	frames := []wire.HostFrame{
 		wire.Ready("s1", 15*time.Second),
+		{T: wire.TypeReady, Session: "s2", HeartbeatMs: 100, Dedup: "d", MaxFrameBytes: 4096, Report: true},
 		{T: wire.TypeHeartbeat},
 		{T: wire.TypeEvent, Stream: "S", Seq: 1, Data: []byte(`{"v":1}`)},
 		{T: wire.TypeReset, Stream: "S", Epoch: "E", Seq: 9, Baseline: []byte(`[1,2,3]`)},
@@ -261,53 +331,58 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Encode(%+v): %v", f, err)
 		}
-		got, err := wire.DecodeServer(b)
+		got, err := wire.DecodeHost(b)
 		if err != nil {
-			t.Fatalf("DecodeServer(Encode(%+v) = %s): %v", f, b, err)
+			t.Fatalf("DecodeHost(Encode(%+v) = %s): %v", f, b, err)
 		}
 		b2, _ := got.Encode()
 		if !bytes.Equal(b, b2) {
 			t.Errorf("round trip of %+v: %s then %s", f, b, b2)
 		}
 	}
-	for _, f := range []wire.ClientFrame{
+	for _, f := range []wire.PageFrame{
 		{T: wire.TypeSub, Stream: "S"},
 		{T: wire.TypeSub, Stream: "S", Epoch: "E", After: 3},
 		{T: wire.TypeUnsub, Stream: "S"},
 		{T: wire.TypePing},
+		{T: wire.TypeCall, ID: 1, Name: "chat.post", Data: wire.RawJSON(`{"text":"hi"}`)},
+		{T: wire.TypeCall, ID: 7, Name: "cart/add:v2", Data: wire.RawJSON(`null`), Key: "order-7 ✓"},
+		{T: wire.TypeCall, ID: 8, Name: "n"},
+		wire.Report(12400*time.Millisecond, 3, []string{wire.KindClosed, wire.KindRefused}),
+		wire.Report(0, 1, []string{wire.KindOther}),
 	} {
 		b, _ := f.Encode()
-		if got, err := wire.DecodeClient(b); err != nil || got != f {
-			t.Errorf("DecodeClient(Encode(%+v) = %s) = %+v, %v", f, b, got, err)
+		if got, err := wire.DecodePage(b); err != nil || !reflect.DeepEqual(got, f) {
+			t.Errorf("DecodePage(Encode(%+v) = %s) = %+v, %v", f, b, got, err)
 		}
 	}
 }
 
-func FuzzDecodeServer(f *testing.F) {
-	for _, tc := range serverCases {
+func FuzzDecodeHost(f *testing.F) {
+	for _, tc := range hostCases {
 		f.Add([]byte(tc.in))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		fr, err := wire.DecodeServer(b)
+		fr, err := wire.DecodeHost(b)
 		if err != nil {
 			if !errors.Is(err, wire.ErrFrame) {
-				t.Fatalf("DecodeServer(%q) error %v does not wrap ErrFrame", b, err)
+				t.Fatalf("DecodeHost(%q) error %v does not wrap ErrFrame", b, err)
 			}
 			return
 		}
 		if err := fr.Validate(); err != nil {
-			t.Fatalf("DecodeServer(%q) = %+v, which does not validate: %v", b, fr, err)
+			t.Fatalf("DecodeHost(%q) = %+v, which does not validate: %v", b, fr, err)
 		}
 		enc, err := fr.Encode()
 		if err != nil {
 			t.Fatalf("Encode(%+v): %v", fr, err)
 		}
 		if !json.Valid(enc) {
-			t.Fatalf("Encode(DecodeServer(%q)) = %s is not valid JSON", b, enc)
+			t.Fatalf("Encode(DecodeHost(%q)) = %s is not valid JSON", b, enc)
 		}
-		fr2, err := wire.DecodeServer(enc)
+		fr2, err := wire.DecodeHost(enc)
 		if err != nil {
-			t.Fatalf("DecodeServer(Encode(DecodeServer(%q)) = %s): %v", b, enc, err)
+			t.Fatalf("DecodeHost(Encode(DecodeHost(%q)) = %s): %v", b, enc, err)
 		}
 		enc2, _ := fr2.Encode()
 		if !bytes.Equal(enc, enc2) {
@@ -316,11 +391,11 @@ func FuzzDecodeServer(f *testing.F) {
 	})
 }
 
-// FuzzDecodeClient: what the Host reads from any page. Decoding never panics; what it accepts
+// FuzzDecodePage: what the Host reads from any page. Decoding never panics; what it accepts
 // is a frame the Host can act on, and survives encoding. (The Host plugin has no copy of this
 // target: it decodes with this very function.)
-func FuzzDecodeClient(f *testing.F) {
-	for _, tc := range clientCases {
+func FuzzDecodePage(f *testing.F) {
+	for _, tc := range pageCases {
 		f.Add([]byte(tc.in))
 	}
 	for _, s := range []string{`{"t":"launch"}`, `{"t":"sub","stream":"s"} trailing`, `[]`, `null`, ``,
@@ -328,38 +403,48 @@ func FuzzDecodeClient(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		fr, err := wire.DecodeClient(b)
+		fr, err := wire.DecodePage(b)
 		if err != nil {
 			if !errors.Is(err, wire.ErrFrame) {
-				t.Fatalf("DecodeClient(%q) error %v does not wrap ErrFrame", b, err)
+				t.Fatalf("DecodePage(%q) error %v does not wrap ErrFrame", b, err)
 			}
 			return
 		}
 		switch fr.T {
 		case wire.TypeSub, wire.TypeUnsub:
 			if fr.Stream == "" || len(fr.Stream) > wire.MaxStreamName {
-				t.Fatalf("DecodeClient(%q) accepted %+v", b, fr)
+				t.Fatalf("DecodePage(%q) accepted %+v", b, fr)
 			}
 		case wire.TypePing:
-			if fr != (wire.ClientFrame{T: wire.TypePing}) {
-				t.Fatalf("DecodeClient(%q) accepted a ping with fields: %+v", b, fr)
+			if !reflect.DeepEqual(fr, wire.PageFrame{T: wire.TypePing}) {
+				t.Fatalf("DecodePage(%q) accepted a ping with fields: %+v", b, fr)
+			}
+		case wire.TypeCall:
+			if fr.ID == 0 || wire.CheckCallName(fr.Name) != nil || fr.Key != "" && wire.CheckCallKey(fr.Key) != nil || fr.Stream != "" {
+				t.Fatalf("DecodePage(%q) accepted %+v", b, fr)
+			}
+		case wire.TypeReport:
+			// What a Host puts in its histograms: bounded, and of the fixed kinds only.
+			if fr.Attempts == 0 || fr.Attempts > wire.MaxReportAttempts || fr.Down() > wire.MaxReportDown ||
+				wire.CheckKinds(fr.Kinds) != nil || fr.Stream != "" || fr.ID != 0 {
+				t.Fatalf("DecodePage(%q) accepted %+v", b, fr)
 			}
 		default:
-			t.Fatalf("DecodeClient(%q) accepted type %q", b, fr.T)
+			t.Fatalf("DecodePage(%q) accepted type %q", b, fr.T)
 		}
 		enc, err := fr.Encode()
 		if err != nil {
 			t.Fatalf("Encode(%+v): %v", fr, err)
 		}
 		if !json.Valid(enc) {
-			t.Fatalf("Encode(DecodeClient(%q)) = %s is not valid JSON", b, enc)
+			t.Fatalf("Encode(DecodePage(%q)) = %s is not valid JSON", b, enc)
 		}
-		fr2, err := wire.DecodeClient(enc)
+		fr2, err := wire.DecodePage(enc)
 		if err != nil {
-			t.Fatalf("DecodeClient(Encode(DecodeClient(%q)) = %s): %v", b, enc, err)
+			t.Fatalf("DecodePage(Encode(DecodePage(%q)) = %s): %v", b, enc, err)
 		}
 		// Decoding refuses invalid UTF-8, so a decoded frame always survives the round trip.
-		if fr2 != fr {
+		if !reflect.DeepEqual(fr2, fr) {
 			t.Fatalf("round trip of %q: %+v then %+v", b, fr, fr2)
 		}
 	})

@@ -13,7 +13,7 @@ import (
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
-	"github.com/lifeline-go/lifeline/internal/testlog"
+	"github.com/lifeline-go/lifeline/internal/test/testlog"
 )
 
 // bound is the longest any test waits for something that should happen.
@@ -50,7 +50,7 @@ func (f *fixture) dial(t testing.TB) *client {
 }
 
 // expect reads the next frame and checks its type, failing the test after bound.
-func (c *client) expect(typ string) wire.ServerFrame {
+func (c *client) expect(typ string) wire.HostFrame {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
@@ -58,9 +58,9 @@ func (c *client) expect(typ string) wire.ServerFrame {
 	if err != nil {
 		c.t.Fatalf("reading a frame: %v", err)
 	}
-	f, err := wire.DecodeServer(b)
+	f, err := wire.DecodeHost(b)
 	if err != nil {
-		c.t.Fatalf("DecodeServer(%s): %v", b, err)
+		c.t.Fatalf("DecodeHost(%s): %v", b, err)
 	}
 	if f.T != typ {
 		c.t.Fatalf("frame %+v, want type %q", f, typ)

@@ -5,7 +5,6 @@ package jetstream
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -14,11 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
@@ -26,17 +25,33 @@ import (
 
 // Options are the optional parts of a [Log]. A nil *Options means all defaults.
 type Options struct {
-	// Prefix names the JetStream streams and subjects of this log: stream <Prefix>_<hash>,
-	// subject <prefix>.s.<hash>, one per Lifeline stream. Default: "LIFELINE".
+	// Prefix names the JetStream streams and subjects of this log: streams <Prefix>_SHARD_<i>,
+	// subjects <prefix>.ev.<i>.<hash> and <prefix>.live.<i>.<hash>. Default: "LIFELINE".
 	Prefix string
-	// Replicas is how many NATS servers keep each stream (1, or 3 in a 3-node cluster).
+	// Shards is how many JetStream streams hold the log, each Lifeline stream in one of them by
+	// the hash of its name. One stream leader takes every append of its shard: more shards
+	// spread the appends over more NATS nodes. Every Host of a fleet must use the same count.
+	// Default: 1.
+	Shards int
+	// Replicas is how many NATS servers keep each shard (1, or 3 in a 3-node cluster).
 	// Default: 1.
 	Replicas int
-	// MaxEvents is how many events each stream keeps for replay. Default: 4096.
+	// MaxEvents is how many events each stream keeps for replay (the shards' MaxMsgsPerSubject).
+	// Default: 4096.
 	MaxEvents int
+	// MaxAge is how long an event is kept for replay (the shards' MaxAge): it bounds the store
+	// of a log with many streams, which MaxEvents alone would let grow to MaxEvents per stream
+	// ever written. A stream whose every event has expired starts a new epoch with its next
+	// event. Default: 24 h; negative: no limit.
+	MaxAge time.Duration
 	// Timeout bounds each request to NATS, and how long an append keeps trying while its
-	// stream has no leader (one being elected after a NATS node died). Default: 2 s.
+	// shard has no leader (one being elected after a NATS node died). Default: 2 s.
 	Timeout time.Duration
+	// Migrate lets Connect copy the streams of the previous layout (one JetStream stream per
+	// Lifeline stream) into the shards, keeping their epochs and seqs, and delete them. Without
+	// it, Connect refuses to start on that layout ([ErrOldLayout]). Stop every Host of the
+	// previous version first: what they append during the copy is lost.
+	Migrate bool
 	// Logger receives connection losses and recoveries. Default: slog.Default().
 	Logger *slog.Logger
 	// Name is the NATS connection name (shown by the server's monitoring). Default: "lifeline".
@@ -49,67 +64,59 @@ var (
 	ErrUnavailable = errors.New("jetstream: the stream log is unavailable")
 )
 
-// UnbornPrefix begins the epoch of a stream that does not exist in JetStream yet. Its first
-// event comes in the epoch the stream gets when it is created, so its followers are reset then.
-const UnbornPrefix = "unborn-"
-
-// epochKey is the stream metadata key holding the epoch. It is written once, by whichever
-// Host creates the stream, and read by every Host: the epoch is the stream's, not a Host's.
-const epochKey = "lifeline_epoch"
-
-// nameKey keeps the Lifeline stream name beside its hashed JetStream name, for operators.
-const nameKey = "lifeline_stream"
+// unbornPrefix begins the epoch that Since answers for a stream that holds no event: it is
+// this log's own, so that "nothing" on one Host is not comparable with "nothing" on another.
+const unbornPrefix = "unborn-"
 
 // Log is a [hostplugin.StreamLog] on NATS JetStream, shared by every Host of a fleet that
-// connects to the same NATS system with the same Prefix. Each Lifeline stream is one
-// JetStream stream, so its JetStream sequence numbers are the stream's own (1, 2, 3, …) and
-// every Host hands out and replays the same numbers. The epoch of a stream is made when the
-// JetStream stream is created and stored in its metadata; a stream deleted and recreated has
-// a new one.
+// connects to the same NATS system with the same Prefix and Shards. The package doc says how
+// it lays the streams out and which JetStream features it relies on.
 //
 // While NATS cannot be reached the log degrades instead of guessing: Append fails (the
 // publisher sees the error), Since answers a reset to the last head it knew (a replay it
 // could not read is never served) and [Log.Health] says so; the connection is retried forever
 // and the log recovers on its own.
 //
-// Events are published on <prefix>.s.<hash>, and JetStream republishes each one once it is
-// stored on <prefix>.live.<hash> (the stream's RePublish), where every Host's Follow hears it:
-// a Host's NATS user needs to publish to the first, subscribe to the second and use the
-// JetStream API for the streams named <Prefix>_*. A NATS node lost costs a Host no more than
-// JetStream's own failover (seconds while a stream leader is elected, nothing otherwise).
-//
-// A stream nobody has appended to does not exist in JetStream: Since answers it with a
-// reset to sequence 0 in an epoch of this log's own ([UnbornPrefix] and a random id: "nothing"
-// on one Host is not comparable with "nothing" on another, so a page that moves is reset by
-// each Host it lands on), and Follow waits for it to appear.
-//
 // The zero Log is not usable; call [Connect]. It is safe for concurrent use.
 type Log struct {
 	nc       *nats.Conn
 	js       natsjs.JetStream
+	jsLeader nats.JetStreamContext // for reads the shard leader must answer (no direct get)
 	opts     Options
-	unborn   string // the epoch of streams not in JetStream yet, this log's own
+	layout   layout
+	unborn   string // the epoch of streams that hold no event, this log's own
 	logger   *slog.Logger
 	ctx      context.Context // ended by Close: stops every Follow
 	cancel   context.CancelFunc
 	closeOne sync.Once
 
-	mu        sync.Mutex // guards the fields below
-	streams   map[string]*jsStream
-	health    Health
-	conn      context.Context // ended when the NATS connection is lost: requests on it give up
-	connLost  context.CancelFunc
-	followers map[*nats.Subscription]*follower
+	routers [routerCount]*router // the live subscriptions of Follow, by the subject's hash
+	asks    asker                // requests whose answer a Follow waits for without blocking
+	quiet   quietCheck           // followers whose streams went quiet after events
+
+	// dropCopy, when set (tests only), says which live copies are lost on the way.
+	dropCopy atomic.Pointer[func(subject string) bool]
+
+	mu      sync.Mutex // guards the fields below
+	shards  []natsjs.Stream
+	heads   map[string]*headEntry
+	health  Health
+	conn    context.Context // ended when the NATS connection is lost: requests on it give up
+	conLost context.CancelFunc
 }
 
-// jsStream is what the log knows of one Lifeline stream.
-type jsStream struct {
-	name    string // JetStream stream
-	subject string // where events are published
-	live    string // where JetStream republishes each event once it is stored: what Follow hears
-	epoch   string // "" until the stream is known to exist
-	head    uint64 // the highest sequence seen
+// headEntry is what the log knows of one stream's newest event, for the next append.
+type headEntry struct {
+	append sync.Mutex // one append of this Host to the stream at a time: they would refuse each other
+	users  int        // appends holding the entry (l.mu): an entry in use is not evicted
+
+	known bool // the fields below are a head seen in NATS (l.mu)
+	head  stored
 }
+
+// maxHeads bounds how many streams' heads a log remembers; past it, the next append to a
+// forgotten stream costs one refused publish and one read.
+const maxHeads = 1 << 16
 
 // Health is the state of a [Log]'s NATS connection, for health checks.
 type Health struct {
@@ -121,10 +128,8 @@ type Health struct {
 	LastError string    `json:"lastError,omitempty"` // the last error NATS reported
 }
 
-// Connect connects to the NATS servers at url (a comma-separated list) and returns a log on
-// their JetStream. It returns once the first connection is made or fails; from then on a lost
-// connection is retried forever.
-func Connect(url string, opts *Options) (*Log, error) {
+// withDefaults returns a copy of opts with every default applied.
+func withDefaults(opts *Options) (Options, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -133,11 +138,15 @@ func Connect(url string, opts *Options) (*Log, error) {
 		o.Prefix = "LIFELINE"
 	}
 	if strings.ContainsAny(o.Prefix, ".*> \t\r\n/\\") {
-		return nil, fmt.Errorf("jetstream: JetStream prefix %q: must not contain '.', '*', '>', '/', '\\' or spaces", o.Prefix)
+		return o, fmt.Errorf("jetstream: JetStream prefix %q: must not contain '.', '*', '>', '/', '\\' or spaces", o.Prefix)
 	}
+	o.Shards = max(o.Shards, 1)
 	o.Replicas = max(o.Replicas, 1)
 	if o.MaxEvents <= 0 {
 		o.MaxEvents = 4096
+	}
+	if o.MaxAge == 0 {
+		o.MaxAge = 24 * time.Hour
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = 2 * time.Second
@@ -148,11 +157,28 @@ func Connect(url string, opts *Options) (*Log, error) {
 	if o.Name == "" {
 		o.Name = "lifeline"
 	}
-	l := &Log{opts: o, logger: o.Logger, streams: map[string]*jsStream{}, unborn: UnbornPrefix + newID(6),
-		followers: map[*nats.Subscription]*follower{}}
+	return o, nil
+}
+
+// startWait bounds how long Connect waits for JetStream to answer (a cluster electing its
+// meta leader just after it started).
+const startWait = 30 * time.Second
+
+// Connect connects to the NATS servers at url (a comma-separated list), checks the layout in
+// JetStream and makes the shards exist, and returns a log on them. It returns an error when
+// NATS cannot be reached, when JetStream did not answer within 30 s, and when NATS holds
+// another layout ([ErrOldLayout], [ErrLayout]). From then on a lost connection is retried
+// forever.
+func Connect(url string, opts *Options) (*Log, error) {
+	o, err := withDefaults(opts)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{opts: o, logger: o.Logger, unborn: unbornPrefix + newID(6), layout: layoutOf(o),
+		shards: make([]natsjs.Stream, o.Shards), heads: map[string]*headEntry{}}
 	l.health = Health{Backend: "jetstream"}
 	l.ctx, l.cancel = context.WithCancel(context.Background())
-	l.conn, l.connLost = context.WithCancel(l.ctx)
+	l.conn, l.conLost = context.WithCancel(l.ctx)
 	nc, err := nats.Connect(url,
 		nats.Name(o.Name),
 		nats.MaxReconnects(-1),
@@ -164,27 +190,35 @@ func Connect(url string, opts *Options) (*Log, error) {
 		nats.ReconnectBufSize(-1),
 		nats.DisconnectErrHandler(l.onDisconnect),
 		nats.ReconnectHandler(l.onReconnect),
-		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
-			l.mu.Lock()
-			l.health.LastError = err.Error()
-			f := l.followers[sub]
-			l.mu.Unlock()
-			if f != nil && errors.Is(err, nats.ErrSlowConsumer) {
-				f.look() // live copies were dropped: read them from the stream
-			}
-		}),
+		nats.ErrorHandler(l.onAsyncError),
 	)
 	if err != nil {
 		l.cancel()
 		return nil, fmt.Errorf("%w: connecting to NATS at %s: %v", ErrUnavailable, url, err)
 	}
-	js, err := natsjs.New(nc)
-	if err != nil {
+	fail := func(err error) (*Log, error) {
 		nc.Close()
 		l.cancel()
-		return nil, fmt.Errorf("jetstream: JetStream at %s: %w", url, err)
+		return nil, err
 	}
-	l.nc, l.js = nc, js
+	js, err := natsjs.New(nc)
+	if err != nil {
+		return fail(fmt.Errorf("jetstream: JetStream at %s: %w", url, err))
+	}
+	jsLeader, err := nc.JetStream()
+	if err != nil {
+		return fail(fmt.Errorf("jetstream: JetStream at %s: %w", url, err))
+	}
+	l.nc, l.js, l.jsLeader = nc, js, jsLeader
+	if err := l.setUp(startWait); err != nil {
+		if errors.Is(err, ErrOldLayout) || errors.Is(err, ErrLayout) {
+			return fail(err)
+		}
+		return fail(fmt.Errorf("%w: setting up the shards at %s: %v", ErrUnavailable, url, err))
+	}
+	if err := l.startFollowing(); err != nil {
+		return fail(fmt.Errorf("%w: %v", ErrUnavailable, err))
+	}
 	l.health.Connected = true
 	l.health.Server = nc.ConnectedUrlRedacted()
 	return l, nil
@@ -195,7 +229,7 @@ func (l *Log) onDisconnect(nc *nats.Conn, err error) {
 		return
 	}
 	l.mu.Lock()
-	l.connLost()
+	l.conLost()
 	l.health.Connected = false
 	l.health.DownSince = time.Now()
 	l.health.Outages++
@@ -212,18 +246,29 @@ func (l *Log) onReconnect(nc *nats.Conn) {
 	l.health.Connected = true
 	l.health.Server = nc.ConnectedUrlRedacted()
 	l.health.DownSince = time.Time{}
-	l.connLost()
-	l.conn, l.connLost = context.WithCancel(l.ctx)
-	followers := make([]*follower, 0, len(l.followers))
-	for _, f := range l.followers {
-		followers = append(followers, f)
-	}
+	l.conLost()
+	l.conn, l.conLost = context.WithCancel(l.ctx)
 	l.mu.Unlock()
-	// What was republished while the connection was down never reached this Host.
-	for _, f := range followers {
-		f.look()
-	}
 	l.logger.Info("jetstream: NATS connection is back", "server", nc.ConnectedUrlRedacted(), "outage", down.Round(time.Millisecond))
+	// What was republished while the connection was down never reached this Host.
+	go func() {
+		for i := range l.layout.shards {
+			l.repairShard(l.ctx, i)
+		}
+	}()
+	go l.recheck(l.followers(-1), true)
+}
+
+func (l *Log) onAsyncError(_ *nats.Conn, sub *nats.Subscription, err error) {
+	l.mu.Lock()
+	l.health.LastError = err.Error()
+	l.mu.Unlock()
+	if sub != nil && errors.Is(err, nats.ErrSlowConsumer) {
+		// Live copies were dropped on this Host: read them from the stream.
+		if fs := l.followersOf(sub); len(fs) > 0 {
+			go l.recheck(fs, true)
+		}
+	}
 }
 
 // Health returns the state of the log's NATS connection.
@@ -244,54 +289,73 @@ func (l *Log) Close() error {
 	return nil
 }
 
-// names returns the stream's JetStream names (created on first use, not in NATS).
-func (l *Log) names(stream string) *jsStream {
+// known returns the last head the log saw of stream.
+func (l *Log) known(stream string) (stored, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	st := l.streams[stream]
-	if st == nil {
-		sum := sha256.Sum256([]byte(stream))
-		h := hex.EncodeToString(sum[:16])
-		p := strings.ToLower(l.opts.Prefix)
-		st = &jsStream{name: l.opts.Prefix + "_" + h, subject: p + ".s." + h, live: p + ".live." + h}
-		l.streams[stream] = st
+	if e := l.heads[stream]; e != nil && e.known {
+		return e.head, true
 	}
-	return st
+	return stored{}, false
 }
 
-// known returns what the log knows of stream: its names, epoch ("" if unknown) and head.
-func (l *Log) known(stream string) (jsStream, bool) {
-	st := l.names(stream)
+// learn records a head seen in NATS: a newer event of the epoch known, or another epoch.
+func (l *Log) learn(stream string, s stored) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return *st, st.epoch != ""
-}
-
-// learn records an epoch and a head seen in NATS. A new epoch replaces the head.
-func (l *Log) learn(stream, epoch string, head uint64) {
-	st := l.names(stream)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if st.epoch != epoch {
-		st.epoch, st.head = epoch, head
-		return
+	e := l.heads[stream]
+	if e == nil {
+		e = l.newHeadLocked(stream)
 	}
-	st.head = max(st.head, head)
+	if !e.known || e.head.epoch != s.epoch || s.seq > e.head.seq {
+		e.known, e.head = true, stored{jseq: s.jseq, epoch: s.epoch, seq: s.seq}
+	}
 }
 
+// forget records that stream holds no event, or that the log no longer knows its head.
 func (l *Log) forget(stream string) {
-	st := l.names(stream)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	st.epoch, st.head = "", 0
+	if e := l.heads[stream]; e != nil {
+		e.known = false
+	}
 }
 
-func epochOf(info *natsjs.StreamInfo) string {
-	if e := info.Config.Metadata[epochKey]; e != "" {
-		return e
+// newHeadLocked adds an entry for stream, evicting unused ones when there are too many.
+func (l *Log) newHeadLocked(stream string) *headEntry {
+	if len(l.heads) >= maxHeads {
+		evict := maxHeads / 8
+		for name, e := range l.heads { // map order: a random choice
+			if evict == 0 {
+				break
+			}
+			if e.users == 0 {
+				delete(l.heads, name)
+				evict--
+			}
+		}
 	}
-	// A stream made by something else: its creation time is as stable as it gets.
-	return "t" + strconv.FormatInt(info.Created.UnixNano(), 36)
+	e := &headEntry{}
+	l.heads[stream] = e
+	return e
+}
+
+// hold returns the stream's entry, kept from eviction until release.
+func (l *Log) hold(stream string) *headEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.heads[stream]
+	if e == nil {
+		e = l.newHeadLocked(stream)
+	}
+	e.users++
+	return e
+}
+
+func (l *Log) release(e *headEntry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e.users--
 }
 
 // request bounds one request to NATS by the log's Timeout, and ends it as soon as the
@@ -316,76 +380,22 @@ func (l *Log) requestUntil(ctx context.Context, deadline time.Time) (context.Con
 	}
 }
 
-// info reads the stream's state from NATS; a stream that does not exist is (nil, nil). The
-// handle it returns carries that state (CachedInfo).
-func (l *Log) info(ctx context.Context, stream string) (natsjs.Stream, error) {
-	st, _ := l.known(stream)
-	ctx, cancel := l.request(ctx)
-	defer cancel()
-	s, err := l.js.Stream(ctx, st.name)
-	if errors.Is(err, natsjs.ErrStreamNotFound) {
-		l.forget(stream)
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	info := s.CachedInfo()
-	l.learn(stream, epochOf(info), info.State.LastSeq)
-	return s, nil
-}
-
-// ensure makes the stream exist in JetStream and returns what the log knows of it.
-func (l *Log) ensure(ctx context.Context, stream string) (jsStream, error) {
-	if st, ok := l.known(stream); ok {
-		return st, nil
-	}
-	st, _ := l.known(stream)
-	ctx, cancel := l.request(ctx)
-	defer cancel()
-	cfg := natsjs.StreamConfig{
-		Name:        st.name,
-		Description: "Lifeline stream " + wire.Truncate(stream),
-		Subjects:    []string{st.subject},
-		Storage:     natsjs.FileStorage,
-		Retention:   natsjs.LimitsPolicy,
-		Discard:     natsjs.DiscardOld,
-		MaxMsgs:     int64(l.opts.MaxEvents),
-		Replicas:    l.opts.Replicas,
-		Duplicates:  2 * time.Minute,
-		RePublish:   &natsjs.RePublish{Source: st.subject, Destination: st.live},
-		Metadata:    map[string]string{epochKey: newID(8), nameKey: wire.Truncate(stream)},
-	}
-	s, err := l.js.CreateStream(ctx, cfg)
-	if errors.Is(err, natsjs.ErrStreamNameAlreadyInUse) {
-		// Another Host made it first: its epoch is the one.
-		s, err = l.js.Stream(ctx, st.name)
-	}
-	if err != nil {
-		return jsStream{}, fmt.Errorf("%w: stream %q: %v", ErrUnavailable, wire.Truncate(stream), err)
-	}
-	info := s.CachedInfo()
-	l.learn(stream, epochOf(info), info.State.LastSeq)
-	st, _ = l.known(stream)
-	return st, nil
-}
-
 // Append implements [hostplugin.StreamLog]: the event is stored in JetStream before it is
-// returned, and every Host's Follow delivers it. While the stream has no leader (JetStream is
-// electing one after a NATS node died) Append keeps trying for the log's Timeout: nothing was
-// stored then, so trying again cannot store the event twice. An answer lost on the way (a
-// timeout, the connection lost meanwhile) is reported as an error: the event may or may not
-// be stored.
+// returned, and every Host's Follow delivers it. While the stream's shard has no leader
+// (JetStream is electing one after a NATS node died) Append keeps trying for the log's
+// Timeout: nothing was stored then, so trying again cannot store the event twice. An answer
+// lost on the way (a timeout, the connection lost meanwhile) is reported as an error: the
+// event may or may not be stored.
 func (l *Log) Append(ctx context.Context, stream string, data json.RawMessage) (hostplugin.Event, error) {
 	ev, _, err := l.append(ctx, stream, func(uint64) json.RawMessage { return data }, "")
 	return ev, err
 }
 
 // AppendUnique appends build(seq) as the next event of stream, unless an event with id was
-// appended in the last two minutes, by this Host or any other of the fleet. build receives
-// the sequence number the event will have. It reports whether this call stored the event:
-// false when an event with id was there already (stored by another Host, or by an earlier
-// try of this call whose answer was lost).
+// appended to stream in the last two minutes, by this Host or any other of the fleet. build
+// receives the sequence number the event will have. It reports whether this call stored the
+// event: false when an event with id was there already (stored by another Host, or by an
+// earlier try of this call whose answer was lost).
 //
 // Several Hosts running the same periodic publisher each call it with the same id for the
 // same period (a tick's second): exactly one event per id lands. Because the id makes a
@@ -395,75 +405,103 @@ func (l *Log) AppendUnique(ctx context.Context, stream, id string, build func(se
 	return l.append(ctx, stream, build, id)
 }
 
-// publishRetry is how long append waits before it tries again a publish that found no stream
+// publishRetry is how long append waits before it tries again a publish that found no shard
 // leader, or (with an id) lost its answer.
 const publishRetry = 100 * time.Millisecond
 
 // JetStream's code for a publish whose message id another publish is storing right now.
 const jsErrCodeDuplicateInProcess = 10158
 
+// append publishes the next event of a stream: headers with its epoch and seq, and the
+// expected shard sequence of the stream's last event (Nats-Expected-Last-Subject-Sequence),
+// so that JetStream stores it only if no other event of the stream came in between. When one
+// did (another Host appended), the publish is refused: the head is read from the shard's
+// leader and the event is numbered again. A stream that holds no event begins a new epoch.
 func (l *Log) append(ctx context.Context, stream string, build func(uint64) json.RawMessage, id string) (hostplugin.Event, bool, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	pl := l.layout.place(stream)
+	e := l.hold(stream)
+	defer l.release(e)
+	e.append.Lock()
+	defer e.append.Unlock()
+
 	deadline := time.Now().Add(l.opts.Timeout)
 	fail := func(err error) (hostplugin.Event, bool, error) {
 		return hostplugin.Event{}, false, fmt.Errorf("%w: append to %q: %v", ErrUnavailable, wire.Truncate(stream), err)
 	}
-	checked := false // whether a missing stream leader was told from a deleted stream
+	checked := false // whether a missing shard leader was told from a deleted shard
 	for refusals := 0; ; {
-		st, err := l.ensure(ctx, stream)
-		if err != nil {
-			return hostplugin.Event{}, false, err
+		// With no head known, the stream is taken to hold nothing: a new stream is stored at
+		// the first try, and one that holds events refuses the publish and is read.
+		head, known := l.known(stream)
+		if !known {
+			head = stored{epoch: newID(8)}
 		}
-		// Retries are this loop's: it tells a deleted stream from one without a leader.
-		popts := []natsjs.PublishOpt{natsjs.WithRetryAttempts(0)}
+		data := build(head.seq + 1)
+		msg := &nats.Msg{Subject: pl.subject, Header: nats.Header{}, Data: data}
+		msg.Header.Set(epochHeader, head.epoch)
+		msg.Header.Set(seqHeader, strconv.FormatUint(head.seq+1, 10))
+		// Retries are this loop's: it tells a deleted shard from one without a leader.
+		popts := []natsjs.PublishOpt{natsjs.WithRetryAttempts(0), natsjs.WithExpectLastSequencePerSubject(head.jseq)}
 		if id != "" {
-			// The expected last sequence makes build's seq the real one: a Host that missed
-			// another's event is refused, reads the head and tries again.
-			popts = append(popts, natsjs.WithMsgID(id), natsjs.WithExpectLastSequence(st.head))
+			// Ids are remembered per shard: the stream's hash makes them the stream's.
+			popts = append(popts, natsjs.WithMsgID(pl.hash+"/"+id))
 		}
-		data := build(st.head + 1)
 		rctx, cancel := l.requestUntil(ctx, deadline)
-		ack, err := l.js.Publish(rctx, st.subject, data, popts...)
+		ack, err := l.js.PublishMsg(rctx, msg, popts...)
 		cancel()
 		var apiErr *natsjs.APIError
 		errors.As(err, &apiErr)
 		switch {
 		case err == nil && ack.Duplicate:
+			l.forget(stream) // stored by another Host, or by a try whose answer was lost
 			return hostplugin.Event{}, false, nil
 		case err == nil:
-			if ack.Sequence <= st.head && id == "" {
-				// Sequences only grow in one stream: this one was recreated.
-				if _, err := l.info(ctx, stream); err != nil {
-					return fail(err)
-				}
-			}
-			l.learn(stream, st.epoch, ack.Sequence)
-			cur, _ := l.known(stream)
-			return hostplugin.Event{Epoch: cur.epoch, Seq: ack.Sequence, Data: append(json.RawMessage(nil), data...)}, true, nil
+			s := stored{jseq: ack.Sequence, epoch: head.epoch, seq: head.seq + 1}
+			l.learn(stream, s)
+			return hostplugin.Event{Epoch: s.epoch, Seq: s.seq, Data: append(json.RawMessage(nil), data...)}, true, nil
 		case errors.Is(err, natsjs.ErrNoStreamResponse):
-			// Nobody stored it: the stream is electing a leader, or it was deleted. A deleted
-			// stream is told at once by the meta leader; a stream being failed over is not.
+			// Nobody stored it: the shard is electing a leader, or it was deleted. A deleted
+			// shard is told at once by the meta leader; a shard being failed over is not.
 			if !checked {
 				checked = true
-				if l.deleted(ctx, stream) {
-					l.forget(stream) // make it again, with a new epoch
-					continue
+				if l.deleted(ctx, pl.shard) {
+					mctx, cancel := l.requestUntil(ctx, deadline)
+					err = l.makeShard(mctx, pl.shard)
+					cancel()
+					if err == nil {
+						l.logger.Warn("jetstream: a shard was missing; made it again (its streams start new epochs)", "stream", l.layout.shardName(pl.shard))
+						continue
+					}
+					// Made again too soon after its deletion (the server still removing its
+					// store): try again.
+					checked = false
 				}
 			}
 		case apiErr != nil && (apiErr.ErrorCode == natsjs.JSErrCodeStreamWrongLastSequence ||
 			apiErr.ErrorCode == natsjs.JSErrCodeStreamWrongLastSequenceConstant):
-			if refusals++; refusals > 4 {
+			// Another event of the stream came first (or is being stored right now).
+			if refusals++; refusals > 1 && !sleepUntil(ctx, time.Now().Add(time.Duration(min(refusals, 20))*time.Millisecond), deadline) {
 				return fail(err)
 			}
-			if _, err := l.info(ctx, stream); err != nil {
+			h, err := l.leaderHead(ctx, pl)
+			if err != nil {
 				return fail(err)
+			}
+			if h == nil {
+				l.forget(stream)
+			} else {
+				l.learn(stream, *h)
 			}
 			continue
 		case id != "" && (apiErr != nil && apiErr.ErrorCode == jsErrCodeDuplicateInProcess || lostAnswer(ctx, err)):
 			// Safe to try again: the id keeps a second copy out.
 		default:
+			if lostAnswer(ctx, err) {
+				l.forget(stream) // it may have been stored
+			}
 			return fail(err)
 		}
 		if !sleepUntil(ctx, time.Now().Add(publishRetry), deadline) {
@@ -472,13 +510,12 @@ func (l *Log) append(ctx context.Context, stream string, build func(uint64) json
 	}
 }
 
-// deleted reports whether NATS says stream does not exist, asking for no longer than a
+// deleted reports whether NATS says shard i does not exist, asking for no longer than a
 // healthy cluster takes to answer.
-func (l *Log) deleted(ctx context.Context, stream string) bool {
-	st, _ := l.known(stream)
+func (l *Log) deleted(ctx context.Context, i int) bool {
 	ctx, cancel := l.requestUntil(ctx, time.Now().Add(min(l.opts.Timeout, 250*time.Millisecond)))
 	defer cancel()
-	_, err := l.js.Stream(ctx, st.name)
+	_, err := l.js.Stream(ctx, l.layout.shardName(i))
 	return errors.Is(err, natsjs.ErrStreamNotFound)
 }
 
@@ -509,173 +546,101 @@ func sleepUntil(ctx context.Context, at, deadline time.Time) bool {
 	}
 }
 
-// Since implements [hostplugin.StreamLog]. It never returns an error: when NATS cannot be read
-// it answers a reset to the last head it knew, because a replay it cannot read in full is one
-// it cannot vouch for.
-func (l *Log) Since(ctx context.Context, stream string, cur hostplugin.Cursor) ([]hostplugin.Event, hostplugin.Cursor, bool, error) {
-	degraded := func(err error) ([]hostplugin.Event, hostplugin.Cursor, bool, error) {
-		st, _ := l.known(stream)
-		if st.epoch == "" {
-			st.epoch = l.unborn // never seen: all the page can hold is nothing
-		}
-		l.logger.Warn("jetstream: cannot read the stream log; resetting the page to the last known head",
-			"stream", wire.Truncate(stream), "epoch", st.epoch, "seq", st.head, "err", err)
-		return nil, hostplugin.Cursor{Epoch: st.epoch, Seq: st.head}, false, nil
-	}
-	// A NATS node failing over (a stream leader elected again) takes a few seconds: retry
-	// within sinceRetry before settling for a reset.
-	var s natsjs.Stream
-	var err error
-	found := false
-	for deadline := time.Now().Add(sinceRetry); ; {
-		if !l.nc.IsConnected() {
-			err = nats.ErrConnectionReconnecting
-		} else if s, err = l.info(ctx, stream); err == nil {
-			found = s != nil
-			break
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return degraded(err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if !found {
-		return nil, hostplugin.Cursor{Epoch: l.unborn}, false, nil
-	}
-	info := s.CachedInfo()
-	epoch, first, last := epochOf(info), info.State.FirstSeq, info.State.LastSeq
-	head := hostplugin.Cursor{Epoch: epoch, Seq: last}
-	if cur.Epoch != epoch || cur.Seq > last || cur.Seq+1 < first {
-		return nil, head, false, nil
-	}
-	n := last - cur.Seq
-	if n == 0 {
-		return nil, head, true, nil
-	}
-	events, err := l.read(ctx, s, epoch, cur.Seq+1, last)
-	if err != nil && !errors.Is(err, errGap) {
-		time.Sleep(200 * time.Millisecond)
-		events, err = l.read(ctx, s, epoch, cur.Seq+1, last)
-	}
-	if err != nil {
-		if errors.Is(err, errGap) {
-			return nil, head, false, nil // the oldest were discarded meanwhile
-		}
-		return degraded(err)
-	}
-	return events, head, true, nil
-}
-
 // sinceRetry bounds how long Since keeps trying NATS before it answers a reset.
 const sinceRetry = 5 * time.Second
 
-var errGap = errors.New("jetstream: the log no longer holds the range")
+// gapRetry is how long Since first waits before it reads again a range that came back short
+// (then twice and four times as long).
+const gapRetry = 25 * time.Millisecond
 
-// readParallel is how many reads of single events read keeps in flight.
-const readParallel = 16
-
-// replayBatch is the range length from which read tries a consumer first.
-const replayBatch = 32
-
-// consumerWait bounds how long read waits for a consumer to be made before it reads the
-// events one by one: made in milliseconds in a healthy cluster, a consumer cannot be made
-// while the JetStream meta leader is being elected, and is never answered for when it was
-// placed on a NATS node that just died.
-const consumerWait = 500 * time.Millisecond
-
-// read returns the events from..to of a JetStream stream, every one of them, or an error.
-// A long range is fetched through a consumer of its own; when none can be made at once, and
-// for short ranges, the events are read one request each, several at a time, from the
-// stream leader, which needs nothing but the stream.
-func (l *Log) read(ctx context.Context, s natsjs.Stream, epoch string, from, to uint64) ([]hostplugin.Event, error) {
-	if to-from+1 >= replayBatch {
-		events, err := l.fetch(ctx, s, epoch, from, to)
-		if err == nil || errors.Is(err, errGap) {
-			return events, err
+// Since implements [hostplugin.StreamLog]. It never returns an error: when NATS cannot be read
+// it answers a reset to the last head it knew, because a replay it cannot read in full is one
+// it cannot vouch for.
+//
+// It reads the stream's head with a direct get, and a replay with batch direct gets from the
+// shard sequence of the first event the reader misses, found by an interpolation search.
+func (l *Log) Since(ctx context.Context, stream string, cur hostplugin.Cursor) ([]hostplugin.Event, hostplugin.Cursor, bool, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	pl := l.layout.place(stream)
+	// A NATS node failing over (a shard leader elected again) takes a few seconds: retry
+	// within sinceRetry before settling for a reset.
+	for deadline := time.Now().Add(sinceRetry); ; {
+		var err error
+		if !l.nc.IsConnected() {
+			err = nats.ErrConnectionReconnecting
+		} else {
+			var events []hostplugin.Event
+			var head hostplugin.Cursor
+			var ok bool
+			if events, head, ok, err = l.since(ctx, stream, pl, cur); err == nil {
+				return events, head, ok, nil
+			}
 		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return l.degraded(stream, err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	ctx, cancel := l.request(ctx)
-	defer cancel()
-	out := make([]hostplugin.Event, to-from+1)
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(readParallel)
-	for seq := from; seq <= to && gctx.Err() == nil; seq++ {
-		g.Go(func() error {
-			m, err := s.GetMsg(gctx, seq)
-			if errors.Is(err, natsjs.ErrMsgNotFound) {
-				return errGap
-			}
-			if err != nil {
-				return err
-			}
-			out[seq-from] = hostplugin.Event{Epoch: epoch, Seq: m.Sequence, Data: m.Data}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err // ended before every read was started
-	}
-	return out, nil
 }
 
-// fetch reads from..to through an ephemeral consumer made for this read and deleted after.
-func (l *Log) fetch(ctx context.Context, s natsjs.Stream, epoch string, from, to uint64) ([]hostplugin.Event, error) {
-	cctx, cancel := l.requestUntil(ctx, time.Now().Add(min(l.opts.Timeout, consumerWait)))
-	c, err := s.CreateConsumer(cctx, natsjs.ConsumerConfig{
-		DeliverPolicy:     natsjs.DeliverByStartSequencePolicy,
-		OptStartSeq:       from,
-		AckPolicy:         natsjs.AckNonePolicy,
-		MemoryStorage:     true,
-		Replicas:          1,
-		InactiveThreshold: time.Minute, // in case the delete below is lost
-	})
-	cancel()
+// degraded is Since's answer when NATS cannot be read: a reset to the last head known.
+func (l *Log) degraded(stream string, err error) ([]hostplugin.Event, hostplugin.Cursor, bool, error) {
+	head, ok := l.known(stream)
+	if !ok {
+		head.epoch = l.unborn // never seen: all the page can hold is nothing
+	}
+	l.logger.Warn("jetstream: cannot read the stream log; resetting the page to the last known head",
+		"stream", wire.Truncate(stream), "epoch", head.epoch, "seq", head.seq, "err", err)
+	return nil, hostplugin.Cursor{Epoch: head.epoch, Seq: head.seq}, false, nil
+}
+
+func (l *Log) since(ctx context.Context, stream string, pl placement, cur hostplugin.Cursor) ([]hostplugin.Event, hostplugin.Cursor, bool, error) {
+	h, err := l.head(ctx, pl)
 	if err != nil {
-		return nil, err
+		return nil, hostplugin.Cursor{}, false, err
 	}
-	defer func() {
-		name := c.CachedInfo().Name
-		go func() {
-			dctx, cancel := l.request(l.ctx)
-			defer cancel()
-			_ = s.DeleteConsumer(dctx, name)
-		}()
-	}()
-	ctx, cancel = l.request(ctx)
+	// A cursor ahead of the head read may be one the nearest replica has not applied yet.
+	if ahead := cur.Seq > 0 && (h == nil && !strings.HasPrefix(cur.Epoch, unbornPrefix) || h != nil && cur.Epoch == h.epoch && cur.Seq > h.seq); ahead {
+		if h, err = l.leaderHead(ctx, pl); err != nil {
+			return nil, hostplugin.Cursor{}, false, err
+		}
+	}
+	if h == nil {
+		l.forget(stream)
+		return nil, hostplugin.Cursor{Epoch: l.unborn}, false, nil
+	}
+	l.learn(stream, *h)
+	head := hostplugin.Cursor{Epoch: h.epoch, Seq: h.seq}
+	if cur.Epoch != h.epoch || cur.Seq > h.seq || h.seq-cur.Seq > uint64(l.opts.MaxEvents) {
+		return nil, head, false, nil
+	}
+	switch h.seq - cur.Seq {
+	case 0:
+		return nil, head, true, nil
+	case 1:
+		return []hostplugin.Event{h.event()}, head, true, nil // the head read holds it
+	}
+	rctx, cancel := l.request(ctx)
 	defer cancel()
-	out := make([]hostplugin.Event, 0, to-from+1)
-	next := from
-	for next <= to {
-		batch, err := c.Fetch(int(min(to-next+1, 1024)), natsjs.FetchContext(ctx))
-		if err != nil {
-			return nil, err
-		}
-		got := 0
-		for m := range batch.Messages() {
-			got++
-			md, err := m.Metadata()
-			if err != nil {
-				return nil, err
-			}
-			if md.Sequence.Stream != next {
-				return nil, errGap
-			}
-			out = append(out, hostplugin.Event{Epoch: epoch, Seq: next, Data: append(json.RawMessage(nil), m.Data()...)})
-			if next++; next > to {
-				break
-			}
-		}
-		if err := batch.Error(); err != nil && next <= to {
-			return nil, err
-		}
-		if got == 0 {
-			return nil, fmt.Errorf("jetstream: replay of %s stalled at %d", s.CachedInfo().Config.Name, next)
-		}
+	got, err := l.readRange(rctx, pl, *h, cur.Seq+1)
+	// The replica that answers a read may be another than the one that answered the head, and
+	// a moment behind it: a range that ends at an event seen must be there in a moment.
+	for wait := gapRetry; errors.Is(err, errGap) && wait <= 4*gapRetry && sleepUntil(rctx, time.Now().Add(wait), time.Now().Add(l.opts.Timeout)); wait *= 2 {
+		got, err = l.readRange(rctx, pl, *h, cur.Seq+1)
 	}
-	return out, nil
+	if errors.Is(err, errGap) {
+		return nil, head, false, nil // older than the stream keeps, or discarded meanwhile
+	}
+	if err != nil {
+		return nil, hostplugin.Cursor{}, false, err
+	}
+	events := make([]hostplugin.Event, len(got))
+	for i, s := range got {
+		events[i] = s.event()
+	}
+	return events, head, true, nil
 }
 
 // newID returns n random bytes in hex.

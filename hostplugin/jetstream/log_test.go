@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -205,6 +206,7 @@ func TestJetStreamFollowDeliversEveryHostsEventsInOrder(t *testing.T) {
 		got = append(got, ev.Seq)
 	})
 	defer stop()
+	waitFor(t, "the follow to start", func() bool { return jetstream.Started(b, "s") })
 	for i := range 20 {
 		log := a
 		if i%3 == 0 {
@@ -232,6 +234,7 @@ func TestJetStreamFollowWaitsForAStreamThatDoesNotExistYet(t *testing.T) {
 	got := make(chan hostplugin.Event, 4)
 	stop := b.Follow("later", func(ev hostplugin.Event) { got <- ev })
 	defer stop()
+	waitFor(t, "the follow to start", func() bool { return jetstream.Started(b, "later") })
 	jsAppendN(t, a, "later", 0, 1)
 	select {
 	case ev := <-got:
@@ -257,6 +260,9 @@ func follow(t testing.TB, log hostplugin.StreamLog, stream string) *followed {
 		defer f.mu.Unlock()
 		f.events = append(f.events, ev)
 	}))
+	if js, ok := log.(*jetstream.Log); ok {
+		waitFor(t, "the follow of "+stream+" to start", func() bool { return jetstream.Started(js, stream) })
+	}
 	return f
 }
 
@@ -281,8 +287,9 @@ func seqsOf(events []hostplugin.Event) []uint64 {
 	return out
 }
 
-// onlyStream returns the one JetStream stream on ns, through a connection of the test's own.
-func onlyStream(t testing.TB, ns *natsServer) natsjs.Stream {
+// shardOf returns the JetStream stream (the shard) that holds stream, through a connection
+// of the test's own.
+func shardOf(t testing.TB, ns *natsServer, log *jetstream.Log, stream string) natsjs.Stream {
 	t.Helper()
 	nc, err := nats.Connect(ns.url())
 	if err != nil {
@@ -290,24 +297,18 @@ func onlyStream(t testing.TB, ns *natsServer) natsjs.Stream {
 	}
 	t.Cleanup(nc.Close)
 	js, _ := natsjs.New(nc)
-	var names []string
-	for name := range js.StreamNames(context.Background()).Name() {
-		names = append(names, name)
-	}
-	if len(names) != 1 {
-		t.Fatalf("streams %v, want one", names)
-	}
-	s, err := js.Stream(context.Background(), names[0])
+	s, err := js.Stream(context.Background(), jetstream.ShardOf(log, stream))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-// republishTo points the stream's RePublish at dest (nil: none) and returns what it was.
-func republishTo(t testing.TB, ns *natsServer, dest *natsjs.RePublish) *natsjs.RePublish {
+// republishTo points the RePublish of the shard holding stream at dest (nil: none) and
+// returns what it was.
+func republishTo(t testing.TB, ns *natsServer, log *jetstream.Log, stream string, dest *natsjs.RePublish) *natsjs.RePublish {
 	t.Helper()
-	s := onlyStream(t, ns)
+	s := shardOf(t, ns, log, stream)
 	nc, err := nats.Connect(ns.url())
 	if err != nil {
 		t.Fatal(err)
@@ -325,29 +326,27 @@ func republishTo(t testing.TB, ns *natsServer, dest *natsjs.RePublish) *natsjs.R
 
 // Follow hears the copies JetStream republishes; an event whose copy never reached the Host
 // (lost with a NATS node or the connection) is read from the stream: before the next copy
-// when one comes, and when the stream has been quiet for a while (5 s) when none does.
+// when one comes (its Nats-Last-Sequence shows the gap), and when the stream has been quiet
+// for a while (5 s) when none does.
 func TestJetStreamFollowReadsTheEventsWhoseLiveCopiesWereLost(t *testing.T) {
 	ns := startNATS(t)
 	a, b := ns.connect(t, nil), ns.connect(t, nil)
 	jsAppendN(t, a, "s", 0, 1)
 	got := follow(t, b, "s")
 
-	live := onlyStream(t, ns).CachedInfo().Config.RePublish
-	if live == nil {
-		t.Fatal("the stream was made without RePublish")
-	}
-	elsewhere := &natsjs.RePublish{Source: live.Source, Destination: "nobody.listens"}
-	republishTo(t, ns, elsewhere)
-	jsAppendN(t, a, "s", 1, 3) // seqs 2–4: their copies go where nobody listens
-	republishTo(t, ns, live)
+	var lose atomic.Bool
+	jetstream.DropCopies(b, func(string) bool { return lose.Load() })
+	lose.Store(true)
+	jsAppendN(t, a, "s", 1, 3) // seqs 2–4: their copies are lost
+	lose.Store(false)
 	jsAppendN(t, a, "s", 4, 1) // seq 5: its copy shows the gap
 	if seqs := seqsOf(got.wait(t, bound, 4)); fmt.Sprint(seqs) != "[2 3 4 5]" {
 		t.Fatalf("followed %v, want [2 3 4 5]", seqs)
 	}
 
-	republishTo(t, ns, elsewhere)
+	lose.Store(true)
 	jsAppendN(t, a, "s", 5, 2) // seqs 6–7, and nothing after them
-	republishTo(t, ns, live)
+	lose.Store(false)
 	events := got.wait(t, 5*time.Second+bound, 6)
 	if seqs := seqsOf(events); fmt.Sprint(seqs) != "[2 3 4 5 6 7]" {
 		t.Fatalf("followed %v, want [2 3 4 5 6 7]", seqs)
@@ -359,15 +358,16 @@ func TestJetStreamFollowReadsTheEventsWhoseLiveCopiesWereLost(t *testing.T) {
 	}
 }
 
-// A stream made without RePublish (by an older Lifeline) is given it by the first Follow.
-func TestJetStreamFollowGivesAStreamWithoutRePublishOne(t *testing.T) {
+// A shard whose RePublish was taken away (an operator's update) is given it back, as soon as
+// NATS advises the update.
+func TestJetStreamLogGivesAShardWithoutRePublishItBack(t *testing.T) {
 	ns := startNATS(t)
 	a, b := ns.connect(t, nil), ns.connect(t, nil)
 	jsAppendN(t, a, "s", 0, 1)
-	live := republishTo(t, ns, nil)
+	live := republishTo(t, ns, a, "s", nil)
 	got := follow(t, b, "s")
-	waitFor(t, "the stream to republish again", func() bool {
-		rp := onlyStream(t, ns).CachedInfo().Config.RePublish
+	waitFor(t, "the shard to republish again", func() bool {
+		rp := shardOf(t, ns, a, "s").CachedInfo().Config.RePublish
 		return rp != nil && rp.Destination == live.Destination
 	})
 	jsAppendN(t, a, "s", 1, 3)
@@ -376,8 +376,9 @@ func TestJetStreamFollowGivesAStreamWithoutRePublishOne(t *testing.T) {
 	}
 }
 
-// A stream deleted and made again under the same name starts its seqs over in a new epoch:
-// Follow moves to it instead of taking its first events for copies it has seen.
+// A shard deleted and made again starts its sequences over, and its streams start new
+// epochs: Follow moves to the new epoch instead of taking its first events for copies it has
+// seen.
 func TestJetStreamFollowMovesToAStreamMadeAgain(t *testing.T) {
 	ns := startNATS(t)
 	a, b := ns.connect(t, nil), ns.connect(t, nil)
@@ -386,7 +387,7 @@ func TestJetStreamFollowMovesToAStreamMadeAgain(t *testing.T) {
 	jsAppendN(t, a, "s", 3, 1)
 	got.wait(t, bound, 1)
 
-	s := onlyStream(t, ns)
+	s := shardOf(t, ns, a, "s")
 	nc, err := nats.Connect(ns.url())
 	if err != nil {
 		t.Fatal(err)
@@ -516,7 +517,7 @@ func TestPagesResumeAcrossHostsSharingAJetStreamLog(t *testing.T) {
 func newLogFixture(t testing.TB, log hostplugin.StreamLog) *fixture {
 	t.Helper()
 	l := &logs{}
-	h, err := hostplugin.New(hostplugin.DefaultConfig(), &hostplugin.Options{Logger: slog.New(l), Log: log})
+	h, err := hostplugin.New(hostplugin.DefaultConfig(), &hostplugin.Options{Logger: slog.New(l), Log: log, Authorize: hostplugin.PublicStreams})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -572,7 +573,7 @@ func TestJetStreamLogResumesWithinThreeSecondsOfANATSNodeCrash(t *testing.T) {
 				}
 			}
 			t.Logf("stream leader %s, meta leader %s; killing %s", sl, ml, victim.name)
-			elected := watchLeaderElections(t, survivor)
+			elected := watchLeaderElections(t, survivor, stream.name)
 
 			hosts := []*failoverHost{
 				newFailoverHost(t, "the Host on the dying node", victim),
@@ -658,8 +659,9 @@ func (s clusterStream) leader(t testing.TB) string {
 	return ""
 }
 
-// arrangeLeaders creates the ticks stream (R3) and, if its leader is the meta leader, asks it
-// to step down until the two are different nodes, so that each role can be killed alone.
+// arrangeLeaders appends to the ticks stream (its shard is R3) and, if the shard's leader is
+// the meta leader, asks it to step down until the two are different nodes, so that each role
+// can be killed alone.
 func arrangeLeaders(t testing.TB, c *natsCluster) clusterStream {
 	t.Helper()
 	setup, err := jetstream.Connect(c.nodes[0].addrs.Client, &jetstream.Options{Replicas: 3, Logger: slog.New(slog.DiscardHandler)})
@@ -679,10 +681,7 @@ func arrangeLeaders(t testing.TB, c *natsCluster) clusterStream {
 	}
 	t.Cleanup(nc.Close)
 	js, _ := natsjs.New(nc)
-	var s clusterStream
-	for name := range js.StreamNames(context.Background()).Name() {
-		s = clusterStream{js: js, name: name}
-	}
+	s := clusterStream{js: js, name: jetstream.ShardOf(setup, "ticks")}
 	waitUntil(t, 20*time.Second, "the stream leader and the meta leader to be different nodes", func() bool {
 		sl, ml := s.leader(t), c.meta(c.nodes[0]).Leader
 		if sl == "" || ml == "" {
@@ -697,13 +696,14 @@ func arrangeLeaders(t testing.TB, c *natsCluster) clusterStream {
 	return s
 }
 
-// elections records when the stream leader elections advised by JetStream were seen.
+// elections records when the leader elections of one JetStream stream advised by JetStream
+// were seen.
 type elections struct {
 	mu sync.Mutex
 	at []time.Time
 }
 
-func watchLeaderElections(t testing.TB, n *natsNode) *elections {
+func watchLeaderElections(t testing.TB, n *natsNode, stream string) *elections {
 	t.Helper()
 	nc, err := nats.Connect(n.addrs.Client)
 	if err != nil {
@@ -711,7 +711,7 @@ func watchLeaderElections(t testing.TB, n *natsNode) *elections {
 	}
 	t.Cleanup(nc.Close)
 	e := &elections{}
-	if _, err := nc.Subscribe("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED.>", func(*nats.Msg) {
+	if _, err := nc.Subscribe("$JS.EVENT.ADVISORY.STREAM.LEADER_ELECTED."+stream, func(*nats.Msg) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		e.at = append(e.at, time.Now())

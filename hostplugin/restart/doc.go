@@ -36,6 +36,11 @@
 // its drain; or, for a Host behind a load balancer whose other Hosts take its pages
 // ([Options].DrainWithoutSuccessor), drained all the same.
 //
+// It ends things in the order every Host's main does, with or without this package: the
+// sessions first (Drain or Stop), then h.Close, then srv.Shutdown. Before all three it stops
+// accepting on the listeners it handed out, so that a page told to come back reaches the
+// successor rather than this process on its way out.
+//
 // The successor is the same executable path (os.Args[0]) with the same arguments and
 // environment; replace the binary at that path first to deploy new code. Only one upgrader
 // can exist in a process (a limit of tableflip): the first Restarter of a process owns it,

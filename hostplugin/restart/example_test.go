@@ -25,7 +25,7 @@ import (
 // drains every page to it; SIGTERM (a plain stop, with no successor) closes every page at
 // once with 1012 instead of waiting out a drain nobody can take.
 func Example_main() {
-	h, err := hostplugin.New(hostplugin.DefaultConfig(), nil)
+	h, err := hostplugin.New(hostplugin.DefaultConfig(), &hostplugin.Options{Authorize: hostplugin.PublicStreams})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func Example_main() {
 // page can read, then close 1012 with the same reason; at once, not after drainTimeoutMs.
 func ExampleRestarter_Shutdown() {
 	quiet := slog.New(slog.DiscardHandler)
-	h, _ := hostplugin.New(hostplugin.DefaultConfig(), &hostplugin.Options{Logger: quiet})
+	h, _ := hostplugin.New(hostplugin.DefaultConfig(), &hostplugin.Options{Logger: quiet, Authorize: hostplugin.PublicStreams})
 	r, _ := restart.New(&restart.Options{Logger: quiet, RetryAfter: 200 * time.Millisecond})
 	ln, _ := r.Listen("tcp", "127.0.0.1:0")
 	srv := &http.Server{Handler: h.Handler(http.NotFoundHandler())}
@@ -114,7 +114,7 @@ func ExampleRestarter_Shutdown() {
 	fmt.Println(<-frames)
 	fmt.Println(<-frames)
 	// Output:
-	// {"t":"ready","heartbeatMs":15000}
+	// {"t":"ready","heartbeatMs":15000,"maxFrameBytes":4096,"report":true}
 	// sessions closed: 1 <nil>
 	// {"t":"error","message":"service-restart retry-after=200"}
 	// closed 1012 "service-restart retry-after=200"
@@ -128,13 +128,13 @@ func closeReason(err error) string {
 	return err.Error()
 }
 
-// trimSession leaves out the ready frame's session id, which is random.
+// trimSession leaves out the ready frame's session id and dedup epoch, which are random.
 func trimSession(frame string) string {
-	f, err := wire.DecodeServer([]byte(frame))
+	f, err := wire.DecodeHost([]byte(frame))
 	if err != nil || f.T != wire.TypeReady {
 		return frame
 	}
-	f.Session = ""
+	f.Session, f.Dedup = "", ""
 	b, _ := f.Encode()
 	return string(b)
 }

@@ -25,7 +25,7 @@ import (
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/hostplugin/restart"
-	"github.com/lifeline-go/lifeline/internal/testbed"
+	"github.com/lifeline-go/lifeline/internal/test/testbed"
 )
 
 // bound is the longest any test waits for something that should happen.
@@ -77,7 +77,7 @@ func helperHost() int {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 		return 1
 	}
-	h, err := hostplugin.New(cfg, &hostplugin.Options{Logger: logger})
+	h, err := hostplugin.New(cfg, &hostplugin.Options{Logger: logger, Authorize: hostplugin.PublicStreams})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 		return 1
@@ -124,30 +124,11 @@ func helperHost() int {
 type proc struct {
 	t      *testing.T
 	cmd    *exec.Cmd
-	stderr *lines
-	stdout *lines
+	stderr *testbed.Lines
+	stdout *testbed.Lines
 	done   chan struct{}
 	exited time.Time
 }
-
-// lines is a process's output, line by line, as it arrives.
-type lines struct{ testbed.Lines }
-
-func (l *lines) read(r io.Reader) { l.Read(r) }
-
-// wait returns the first line matching re from line from on, its submatches, when it
-// arrived, and its index.
-func (l *lines) wait(t *testing.T, re *regexp.Regexp, from int) ([]string, time.Time, int) {
-	t.Helper()
-	m, at, i, err := l.Wait(re, from, bound)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m, at, i
-}
-
-// has reports whether some line contains s.
-func (l *lines) has(s string) bool { return l.Has(s) }
 
 var readyLine = regexp.MustCompile(`^ready pid=(\d+) addr=(\S+)$`)
 
@@ -156,7 +137,7 @@ var readyLine = regexp.MustCompile(`^ready pid=(\d+) addr=(\S+)$`)
 func startHelper(t *testing.T, env []string, extra []*os.File, wrap ...string) *proc {
 	t.Helper()
 	argv := append(wrap, os.Args[0], "-test.run=^$")
-	p := &proc{t: t, stdout: &lines{}, stderr: &lines{}, done: make(chan struct{})}
+	p := &proc{t: t, stdout: &testbed.Lines{}, stderr: &testbed.Lines{}, done: make(chan struct{})}
 	p.cmd = exec.Command(argv[0], argv[1:]...)
 	// A race-enabled binary sleeps a second on exit (GORACE atexit_sleep_ms), which would
 	// count as the helper's own.
@@ -178,8 +159,8 @@ func startHelper(t *testing.T, env []string, extra []*os.File, wrap ...string) *
 	}
 	outW.Close()
 	errW.Close()
-	go p.stdout.read(outR)
-	go p.stderr.read(errR)
+	go p.stdout.Read(outR)
+	go p.stderr.Read(errR)
 	go func() {
 		_ = p.cmd.Wait()
 		p.exited = time.Now()
@@ -202,7 +183,7 @@ func startHelper(t *testing.T, env []string, extra []*os.File, wrap ...string) *
 // returns its pid, address, when it came and its index.
 func (p *proc) ready(from int) (pid int, addr string, at time.Time, idx int) {
 	p.t.Helper()
-	m, at, i := p.stdout.wait(p.t, readyLine, from)
+	m, at, i := p.stdout.Expect(p.t, readyLine, from, bound)
 	pid, _ = strconv.Atoi(m[1])
 	return pid, m[2], at, i
 }
@@ -330,7 +311,7 @@ func (pg *page) dial() (*websocket.Conn, error) {
 		conn.CloseNow()
 		return nil, fmt.Errorf("reading ready: %w", err)
 	}
-	if f, err := wire.DecodeServer(b); err != nil || f.T != wire.TypeReady {
+	if f, err := wire.DecodeHost(b); err != nil || f.T != wire.TypeReady {
 		conn.CloseNow()
 		return nil, fmt.Errorf("first frame %s, want ready", b)
 	}
@@ -355,7 +336,7 @@ func (pg *page) run(ctx context.Context, conn *websocket.Conn) {
 			}
 			return
 		}
-		f, err := wire.DecodeServer(b)
+		f, err := wire.DecodeHost(b)
 		if err != nil {
 			pg.problem("bad frame %s: %v", b, err)
 			continue

@@ -350,8 +350,8 @@ const acceptGrace = 250 * time.Millisecond
 //     a load balancer whose other Hosts take the pages.
 //
 // Requests this process had already accepted are served meanwhile (keep-alives are turned
-// off, so each connection closes after its answer). Then h is closed and srv shut down; ctx
-// bounds the whole. srv must serve every listener Listen returned; with a nil srv, Shutdown
+// off, so each connection closes after its answer). Then h is closed and srv shut down, in
+// that order (hostplugin's documentation, "Running a Host"); ctx bounds the whole. srv must serve every listener Listen returned; with a nil srv, Shutdown
 // closes them itself. It returns how many sessions had to be closed (0 when every page left
 // of its own accord).
 func (r *Restarter) Shutdown(ctx context.Context, srv *http.Server, h *hostplugin.Host) (int, error) {

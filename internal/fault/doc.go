@@ -3,11 +3,12 @@
 // suite, the chaos soak, the fleet test and the bench harness drive it through its HTTP
 // panel, hostplugin's tests directly.
 //
-// It is internal so that fault injection is no part of hostplugin's API: an embedder's Host
-// has no fault modes. A Host gets them only from [Install], which cmd/host and the tests call;
-// without it the endpoint's checks are one nil pointer test each.
+// It is internal so that fault injection is no part of hostplugin's API, and it is linked only
+// into a build with -tags lifeline_faults: an embedder's Host has no fault modes and links no
+// part of this package. A Host built with the tag gets them from hosthook.InstallFaults,
+// which cmd/host and the tests call:
 //
-//	in, err := fault.Install(h) // h is a *hostplugin.Host
+//	in, err := hosthook.InstallFaults(h) // h is a *hostplugin.Host
 //	mux.Handle("/_lifeline/faults", in.Panel())
 //	in.Set(fault.Fault{Mode: fault.Outage})
 //

@@ -5,7 +5,6 @@ package fault_test
 import (
 	"errors"
 	"io"
-	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -66,7 +65,7 @@ func TestPanel(t *testing.T) {
 		{name: "a cross-origin page is refused", method: "POST", target: "/?mode=refuse", origin: "https://evil.example", wantStatus: 403},
 		{name: "other methods are refused", method: "DELETE", target: "/", wantStatus: 405},
 	}
-	in := fault.New()
+	in := fault.New(nil)
 	panel := in.Panel()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,7 +95,7 @@ func TestPanel(t *testing.T) {
 // Host ends.
 func TestHoldWaitsOutStallOpenOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		in := fault.New()
+		in := fault.New(nil)
 		done := make(chan struct{})
 		if f, ok := in.Hold(t.Context(), done); !ok || f != (fault.Fault{}) {
 			t.Fatalf("Hold while up = %v, %v; want up, true", f, ok)
@@ -136,11 +135,4 @@ func TestHoldWaitsOutStallOpenOnly(t *testing.T) {
 			t.Errorf("Hold of a Host that closed returned %+v, want false", r)
 		}
 	})
-}
-
-func TestInstallNeedsAHost(t *testing.T) {
-	// This test binary links no hostplugin: nothing registered a way to attach.
-	if _, err := fault.Install(http.NotFoundHandler()); err == nil || !strings.Contains(err.Error(), "hostplugin is not linked") {
-		t.Errorf("Install without hostplugin = %v, want an error saying so", err)
-	}
 }

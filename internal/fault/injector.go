@@ -4,7 +4,6 @@ package fault
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,9 +13,8 @@ import (
 	"sync/atomic"
 )
 
-// Injector holds the fault mode of one Host and tells the Host of every change. Its zero
-// value is not usable: call [Install] (or [New], for an injector attached to no Host). It is
-// safe for concurrent use.
+// Injector holds the fault mode of one Host and tells the Host of every change. Make one
+// with [New]. It is safe for concurrent use.
 type Injector struct {
 	cur      atomic.Pointer[state]
 	onChange func(old, cur Fault) // the Host's reaction; nil for an injector of no Host
@@ -29,37 +27,13 @@ type state struct {
 	changed chan struct{}
 }
 
-// New returns an injector in mode "up", attached to no Host: its panel and Set work, and
-// nothing acts on them.
-func New() *Injector {
-	in := &Injector{}
+// New returns an injector in mode "up" that calls onChange at every change of mode, with the
+// mode before and the mode after: what the Host does about it (hostplugin's faultChanged).
+// With a nil onChange the panel and Set work and nothing acts on them.
+func New(onChange func(old, cur Fault)) *Injector {
+	in := &Injector{onChange: onChange}
 	in.cur.Store(&state{changed: make(chan struct{})})
 	return in
-}
-
-// attach gives host an injector: it is package hostplugin's, set by [Register].
-var attach func(host any, in *Injector) (onChange func(old, cur Fault), err error)
-
-// Register is called by package hostplugin, once, in its init: fn attaches an injector to a
-// *hostplugin.Host (whose type this package cannot name without an import cycle) and returns
-// what the Host does when the mode changes.
-func Register(fn func(host any, in *Injector) (onChange func(old, cur Fault), err error)) {
-	attach = fn
-}
-
-// Install gives host, a *hostplugin.Host, fault modes, in mode "up", before it serves. A
-// Host takes one injector only.
-func Install(host any) (*Injector, error) {
-	if attach == nil {
-		return nil, fmt.Errorf("fault: cannot install on a %T: package hostplugin is not linked", host)
-	}
-	in := New()
-	onChange, err := attach(host, in)
-	if err != nil {
-		return nil, err
-	}
-	in.onChange = onChange
-	return in, nil
 }
 
 // Fault returns the fault in force.
@@ -102,17 +76,7 @@ func (in *Injector) Hold(ctx context.Context, done <-chan struct{}) (Fault, bool
 // ?mode=. It answers loopback clients only, and refuses cross-origin requests so that a web
 // page open in the developer's browser cannot flip it.
 func (in *Injector) Panel() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !isLoopback(r.RemoteAddr) {
-			http.Error(w, "fault: the fault panel answers loopback clients only", http.StatusForbidden)
-			return
-		}
-		if o := r.Header.Get("Origin"); o != "" {
-			if u, err := url.Parse(o); err != nil || !strings.EqualFold(u.Host, r.Host) {
-				http.Error(w, "fault: the fault panel refuses cross-origin requests", http.StatusForbidden)
-				return
-			}
-		}
+	return LocalOnly("the fault panel", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		switch r.Method {
 		case http.MethodGet, http.MethodHead:
@@ -145,6 +109,25 @@ func (in *Injector) Panel() http.Handler {
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, in.Fault().String()+"\n")
+	}))
+}
+
+// LocalOnly is the guard of every tooling endpoint of a Host (the fault panel, the soak's
+// ledger): it answers loopback clients only, and refuses cross-origin requests, so that a web
+// page open in the developer's browser cannot reach it; what names the endpoint in the refusals.
+func LocalOnly(what string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isLoopback(r.RemoteAddr) {
+			http.Error(w, "fault: "+what+" answers loopback clients only", http.StatusForbidden)
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" {
+			if u, err := url.Parse(o); err != nil || !strings.EqualFold(u.Host, r.Host) {
+				http.Error(w, "fault: "+what+" refuses cross-origin requests", http.StatusForbidden)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

@@ -16,9 +16,9 @@
 //
 // It is built on internal/jsontok, the project's strict tokenizer, not on encoding/json: the
 // browser build must not link encoding/json (about 120 KB of brotli-compressed wasm), and
-// encoding/json's Decoder matches keys without case and lets a repeated key win silently. Supported field types:
-// structs and pointers to them, float64, int64, string, bool, []string, and byte slices such
-// as RawValue (any value, kept as written).
+// encoding/json's Decoder matches keys without case and lets a repeated key win silently.
+// Supported field types: structs and pointers to them, float64, int64, string, bool, []string,
+// and byte slices such as wire.RawJSON (any value, kept as written).
 package strictjson
 
 import (
@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -41,9 +42,6 @@ type Problem struct {
 	Rule  string
 	Value string
 }
-
-// RawValue is a field decoded as written: any JSON value, checked for syntax only.
-type RawValue []byte
 
 // Result is what Decode found.
 type Result struct {
@@ -298,8 +296,8 @@ func (d *decoder) array(v reflect.Value, path string) bool {
 	return true
 }
 
-// isRaw reports whether t is kept as written: RawValue, or any other byte-slice type (such as
-// a protocol's own RawJSON).
+// isRaw reports whether t is kept as written: any byte-slice type (wire.RawJSON,
+// json.RawMessage), checked for syntax only.
 func isRaw(t reflect.Type) bool {
 	return t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8
 }
@@ -340,6 +338,17 @@ func names(t reflect.Type) []string {
 		}
 	}
 	return out
+}
+
+// FormatNumber writes a number that has no text of its own (a value built in code, not read
+// from a document) as a person would write it in one: 0, 1.5, 2147483648, 1e+300, and NaN,
+// +Inf or -Inf, which JSON has no words for. A rule that reports a value read from a document
+// shows its text instead (Result.Written): "got 1e300", not "got 1e+300".
+func FormatNumber(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e21 {
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 // position turns a byte offset into a 1-based line and column.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ type doc struct {
 	HeartbeatMs int64                `json:"heartbeatMs"`
 	Origins     []string             `json:"allowedOrigins"`
 	Shared      bool                 `json:"shared"`
-	Raw         strictjson.RawValue  `json:"raw"`
+	Raw         json.RawMessage      `json:"raw"`
 	Skipped     string               `json:"-"`
 	Nested      *struct{ A float64 } `json:"nested"`
 }
@@ -160,4 +161,19 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("strictjson decoded %q as %+v, encoding/json as %+v", in, d, std.doc)
 		}
 	})
+}
+
+func TestFormatNumberWritesANumberAsAPersonWould(t *testing.T) {
+	for _, tc := range []struct {
+		v    float64
+		want string
+	}{
+		{0, "0"}, {-1, "-1"}, {1.5, "1.5"}, {2147483648, "2147483648"}, {2e6, "2000000"},
+		{1e20, "100000000000000000000"}, {1e21, "1e+21"}, {1e300, "1e+300"}, {0.1, "0.1"},
+		{math.NaN(), "NaN"}, {math.Inf(1), "+Inf"}, {math.Inf(-1), "-Inf"},
+	} {
+		if got := strictjson.FormatNumber(tc.v); got != tc.want {
+			t.Errorf("FormatNumber(%v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
 }

@@ -9,10 +9,12 @@
 //	-listen ADDR       where clients connect (default 127.0.0.1:9000; port 0: any free one)
 //	-upstream ADDR     the server to forward to (default 127.0.0.1:8080)
 //	-control ADDR      the HTTP control panel (default none; port 0: any free one)
-//	-mode NAME         the first mode: up, refuse, blackhole, flap, latency, reset, stall (default up)
+//	-mode NAME         the first mode: up, refuse, blackhole, flap, latency, reset, stall, throttle (default up)
 //	-flap-after D      how long flap lets a connection live (default 200ms)
 //	-latency D         what latency adds to each direction (default 200ms)
 //	-jitter D          the latency's spread: each chunk is held latency ± jitter (default 0)
+//	-down BITS         throttle's bandwidth towards the client, bits per second (default 0: unlimited)
+//	-up BITS           throttle's bandwidth towards the upstream (default 0: unlimited)
 //	-log FILE          the connection log (default stdout, after the ready line)
 //	-exit-on-eof       exit when stdin ends
 //
@@ -35,10 +37,11 @@
 //	GET  /mode                          the mode in force, as its name and a newline
 //	POST /mode?mode=NAME                switch (or the name as the body); answers the name
 //	POST /mode?mode=latency&latency=250ms&jitter=100ms   … setting the latency too
+//	POST /mode?mode=throttle&latency=30ms&down=9000000&up=1500000   … a 4G link
 //	GET  /latency                       {"latency":"250ms","jitter":"100ms"}
 //	GET  /records                       every accepted connection so far, a JSON array
 //
-// A bad mode or duration answers 400 and changes nothing.
+// A bad mode, duration or bandwidth answers 400 and changes nothing.
 //
 // It ends on SIGINT or SIGTERM, with -exit-on-eof when its stdin ends, and on Linux when the
 // process that started it dies (a death signal it asks the kernel for): so a SIGTERM to

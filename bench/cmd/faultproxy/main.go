@@ -46,10 +46,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	listen := fs.String("listen", "127.0.0.1:9000", "`address` to listen on (port 0: any free one)")
 	upstream := fs.String("upstream", "127.0.0.1:8080", "server `address` to forward to")
 	control := fs.String("control", "", "`address` of the HTTP control panel (port 0: any free one); empty: none")
-	mode := fs.String("mode", "up", "initial `mode`: up, refuse, blackhole, flap, latency, reset or stall")
+	mode := fs.String("mode", "up", "initial `mode`: up, refuse, blackhole, flap, latency, reset, stall or throttle")
 	flapAfter := fs.Duration("flap-after", 200*time.Millisecond, "how long flap lets a connection live")
 	latency := fs.Duration("latency", 200*time.Millisecond, "what latency adds to each direction")
 	jitter := fs.Duration("jitter", 0, "the latency's spread: each chunk is held latency ± jitter")
+	down := fs.Int64("down", 0, "throttle's bandwidth towards the client, in bits per second (0: unlimited)")
+	up := fs.Int64("up", 0, "throttle's bandwidth towards the upstream, in bits per second (0: unlimited)")
 	logPath := fs.String("log", "", "`file` for the connection log (JSON lines); default stdout, after the ready line")
 	exitOnEOF := fs.Bool("exit-on-eof", false, "exit when stdin ends (a test's pipe: the proxy ends with the test)")
 	if err := fs.Parse(args); err != nil {
@@ -73,7 +75,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	// The log's first line must follow the ready line: it is held until that is written.
 	gate := &gatedWriter{w: logw, open: make(chan struct{})}
-	p, err := faultproxy.Listen(*listen, *upstream, &faultproxy.Options{FlapAfter: *flapAfter, Latency: *latency, Jitter: *jitter, Log: gate})
+	p, err := faultproxy.Listen(*listen, *upstream, &faultproxy.Options{FlapAfter: *flapAfter, Latency: *latency, Jitter: *jitter, Down: *down, Up: *up, Log: gate})
 	if err != nil {
 		return err
 	}

@@ -73,18 +73,62 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "\n\n")
 
-	table(stdout, []string{"section", "bytes", "% of file"}, sectionRows(m, fi.Size()))
+	sections := sectionRows(m, fi.Size())
+	cols := []string{"section", "bytes", "% of file"}
+	if *node != "" {
+		var parts [][]byte
+		for _, sec := range m.Sections {
+			parts = append(parts, m.Payload(sec.Name))
+		}
+		if sizes, err := wasmsize.BrotliEach(*node, parts); err != nil {
+			fmt.Fprintln(stderr, err)
+		} else {
+			cols = append(cols, "brotli, alone")
+			for i := range sections {
+				sections[i] = append(sections[i], wasmsize.Thousands(int(sizes[i])))
+			}
+		}
+	}
+	table(stdout, cols, sections)
 	if !m.HasNames {
 		fmt.Fprintf(stdout, "%s has no name section: build it without -ldflags=-s (or pass such a build with -names) for the sizes per package.\n", path)
 		return 0
 	}
-	byPkg := wasmsize.ByPackage(m, wasmsize.NewPackages(paths))
+	known := wasmsize.NewPackages(paths)
+	byPkg := wasmsize.ByPackage(m, known)
 	code := m.CodeBytes()
 	fmt.Fprintf(stdout, "Function bodies per package (%s bytes in %d functions):\n\n", wasmsize.Thousands(code), len(m.Funcs))
-	table(stdout, []string{"package", "bytes", "% of code", "functions"}, wasmsize.Rows(byPkg, code, *top))
+	rows := wasmsize.Rows(byPkg, code, *top)
+	cols = []string{"package", "bytes", "% of code", "functions"}
+	if *node != "" {
+		if err := brotliColumn(*node, rows, byPkg, wasmsize.CodeOf(m, known), *top); err != nil {
+			fmt.Fprintln(stderr, err)
+		} else {
+			cols = append(cols, "brotli, alone")
+		}
+	}
+	table(stdout, cols, rows)
 	fmt.Fprintf(stdout, "Per module (the standard library by top-level directory):\n\n")
 	table(stdout, []string{"module", "bytes", "% of code", "functions"}, wasmsize.Rows(wasmsize.ByModule(byPkg, modules), code, *top))
 	return 0
+}
+
+// brotliColumn adds to the package rows (wasmsize.Rows of byPkg, the first top and the rest)
+// the brotli size of each row's code compressed on its own: how much each package would weigh
+// on the wire, roughly (the whole compresses across packages too, so the column sums to more).
+func brotliColumn(node string, rows [][]string, byPkg []wasmsize.PackageSize, code map[string][]byte, top int) error {
+	parts := make([][]byte, len(rows))
+	for i, s := range byPkg {
+		parts[min(i, top)] = append(parts[min(i, top)], code[s.Package]...)
+	}
+	sizes, err := wasmsize.BrotliEach(node, parts)
+	if err != nil {
+		return err
+	}
+	for i := range rows {
+		rows[i] = append(rows[i], wasmsize.Thousands(int(sizes[i])))
+	}
+	return nil
 }
 
 func parseFile(path string) (*wasmsize.Module, error) {

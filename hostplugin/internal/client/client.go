@@ -1,7 +1,8 @@
 //go:build !js
 
 // Package client holds the page side of Lifeline as the Host plugin serves it: the wasm hub
-// (pre-compressed), the tab script (the JS API and the Settings indicator) and the runner (Go's
+// (pre-compressed), the tab script (the JS API and the Settings indicator), the boot the page's
+// head carries inline (web/boot.js), the shared hub's worker script and the runner (Go's
 // wasm_exec.js of the Go that built the wasm, and web/runner.js). They are built by
 // scripts/assets.sh and committed in dist/, so that an embedder who only ran `go get` serves
 // the same client the project tests; CI checks they match a fresh build.
@@ -17,6 +18,7 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"html"
@@ -39,13 +41,14 @@ type asset struct {
 	name     string // "lifeline.<hash>.js"
 	ctype    string
 	identity []byte // nil for the wasm until first needed (see wasm)
-	br, gz   []byte // pre-compressed forms, the wasm only
+	br, gz   []byte // compressed forms: the wasm's pre-compressed (both), a script's gzip
 }
 
 // Client is the set of assets, read once.
 type Client struct {
 	wasm, script, run, worker *asset
 	byName                    map[string]*asset
+	boot                      []byte // the inline boot
 
 	identityOnce sync.Once
 	identityErr  error
@@ -92,10 +95,22 @@ func LoadFS(fsys fs.FS, what string) (*Client, error) {
 		if err != nil {
 			return nil, err
 		}
-		a := &asset{name: hashed(f.base, ".js", b), ctype: f.ctype, identity: b}
+		gz, err := gzipped(b)
+		if err != nil {
+			return nil, fmt.Errorf("hostplugin: compressing %s of %s: %w", f.file, what, err)
+		}
+		a := &asset{name: hashed(f.base, ".js", b), ctype: f.ctype, identity: b, gz: gz}
 		*f.dst = a
 		c.byName[a.name] = a
 	}
+	boot, err := read("boot.js")
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Contains(bytes.ToLower(boot), []byte("</script")) {
+		return nil, fmt.Errorf("hostplugin: %s's boot.js contains </script: it cannot be inlined", what)
+	}
+	c.boot = boot
 	br, err := read("lifeline.wasm.br")
 	if err != nil {
 		return nil, err
@@ -108,6 +123,23 @@ func LoadFS(fsys fs.FS, what string) (*Client, error) {
 	c.wasm = &asset{name: hashed("lifeline", ".wasm", gz), ctype: "application/wasm", br: br, gz: gz}
 	c.byName[c.wasm.name] = c.wasm
 	return c, nil
+}
+
+// gzipped is b compressed once, at load: a script's 40 KB are 10 on the wire, which a slow link
+// feels (about 150 ms at 1.6 Mbit/s).
+func gzipped(b []byte) ([]byte, error) {
+	var out bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&out, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(b); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }
 
 func hashed(base, ext string, content []byte) string {
@@ -129,19 +161,34 @@ func (c *Client) identity() ([]byte, error) {
 }
 
 // Tags are what the plugin inserts into a page's head after the bootstrap, with prefix the
-// URL path the assets are served under ("/_lifeline/client/"): the tab script, async, which
-// starts the wasm's streaming compile (in-page) or the hub at once. There is deliberately no
-// <link rel="preload"> of the wasm: a module compiled from a preloaded response never enters
-// V8's code cache (bench/RESULTS.md, scenario 6, measured: 18 stores, 0 hits with a preload;
-// 3 of 3 hits without), and in shared mode the worker, not the page, fetches the wasm.
+// URL path the assets are served under ("/_lifeline/client/"): the boot, inline, which starts
+// loading the hub as soon as the page is parsed that far (the SharedWorker, or in-page the
+// wasm's streaming compile and the runner), then the tab script, async, which carries the same
+// boot for a page whose Content-Security-Policy refuses the inline one (see BootHash).
+//
+// There is deliberately no <link rel="preload"> (nor prefetch) of the wasm: a module compiled
+// from a preloaded response never enters V8's code cache (bench/PAGELOAD.md, measured: 18
+// stores, 0 hits with a preload; 3 of 3 hits without), in shared mode the worker, not the page,
+// compiles the wasm, and a prefetch reads the cached wasm again on every load of every tab
+// (tabs 2–5 of a first visit over 4G: connected 83 → 252 ms).
 func (c *Client) Tags(prefix string) []byte {
 	// The prefix comes from the configured endpoint: percent-encoded as a URL path, then
 	// escaped for an HTML attribute, so no value of it can leave the attribute.
 	attr := func(s string) string { return html.EscapeString((&url.URL{Path: s}).EscapedPath()) }
+	data := fmt.Sprintf(`data-wasm="%s" data-run="%s" data-worker="%s"`, attr(prefix+c.wasm.name), attr(prefix+c.run.name), attr(prefix+c.worker.name))
 	var b strings.Builder
-	fmt.Fprintf(&b, `<script src="%s" data-wasm="%s" data-run="%s" data-worker="%s" async></script>`,
-		attr(prefix+c.script.name), attr(prefix+c.wasm.name), attr(prefix+c.run.name), attr(prefix+c.worker.name))
+	fmt.Fprintf(&b, `<script %s>%s</script>`, data, c.boot)
+	fmt.Fprintf(&b, `<script src="%s" %s async></script>`, attr(prefix+c.script.name), data)
 	return []byte(b.String())
+}
+
+// BootHash is the inline boot's hash as a Content-Security-Policy source ('sha256-…'): a page
+// whose policy allows no inline script lists it in script-src to let the boot run. Without
+// it the browser refuses the boot (and says so on the console), and the tab script boots
+// instead, when it has come.
+func (c *Client) BootHash() string {
+	sum := sha256.Sum256(c.boot)
+	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 }
 
 // immutable is the caching of every hashed asset.
@@ -169,9 +216,13 @@ func (c *Client) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The name is the content: its hash is as good an ETag as any.
 	h.Set("Etag", strconv.Quote(strings.TrimSuffix(a.name, path.Ext(a.name))))
 	body := a.identity
+	h.Add("Vary", "Accept-Encoding")
+	ae := r.Header.Get("Accept-Encoding")
+	if a != c.wasm && accepts(ae, "gzip") {
+		h.Set("Content-Encoding", "gzip")
+		body = a.gz
+	}
 	if a == c.wasm {
-		h.Add("Vary", "Accept-Encoding")
-		ae := r.Header.Get("Accept-Encoding")
 		switch {
 		case accepts(ae, "br"):
 			h.Set("Content-Encoding", "br")

@@ -5,6 +5,8 @@ package client_test
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -109,19 +111,49 @@ func TestUnknownNamesAndMethodsAreRefused(t *testing.T) {
 	}
 }
 
-func TestTagsStartTheScriptAsyncWithoutAPreload(t *testing.T) {
+func TestTagsBootInlineThenStartTheScriptAsyncWithoutAPreload(t *testing.T) {
 	c := load(t)
 	tags := string(c.Tags("/app/client/"))
-	for _, want := range []string{`<script src="/app/client/lifeline.`, `data-wasm="/app/client/lifeline.`, ` async>`} {
+	for _, want := range []string{`<script data-wasm="/app/client/lifeline.`, `<script src="/app/client/lifeline.`, `data-worker="/app/client/worker.`, ` async>`} {
 		if !strings.Contains(tags, want) {
 			t.Errorf("tags %s lack %q", tags, want)
 		}
 	}
-	// A preloaded wasm response never reaches V8's code cache: the repeat visit would compile again.
-	if strings.Contains(tags, "preload") {
+	boot := regexp.MustCompile(`(?s)^<script [^>]*>(.*?)</script><script src=`).FindStringSubmatch(tags)
+	if boot == nil || !strings.Contains(boot[1], "globalThis.__lifelineBoot") {
+		t.Fatalf("tags %.300s… do not begin with the inline boot", tags)
+	}
+	// The hash a Content-Security-Policy lists is the inline script's, byte for byte.
+	sum := sha256.Sum256([]byte(boot[1]))
+	if want := "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"; c.BootHash() != want {
+		t.Errorf("BootHash() = %s, want %s", c.BootHash(), want)
+	}
+	// A preloaded wasm response never reaches V8's code cache: the repeat visit would compile
+	// again; a prefetch reads the cached wasm again on every load.
+	if strings.Contains(tags, "preload") || strings.Contains(tags, "prefetch") {
 		t.Errorf("tags %s preload the wasm", tags)
 	}
-	if hostile := string(c.Tags(`/x"><script>alert(1)</`)); strings.Contains(hostile, `"><script>`) || strings.Count(hostile, "<script") != 1 {
+	if hostile := string(c.Tags(`/x"><script>alert(1)</`)); strings.Contains(hostile, `"><script>`) || strings.Count(hostile, "<script") != 2 {
 		t.Errorf("a hostile prefix left its attribute: %s", hostile)
+	}
+}
+
+func TestScriptsGoOutGzippedToABrowserThatTakesIt(t *testing.T) {
+	c := load(t)
+	_, script, run := urls(t, c)
+	for _, u := range []string{script, run} {
+		id := get(c, "GET", u)
+		gz := get(c, "GET", u, "Accept-Encoding", "gzip, deflate, br")
+		if gz.Header().Get("Content-Encoding") != "gzip" || gz.Header().Get("Vary") != "Accept-Encoding" || id.Header().Get("Content-Encoding") != "" {
+			t.Fatalf("%s: encodings gzip %q (Vary %q), identity %q", u, gz.Header().Get("Content-Encoding"), gz.Header().Get("Vary"), id.Header().Get("Content-Encoding"))
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(gz.Body.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(zr)
+		if !bytes.Equal(raw, id.Body.Bytes()) || gz.Body.Len()*2 > id.Body.Len() {
+			t.Errorf("%s: gzip %d bytes of %d, want the same script in less than half", u, gz.Body.Len(), id.Body.Len())
+		}
 	}
 }

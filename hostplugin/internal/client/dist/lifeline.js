@@ -1,4 +1,4 @@
-// The Settings indicator: the DOM contract that tests and embedders rely on (SPEC section 6).
+// The Settings indicator: the DOM contract that tests and embedders rely on (README.md, "The DOM contract").
 //
 //   #connection-status[data-state]  connecting | slow | connected | reconnecting | offline |
 //                                   stopped | misconfigured | unauthorized | failed;
@@ -164,13 +164,13 @@
     return read === text ? ms : 0;
   }
 
-  // invalidFields names each field and value of a config error ("gateway: recovery.deadlineMs:
+  // invalidFields names each field and value of a config error ("page: recovery.deadlineMs:
   // must be …, got 0; …") as "recovery.deadlineMs, got 0"; it is the whole error when no field
   // is named (a wasm that could not load, a page without its bootstrap).
   function invalidFields(error) {
     const items = [];
     for (const part of error.split('; ')) {
-      const rule = part.replace(/^(?:(?:gateway|controller|hostplugin|lifeline): )+/, '');
+      const rule = part.replace(/^(?:(?:page|gateway|controller|hostplugin|lifeline): )+/, '');
       const m = /^([A-Za-z_$][\w$]*(?:\.[\w$]+|\[\d+\])*): .*?(?:, got (.*))?$/.exec(rule);
       if (m) items.push(m[2] === undefined ? m[1] : `${m[1]}, got ${m[2]}`);
     }
@@ -356,6 +356,125 @@
     init();
   }
 })();
+// Lifeline's boot: it starts loading the hub as early as the page allows. hostplugin injects it
+// inline at the end of the head, right after the bootstrap element, so it runs as soon as the
+// page is parsed that far, before the tab script (web/lifeline.js) has arrived: in shared mode it
+// starts the SharedWorker (web/worker.js, which fetches the wasm at its first line); in-page it
+// starts the wasm's streaming compile and the runner's load. Nothing of the page's waits for it.
+//
+// The tab script begins with this same code and boots from it when the page ran no inline boot
+// (a Content-Security-Policy that allows neither inline scripts nor this script's hash, or a page
+// that loads the tab script itself): the hub then starts when the tab script runs, as early as
+// the tab script alone can start it. Either way globalThis.__lifelineBoot() returns the one boot:
+//   bootstrap, options      the bootstrap element's text (null without one) and the page's
+//                           lifelineOptions as JSON ('' without; optionsError if it is not JSON)
+//   mode                    'shared' or 'in-page'
+//   wasm, run, worker       the client's URLs, from the script tag's data-wasm, data-run,
+//                           data-worker
+//   hubName(generation)     the shared hub's name: one hub per config (FNV-1a of the bootstrap
+//                           and the options) and generation, which a hub that ended names for
+//                           the fresh one ('' at first)
+//   newWorker(generation)   a SharedWorker for that hub (throws where the browser refuses one)
+//   compile()               the wasm's streaming compile, or undefined where the browser cannot
+//                           stream (the runner then instantiates from the URL)
+//   loadRunner()            a Promise that the runner (Go's wasm_exec.js and web/runner.js) is
+//                           loaded
+//   seen()                  notes that a shared hub ran here with this wasm: it is cached, and
+//                           later boots do not fetch it ahead of the worker
+//   take()                  what the boot started, once: {worker, failed} (failed: the worker's
+//                           error event, if it came) or {error} in shared mode, {module,
+//                           runner} in-page; null afterwards, or without a bootstrap
+(function () {
+  'use strict';
+
+  if (globalThis.__lifelineBoot) return; // the inline boot ran: the tab script keeps its boot
+  const SEEN = 'lifeline:wasm'; // localStorage: the wasm a shared hub last ran here (see warm)
+  const data = (document.currentScript && document.currentScript.dataset) || {};
+  let boot = null;
+  globalThis.__lifelineBoot = () => boot || (boot = start());
+  // Inline, the bootstrap is in the page already; a tab script that runs before it boots once
+  // the page is parsed.
+  if (document.getElementById('lifeline-bootstrap')) globalThis.__lifelineBoot();
+
+  function start() {
+    const el = document.getElementById('lifeline-bootstrap');
+    const b = {
+      bootstrap: el ? el.textContent : null, options: '', optionsError: null,
+      wasm: data.wasm || '/lifeline.wasm', run: data.run || '', worker: data.worker || '',
+    };
+    const o = globalThis.lifelineOptions;
+    if (o !== undefined) {
+      try { b.options = JSON.stringify(o); } catch (e) { b.optionsError = e; }
+    }
+    const want = o && typeof o === 'object' ? o.mode : undefined;
+    // The hub checks the option's value and names a bad one.
+    b.mode = want === 'in-page' || !b.worker || typeof SharedWorker !== 'function' ? 'in-page' : 'shared';
+
+    b.hubName = (generation) => {
+      let h = 0x811c9dc5;
+      for (const c of b.bootstrap + '\u0000' + b.options) h = Math.imul(h ^ c.codePointAt(0), 0x01000193) >>> 0;
+      return 'lifeline:' + h.toString(16) + (generation ? ':' + generation : '');
+    };
+    b.newWorker = (generation) => {
+      const url = new URL(b.worker, location.href);
+      url.searchParams.set('run', new URL(b.run, location.href).href);
+      url.searchParams.set('wasm', new URL(b.wasm, location.href).href);
+      // extendedLifetime keeps the hub, and its socket, through a reload of the only tab.
+      return new SharedWorker(url.href, { name: b.hubName(generation), extendedLifetime: true });
+    };
+    // A compile's failure is the runner's to report, when it awaits the module; until then it
+    // is not an unhandled rejection.
+    b.compile = () => {
+      if (typeof WebAssembly !== 'object' || typeof WebAssembly.compileStreaming !== 'function') return undefined;
+      const m = WebAssembly.compileStreaming(fetch(b.wasm));
+      m.catch(() => {});
+      return m;
+    };
+    let runner = null;
+    b.loadRunner = () => runner || (runner = new Promise((resolve, reject) => {
+      if (globalThis.__lifelineRun) return resolve();
+      if (!b.run) return reject(new Error('no runner in the page (load runner.js, or set data-run)'));
+      const s = document.createElement('script');
+      s.src = b.run;
+      s.onload = () => resolve();
+      s.onerror = () => reject(new Error('its runner ' + b.run + ' could not be loaded'));
+      document.head.appendChild(s);
+    }));
+
+    let started = null;
+    if (b.bootstrap !== null) {
+      if (b.mode === 'shared') {
+        try {
+          const w = b.newWorker('');
+          started = { worker: w };
+          // A worker that fails to start may say so before the tab script has come.
+          w.onerror = (e) => { started.failed = e; };
+          warm();
+        } catch (e) { started = { error: e }; }
+      } else {
+        started = { module: b.compile(), runner: b.loadRunner() };
+        started.runner.catch(() => {}); // the tab script reports it
+      }
+    }
+    // The worker fetches the wasm at its first line, but its script must come first: on a first
+    // visit the page starts the bytes moving now, and the worker's fetch joins this one in the
+    // HTTP cache; the page's copy is dropped as it comes. Not once a hub has run here with this
+    // wasm (the tab script notes it, seen): it is cached, and a tab of a running hub needs none.
+    function warm() {
+      let seen = null;
+      try { seen = localStorage.getItem(SEEN); } catch (_) { /* no storage: warm */ }
+      if (seen === b.wasm || typeof fetch !== 'function' || typeof WritableStream !== 'function') return;
+      fetch(b.wasm).then((r) => r.body && r.body.pipeTo(new WritableStream()).catch(() => {}), () => {});
+    }
+    b.seen = () => { try { localStorage.setItem(SEEN, b.wasm); } catch (_) { /* no storage: warm again */ } };
+    b.take = () => {
+      const s = started;
+      started = null;
+      return s;
+    };
+    return b;
+  }
+})();
 // Lifeline in the page: the JS API (globalThis.lifeline), the lifeline:ready and lifeline:state
 // events, and the start of the hub that keeps the connection (the Go program, lifeline.wasm:
 // see wasm/main.go), to which it talks over a MessagePort.
@@ -366,8 +485,12 @@
 //   lifeline.reconnectNow()        attempt at once, from the first cap
 //   lifeline.stop(), .start()      end everything / begin a fresh sequence
 //   lifeline.subscribe(stream, fn) fn(delivery) for each event or baseline of stream, and a last
-//                                  fn({stream, error, denied}) if the subscription ends; returns
-//                                  a remover
+//                                  fn({stream, error, denied, reason}) if the subscription ends
+//                                  (reason: the Host's words when it denied it); returns a remover
+//   lifeline.call(name, data, {timeoutMs, key})
+//                                  a Promise of the Host's reply to data (any JSON value); it
+//                                  rejects with an Error whose kind says what happened and whose
+//                                  sent says whether the call had gone out (README, "Calls")
 //
 // The API exists as soon as this script has run: calls made before the hub is up are queued.
 // Embedder code can never break the page: a listener or handler that throws is logged and the
@@ -375,8 +498,9 @@
 // remover called twice does nothing. If the hub's program ever ends, the state becomes
 // `failed`, never a connection that is gone.
 //
-// globalThis.lifelineOptions = {recovery, endpoint}, set before this script runs, overrides
-// the bootstrap; the hub resolves it the same way.
+// globalThis.lifelineOptions = {recovery, endpoint, mode}, set before the boot runs (in the
+// head, before the tags the Host injects at its end: web/boot.js reads it), overrides the
+// bootstrap; the hub resolves it the same way.
 //
 // Two modes, the same API and behaviour. Shared (the default where the browser has
 // SharedWorker): one hub per origin in a SharedWorker serves every tab over one socket; this
@@ -386,19 +510,17 @@
 // gets a hub of its own; if the hub's program ends, every tab moves to a fresh one, and after
 // repeated failures this page falls back to in-page.
 //
-// Data attributes of this script's tag: data-wasm (the wasm URL, default /lifeline.wasm),
-// data-run (the runner with wasm_exec.js, loaded when the page has no Go yet), data-worker
-// (the shared hub's worker script; without it, in-page mode).
+// Data attributes of this script's tag (and of the inline boot's, web/boot.js, which starts
+// the hub's load before this script has come): data-wasm (the wasm URL, default
+// /lifeline.wasm), data-run (the runner with wasm_exec.js, loaded when the page has no Go yet),
+// data-worker (the shared hub's worker script; without it, in-page mode).
 (function () {
   'use strict';
 
   if (globalThis.lifeline && globalThis.lifeline.__client) return; // loaded twice
 
-  const me = document.currentScript;
-  const attr = (name, def) => (me && me.dataset[name]) || def;
-  const wasmURL = attr('wasm', '/lifeline.wasm');
-  const runURL = attr('run', '');
-  const workerURL = attr('worker', '');
+  let boot = null; // globalThis.__lifelineBoot(), once the page has its bootstrap (web/boot.js)
+  let seen = false; // boot.seen() was called
   const MAX_STREAM = 256; // bytes of UTF-8 (gateway/wire.MaxStreamName)
 
   let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', retryAfter: 0, at: Date.now() };
@@ -408,6 +530,13 @@
   const listeners = new Set();
   const subs = new Map(); // id → {stream, fn}
   let nextID = 1;
+  // Calls not yet answered: id → {name, data (JSON text), key, deadline, sent, epoch, resolve,
+  // reject, timer}. sent and epoch are what the hub said before the call's write: a call
+  // the hub never said it sent never went out, so after a lost hub it is made again as new.
+  const calls = new Map();
+  let nextCallID = 1;
+  let defaultCallTimeout = 30000; // the bootstrap's callTimeoutMs, read at hello
+  const MAX_CALL_TIMEOUT = 3600000;
   const encoder = new TextEncoder();
 
   // ---- containing embedder code and reporting misuse
@@ -466,6 +595,10 @@
           nextAttempt: m.nextAttempt, error: m.error || '', kind: m.kind || '', retryAfter: m.retryAfter || 0,
           at: m.at || Date.now(),
         };
+        if (mode === 'shared' && !seen) {
+          seen = true;
+          boot.seen(); // a hub ran: the wasm is cached (see web/boot.js)
+        }
         if (s.state === 'misconfigured') console.error('lifeline: connection settings are invalid: ' + s.error);
         else if (mode === 'shared' && s.error && s.error !== status.error) {
           // The shared hub logs to its worker's console, which the page's developer does not
@@ -500,11 +633,34 @@
         disconnect();
         startShared();
         break;
+      case 'sent': {
+        const c = calls.get(m.id);
+        if (c) { c.sent = true; c.epoch = m.epoch || ''; }
+        break;
+      }
+      case 'reply': {
+        const c = calls.get(m.id);
+        if (!c) return; // given up on meanwhile
+        if (typeof m.kind === 'string') {
+          // What this script cannot check itself (the protocol's rules for a name or a key,
+          // which the Go side holds) is a wrong call all the same: reported like the others.
+          if (m.kind === 'invalid') misuse('lifeline.call(' + JSON.stringify(short(c.name)) + ', …): refused:', m.error);
+          settleCall(c, undefined, callError(m.kind, m.error, !!m.sent, m.code || '', m.retryAfter || 0));
+          return;
+        }
+        let data;
+        try { data = JSON.parse(m.data); } catch (err) {
+          settleCall(c, undefined, callError('internal', 'the reply is not JSON: ' + err, true, '', 0));
+          return;
+        }
+        settleCall(c, data);
+        break;
+      }
       case 'ended': {
         const sub = subs.get(m.id);
         if (!sub) return;
         subs.delete(m.id);
-        try { sub.fn({ stream: sub.stream, error: m.error, denied: !!m.denied }); } catch (err) {
+        try { sub.fn({ stream: sub.stream, error: m.error, denied: !!m.denied, reason: m.reason || '' }); } catch (err) {
           report('the lifeline.subscribe("' + short(sub.stream) + '") handler', err);
         }
         break;
@@ -514,12 +670,59 @@
 
   // connect makes p the port to the hub: the hello goes first, then every subscription still
   // wanted (a hub that replaced another gives each a fresh baseline), then what waited.
+  //
+  // The calls not yet answered go to it too, by the rule of calls after a lost hub (this is
+  // the first hub, or the last one crashed, dropped this tab, or was left on pagehide): a
+  // call the old hub never said it sent is made as new (it never went out); one it sent goes
+  // again only with its key, under the dedup epoch it went out under (the new hub sends it
+  // only to a Host of that store); an unkeyed one it sent is interrupted, never sent twice.
   function connect(p) {
     port = p;
     port.onmessage = onHubMessage;
     if (helloMsg) port.postMessage(helloMsg);
     for (const [id, sub] of subs) port.postMessage({ t: 'subscribe', id, stream: sub.stream });
+    for (const c of Array.from(calls.values())) {
+      if (c.sent && !c.key) {
+        settleCall(c, undefined, callError('interrupted', 'the connection that sent it was lost before its reply; it is not sent again', true, '', 0));
+        continue;
+      }
+      port.postMessage(callMessage(c));
+    }
     for (const m of outbox.splice(0)) port.postMessage(m);
+  }
+
+  // ---- calls
+
+  function callError(kind, message, sent, code, retryAfter) {
+    const e = new Error('lifeline: call ' + kind + (sent ? ' (sent)' : ' (not sent)') + ': ' + message);
+    e.kind = kind;
+    e.sent = sent;
+    e.code = code || '';
+    e.retryAfter = retryAfter || 0;
+    return e;
+  }
+
+  function callMessage(c) {
+    return {
+      t: 'call', id: c.id, name: c.name, data: c.data, key: c.key,
+      timeoutMs: Math.max(1, Math.ceil(c.deadline - Date.now())), epoch: c.sent ? c.epoch : '',
+    };
+  }
+
+  function settleCall(c, data, err) {
+    if (!calls.delete(c.id)) return;
+    clearTimeout(c.timer);
+    // A then/catch that throws is the Promise's own business: it never reaches Lifeline.
+    if (err) c.reject(err);
+    else c.resolve(data);
+  }
+
+  // rejectCalls ends every call once the program has ended: those sent may have run.
+  function rejectCalls(why) {
+    for (const c of Array.from(calls.values())) {
+      if (c.sent) settleCall(c, undefined, callError('interrupted', why, true, '', 0));
+      else settleCall(c, undefined, callError('failed', why, false, '', 0));
+    }
   }
 
   function disconnect() {
@@ -569,6 +772,36 @@
         if (subs.delete(id)) send({ t: 'unsubscribe', id });
       });
     },
+    call(name, data, opts) {
+      const refuse = (message, value) => {
+        misuse('lifeline.call(' + (typeof name === 'string' ? JSON.stringify(short(name)) : 'name') + ', …): ' + message, value);
+        return Promise.reject(callError('invalid', message, false, '', 0));
+      };
+      if (typeof name !== 'string' || name === '') return refuse('name must be a non-empty string, got', name);
+      if (opts !== undefined && (opts === null || typeof opts !== 'object')) return refuse('options must be an object, got', opts);
+      const o = opts || {};
+      if (o.key !== undefined && (typeof o.key !== 'string' || o.key === '')) return refuse('options.key must be a non-empty string, got', o.key);
+      if (o.timeoutMs !== undefined && !(typeof o.timeoutMs === 'number' && o.timeoutMs > 0 && o.timeoutMs <= MAX_CALL_TIMEOUT)) {
+        return refuse('options.timeoutMs must be a number in (0, ' + MAX_CALL_TIMEOUT + '], got', o.timeoutMs);
+      }
+      let text;
+      try { text = JSON.stringify(data === undefined ? null : data); } catch (e) {
+        return refuse('data cannot be sent as JSON: ' + e, data);
+      }
+      if (text === undefined) return refuse('data cannot be sent as JSON (a function or a symbol?), got', data);
+      if (dead) return Promise.reject(callError('failed', 'the Lifeline program has stopped; reload the page', false, '', 0));
+      return new Promise((resolve, reject) => {
+        const timeoutMs = o.timeoutMs || defaultCallTimeout;
+        const c = { id: nextCallID++, name, data: text, key: o.key || '', deadline: Date.now() + timeoutMs, sent: false, epoch: '', resolve, reject };
+        // The hub times the call; this timer, a little later, covers a hub that went silent.
+        c.timer = setTimeout(() => {
+          send({ t: 'cancel', id: c.id });
+          settleCall(c, undefined, callError('timeout', 'no reply within ' + timeoutMs + ' ms', c.sent, '', 0));
+        }, timeoutMs + 1000);
+        calls.set(c.id, c);
+        if (port) port.postMessage(callMessage(c)); // else connect sends it
+      });
+    },
   };
   globalThis.lifeline = api;
 
@@ -583,6 +816,7 @@
     api.reconnectNow = gone;
     api.stop = gone;
     api.start = gone;
+    rejectCalls(error);
     setStatus({ state: 'failed', slow: false, attempt: status.attempt, failures: status.failures, nextAttempt: 0, error, kind: 'failed', retryAfter: 0, at: Date.now() });
   }
 
@@ -635,88 +869,48 @@
   let mode = 'in-page';
 
   function hello() {
-    const el = document.getElementById('lifeline-bootstrap');
-    if (!el) {
+    boot = globalThis.__lifelineBoot();
+    if (boot.bootstrap === null) {
       dead = true;
       const error = 'lifeline: no #lifeline-bootstrap element in the page (is the Host plugin installed?)';
       console.error(error);
       setStatus({ state: 'misconfigured', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error, kind: 'misconfigured', retryAfter: 0, at: Date.now() });
       return false;
     }
-    let options = '';
-    if (globalThis.lifelineOptions !== undefined) {
-      try { options = JSON.stringify(globalThis.lifelineOptions); } catch (e) {
-        misuse('lifelineOptions cannot be read as JSON; ignored:', e);
-      }
-    }
-    helloMsg = { t: 'hello', bootstrap: el.textContent, options, href: location.href, online: navigator.onLine };
+    if (boot.optionsError) misuse('lifelineOptions cannot be read as JSON; ignored:', boot.optionsError);
+    helloMsg = { t: 'hello', bootstrap: boot.bootstrap, options: boot.options, href: location.href, online: navigator.onLine };
+    try {
+      const ms = JSON.parse(boot.bootstrap).callTimeoutMs;
+      if (typeof ms === 'number' && ms > 0 && ms <= MAX_CALL_TIMEOUT) defaultCallTimeout = ms;
+    } catch (_) { /* the hub reads the bootstrap strictly and says what is wrong with it */ }
     return true;
-  }
-
-  function pickMode() {
-    const o = globalThis.lifelineOptions;
-    const want = o && typeof o === 'object' ? o.mode : undefined;
-    if (want === 'in-page' || !workerURL || typeof SharedWorker !== 'function') return 'in-page';
-    return 'shared'; // the hub checks the option's value and names a bad one
-  }
-
-  // compile starts the wasm's streaming compilation, or returns undefined where the browser
-  // cannot stream (the runner then instantiates from the URL). A failure is the runner's to
-  // report, when it awaits the module; until then it is not an unhandled rejection.
-  function compile(url) {
-    if (typeof WebAssembly !== 'object' || typeof WebAssembly.compileStreaming !== 'function') return undefined;
-    const m = WebAssembly.compileStreaming(fetch(url));
-    m.catch(() => {});
-    return m;
   }
 
   function startInPage() {
     mode = 'in-page';
     const channel = new MessageChannel();
     connect(channel.port1);
-    // Compile while the runner loads: the bytes stream into the compiler as they arrive, not
-    // after run.js has come and gone.
-    const module = compile(wasmURL);
-    const run = () => globalThis.__lifelineRun({ module, wasm: wasmURL, onExit: failed });
-    const go = () => {
+    // The boot started the compile and the runner's load (at once, or when this script began):
+    // the bytes stream into the compiler as they arrive, not after run.js has come and gone.
+    const started = boot.take() || {};
+    const module = started.module || boot.compile();
+    (started.runner || boot.loadRunner()).then(() => {
       globalThis.__lifelineConnect(channel.port2);
-      run();
-    };
-    if (globalThis.__lifelineRun) {
-      go();
-    } else if (runURL) {
-      const s = document.createElement('script');
-      s.src = runURL;
-      s.onload = go;
-      s.onerror = () => failed('its runner ' + runURL + ' could not be loaded');
-      document.head.appendChild(s);
-    } else {
-      failed('no runner in the page (load runner.js, or set data-run)');
-    }
+      globalThis.__lifelineRun({ module, wasm: boot.wasm, onExit: failed });
+    }, (err) => failed(err.message));
   }
 
-  // The shared hub's name: one hub per config (FNV-1a of the bootstrap and the options),
-  // and a generation, which a hub that ended names for the fresh one.
+  // The shared hub's generation: a hub that ended names the fresh one (boot.hubName).
   let generation = '';
   const failures = []; // when shared hubs ended, for the fallback to in-page
-
-  function hubName() {
-    let h = 0x811c9dc5;
-    for (const c of helloMsg.bootstrap + '\u0000' + helloMsg.options) {
-      h = Math.imul(h ^ c.codePointAt(0), 0x01000193) >>> 0;
-    }
-    return 'lifeline:' + h.toString(16) + (generation ? ':' + generation : '');
-  }
 
   function startShared() {
     mode = 'shared';
     let worker;
+    const started = generation === '' ? boot.take() : null;
     try {
-      const url = new URL(workerURL, location.href);
-      url.searchParams.set('run', new URL(runURL, location.href).href);
-      url.searchParams.set('wasm', new URL(wasmURL, location.href).href);
-      // extendedLifetime keeps the hub, and its socket, through a reload of the only tab.
-      worker = new SharedWorker(url.href, { name: hubName(), extendedLifetime: true });
+      if (started && started.error) throw started.error;
+      worker = started && started.worker ? started.worker : boot.newWorker(generation);
     } catch (e) {
       console.warn('lifeline: no shared hub (' + e + '); this page keeps its own connection');
       startInPage();
@@ -728,6 +922,7 @@
       hubFailed('the shared worker failed to start: ' + (e.message || 'error'), '');
     };
     connect(worker.port);
+    if (started && started.failed) worker.onerror(started.failed);
   }
 
   // hubFailed moves this tab to a fresh shared hub (the one the ended hub named, so that
@@ -748,7 +943,7 @@
   }
 
   function start() {
-    if (pickMode() === 'shared') startShared();
+    if (boot.mode === 'shared') startShared();
     else startInPage();
   }
 
@@ -760,13 +955,13 @@
     else queueMicrotask(fire);
   }
 
-  function boot() {
+  function begin() {
     if (hello()) start();
     ready();
   }
 
   // The bootstrap sits in the head, before this script when the Host injects both; a page
   // that loads this script earlier than its bootstrap is read once it has parsed.
-  if (document.getElementById('lifeline-bootstrap') || document.readyState !== 'loading') boot();
-  else document.addEventListener('DOMContentLoaded', boot, { once: true });
+  if (document.getElementById('lifeline-bootstrap') || document.readyState !== 'loading') begin();
+  else document.addEventListener('DOMContentLoaded', begin, { once: true });
 })();

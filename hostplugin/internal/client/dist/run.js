@@ -584,9 +584,8 @@
 //   __lifelineConnect(port) hands the program a MessagePort to a tab: queued until the program
 //     runs, then attached at once (see wasm/main.go).
 //
-// Every socket the program opens is recorded in __lifelineSockets, so that the gateway can
-// abort one that is still connecting (wasm/dialabort.go), and so that all are closed if the
-// program ends: the Host must not keep sessions nobody reads.
+// Every socket the program opens is recorded in __lifelineSockets, so that all are closed if
+// the program ends: the Host must not keep sessions nobody reads.
 (function () {
   'use strict';
 
@@ -617,6 +616,13 @@
       if (fd === 2) stderr = (stderr + text.decode(buf)).slice(-4000);
       return write(fd, buf);
     };
+  }
+
+  // The moments of the start, for the DevTools performance panel and the page-load benchmark
+  // (which reads a worker's through the DevTools protocol); wasm/main.go marks
+  // lifeline:go-ready.
+  function mark(name) {
+    if (typeof performance === 'object' && typeof performance.mark === 'function') performance.mark(name);
   }
 
   function cause(fallback) {
@@ -652,10 +658,16 @@
       }
     };
     const started = module
-      ? Promise.resolve(module).then((m) => WebAssembly.instantiate(m, go.importObject))
+      ? Promise.resolve(module).then((m) => {
+        mark('lifeline:compiled');
+        return WebAssembly.instantiate(m, go.importObject);
+      })
       : WebAssembly.instantiateStreaming(fetch(wasm), go.importObject).then((r) => r.instance);
     started
-      .then((instance) => go.run(instance))
+      .then((instance) => {
+        mark('lifeline:instantiated');
+        return go.run(instance);
+      })
       .then(() => end(cause('it exited')))
       .catch((err) => end('it could not start: ' + err));
     return go;

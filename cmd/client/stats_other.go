@@ -1,8 +1,0 @@
-//go:build !unix
-
-package main
-
-import "os"
-
-// notifyStats does nothing where there is no SIGUSR1 (js/wasm, windows): -stats prints no line.
-func notifyStats(chan<- os.Signal) {}

@@ -1,0 +1,366 @@
+//go:build !js
+
+package hostplugin
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/lifeline-go/lifeline/gateway/wire"
+)
+
+// A Call is one call a page made: what a [CallHandler] is given.
+type Call struct {
+	// Identity is who made it, as Options.Authenticate returned it for the session ("" without
+	// Authenticate). Authorization is the handler's own: it decides what Identity may do.
+	Identity string
+	// Name is the handler's name, as registered with [Host.HandleCall].
+	Name string
+	// Data is the call's argument: one JSON value, as the page sent it (null when it sent
+	// none). It is the page's input: untrusted, and the handler's to validate.
+	Data json.RawMessage
+	// Key is the page's idempotency key, "" for an unkeyed call. A keyed call runs at most
+	// once per (Identity, Key) within the config's callDedupMs: a re-send gets the first
+	// outcome without running the handler.
+	Key string
+}
+
+// CallHandler answers one call: its reply, one JSON value (nil is null), or an error whose
+// first line the page is shown (truncated; it must name no secret). A panic answers the page
+// "internal error" and is logged with its stack; the session lives on.
+//
+// ctx is not cancelled when the page leaves: a keyed call's page may come back and ask for
+// the outcome, which is stored once the handler returns. It ends at the config's
+// callTimeoutMs, and when the Host closes. Handlers of one session run one at a time, in the
+// order the page made the calls; handlers of different sessions run concurrently.
+type CallHandler func(ctx context.Context, c *Call) (json.RawMessage, error)
+
+// HandleCall registers handler for the calls named name, as http.ServeMux registers a
+// handler for a pattern. A name is 1..128 bytes of ASCII letters, digits and . _ : / -. It
+// panics for an invalid name, a nil handler, or a name registered already (each is a
+// programming error, and an app that served the wrong handler would be worse). A call whose
+// name has no handler is answered "unknown" (the page's CallUnknown).
+func (h *Host) HandleCall(name string, handler CallHandler) {
+	if err := wire.CheckCallName(name); err != nil {
+		panic(fmt.Sprintf("hostplugin: HandleCall(%q): %v", name, err))
+	}
+	if handler == nil {
+		panic(fmt.Sprintf("hostplugin: HandleCall(%q): nil handler", name))
+	}
+	h.calls.mu.Lock()
+	defer h.calls.mu.Unlock()
+	if _, dup := h.calls.handlers[name]; dup {
+		panic(fmt.Sprintf("hostplugin: HandleCall(%q): a handler is registered for this name already", name))
+	}
+	h.calls.handlers[name] = handler
+}
+
+// callHandlers is the Host's registry of call handlers.
+type callHandlers struct {
+	mu       sync.RWMutex
+	handlers map[string]CallHandler
+}
+
+func (c *callHandlers) lookup(name string) CallHandler {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.handlers[name]
+}
+
+// CallOutcome is what a call's run ended with, as a [CallStore] keeps it: the reply, or the
+// code (a wire.Code*) and message of a failure.
+type CallOutcome struct {
+	Reply   json.RawMessage `json:"reply,omitempty"`
+	Code    string          `json:"code,omitempty"`
+	Message string          `json:"message,omitempty"`
+}
+
+// CallStore is where a Host keeps the outcomes of keyed calls within the dedup window, so
+// that each (identity, key) runs once and a re-send is answered with the first outcome.
+// [NewMemoryCallStore] is the default; a fleet of Hosts shares one (package
+// hostplugin/jetstream has one on NATS), so that a call re-sent to another Host of the fleet
+// finds the outcome too. Implementations must be safe for concurrent use.
+type CallStore interface {
+	// Epoch names the store's contents. A page re-sends a keyed call only to a Host whose
+	// store has the epoch of the Host it sent it to, so the epoch must change whenever the
+	// store may have forgotten an outcome it held (a restart of an in-memory store).
+	Epoch() string
+	// Do runs run for (identity, key) unless it ran, or runs, within the window: then it
+	// waits for that run and returns its outcome instead. A run it cannot vouch for (its
+	// Host died while it ran) ends with the code wire.CodeInterrupted, never a second run.
+	// An error means the store cannot say (it is unreachable): the call must not run.
+	Do(ctx context.Context, identity, key string, run func() CallOutcome) (CallOutcome, error)
+}
+
+// ErrCallStoreFull is the error of a [MemoryCallStore] that holds as many outcomes as it may,
+// none expired: a keyed call is then refused as busy rather than run without its guarantee.
+var ErrCallStoreFull = errors.New("hostplugin: the call dedup store is full")
+
+// MemoryCallStore is the default [CallStore]: the outcomes of this process, for the window.
+// Its epoch is new for every store, so a page that comes back to a restarted Host does not
+// re-send there what it sent to the old process.
+type MemoryCallStore struct {
+	epoch  string
+	window time.Duration
+	max    int
+
+	mu      sync.Mutex
+	entries map[callID]*callEntry
+	swept   time.Time
+}
+
+type callID struct{ identity, key string }
+
+type callEntry struct {
+	done    chan struct{} // closed once outcome is set
+	outcome CallOutcome
+	expires time.Time // set when done
+}
+
+// NewMemoryCallStore returns a store that keeps each outcome for window and at most max
+// outcomes (max ≤ 0: 100,000).
+func NewMemoryCallStore(window time.Duration, max int) *MemoryCallStore {
+	if max <= 0 {
+		max = 100_000
+	}
+	return &MemoryCallStore{epoch: newID(8), window: window, max: max, entries: map[callID]*callEntry{}}
+}
+
+// Epoch implements [CallStore].
+func (m *MemoryCallStore) Epoch() string { return m.epoch }
+
+// SetWindow changes how long outcomes are kept from now on; the ones kept stay as long as
+// they were to.
+func (m *MemoryCallStore) SetWindow(window time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.window = window
+}
+
+// Do implements [CallStore].
+func (m *MemoryCallStore) Do(ctx context.Context, identity, key string, run func() CallOutcome) (CallOutcome, error) {
+	id := callID{identity, key}
+	now := time.Now()
+	m.mu.Lock()
+	m.sweepLocked(now)
+	e := m.entries[id]
+	if e != nil && !e.expires.IsZero() && !now.Before(e.expires) {
+		delete(m.entries, id)
+		e = nil
+	}
+	if e != nil {
+		m.mu.Unlock()
+		select {
+		case <-e.done:
+			return e.outcome, nil
+		case <-ctx.Done():
+			return CallOutcome{}, context.Cause(ctx)
+		}
+	}
+	if len(m.entries) >= m.max {
+		m.mu.Unlock()
+		return CallOutcome{}, ErrCallStoreFull
+	}
+	e = &callEntry{done: make(chan struct{})}
+	m.entries[id] = e
+	m.mu.Unlock()
+
+	out := run()
+	m.mu.Lock()
+	e.outcome, e.expires = out, time.Now().Add(m.window)
+	close(e.done)
+	m.mu.Unlock()
+	return out, nil
+}
+
+// sweepLocked drops expired outcomes, at most once a second.
+func (m *MemoryCallStore) sweepLocked(now time.Time) {
+	if now.Sub(m.swept) < time.Second {
+		return
+	}
+	m.swept = now
+	for id, e := range m.entries {
+		if !e.expires.IsZero() && !now.Before(e.expires) {
+			delete(m.entries, id)
+		}
+	}
+}
+
+// Per-session call limits beside the config's rate.
+const (
+	// maxSessionCalls bounds the calls one session has waiting or running on the Host; one
+	// more is answered busy.
+	maxSessionCalls = 64
+	// callBusyRetry is the retry-after of a call refused because the session's queue is full.
+	callBusyRetry = time.Second
+)
+
+// sessionCalls is a session's calls on the Host: what the page sent, run one at a time in
+// the order it arrived, by a goroutine that exists only while there is work.
+type sessionCalls struct {
+	lim     *rate.Limiter // run goroutine only
+	mu      sync.Mutex    // guards the fields below
+	queue   []wire.PageFrame
+	running bool
+	closed  bool // the session ended: nothing more runs
+}
+
+// call takes one call frame from the page (on the session's reading goroutine): an unknown
+// name, a call over the session's rate or queue is answered at once; any other waits its
+// turn.
+func (s *session) call(f wire.PageFrame) {
+	h := s.h
+	if h.calls.lookup(f.Name) == nil {
+		h.obs.Call("", wire.CodeUnknown, 0)
+		s.send(replyFrame(wire.Failed(f.ID, wire.CodeUnknown, fmt.Sprintf("no handler for the call %q", f.Name), 0)))
+		return
+	}
+	if s.calls.lim == nil {
+		cfg := h.Config()
+		s.calls.lim = rate.NewLimiter(rate.Limit(cfg.callRate), cfg.callBurst)
+	}
+	now := time.Now()
+	if r := s.calls.lim.ReserveN(now, 1); r.DelayFrom(now) > 0 {
+		wait := r.DelayFrom(now)
+		r.CancelAt(now)
+		h.obs.Call(f.Name, wire.CodeBusy, 0)
+		s.send(replyFrame(wire.Failed(f.ID, wire.CodeBusy, "over the session's call rate", max(wait, time.Millisecond))))
+		return
+	}
+	c := &s.calls
+	c.mu.Lock()
+	if len(c.queue) >= maxSessionCalls {
+		c.mu.Unlock()
+		h.obs.Call(f.Name, wire.CodeBusy, 0)
+		s.send(replyFrame(wire.Failed(f.ID, wire.CodeBusy, fmt.Sprintf("%d calls of this page wait on the Host already", maxSessionCalls), callBusyRetry)))
+		return
+	}
+	c.queue = append(c.queue, f)
+	start := !c.running && !c.closed
+	c.running = c.running || start
+	c.mu.Unlock()
+	if start {
+		go s.runCalls()
+	}
+}
+
+// runCalls runs the session's calls in order until none is left (or the session ended).
+func (s *session) runCalls() {
+	c := &s.calls
+	for {
+		c.mu.Lock()
+		if len(c.queue) == 0 || c.closed {
+			c.running = false
+			c.queue = nil
+			c.mu.Unlock()
+			return
+		}
+		f := c.queue[0]
+		c.queue = c.queue[1:]
+		c.mu.Unlock()
+		start := time.Now()
+		out := s.h.runCall(s, f)
+		s.h.obs.Call(f.Name, cmp.Or(out.Code, CallOK), time.Since(start))
+		if out.Code == "" {
+			s.send(replyFrame(wire.Reply(f.ID, wire.RawJSON(out.Reply))))
+		} else {
+			s.send(replyFrame(wire.Failed(f.ID, out.Code, out.Message, retryOf(out))))
+		}
+	}
+}
+
+// endCalls stops a session's calls: those still waiting never run (the page learns of
+// them as of any call its session lost); a running one finishes, and its outcome is kept
+// for a keyed re-send.
+func (s *session) endCalls() {
+	s.calls.mu.Lock()
+	s.calls.closed = true
+	s.calls.queue = nil
+	s.calls.mu.Unlock()
+}
+
+// retryOf is the retry-after a failed outcome tells the page: a busy store's.
+func retryOf(out CallOutcome) time.Duration {
+	if out.Code == wire.CodeBusy {
+		return callBusyRetry
+	}
+	return 0
+}
+
+// runCall runs one call: through the dedup store when it is keyed, the handler directly
+// when not.
+func (h *Host) runCall(s *session, f wire.PageFrame) CallOutcome {
+	c := &Call{Identity: s.identity, Name: f.Name, Data: json.RawMessage(f.Data), Key: f.Key}
+	if len(c.Data) == 0 {
+		c.Data = json.RawMessage("null")
+	}
+	ctx, cancel := context.WithTimeout(h.life, h.Config().callTimeout)
+	defer cancel()
+	if c.Key == "" {
+		return h.handle(ctx, c)
+	}
+	if now := h.callStore.Epoch(); now != s.currentDedup() {
+		// The store is not the one this session announced (a shared bucket made again): the
+		// page may be re-sending a call the old store ran, and this one cannot say. Neither
+		// busy (the page would send it again) nor a run (it may have run): interrupted.
+		h.logger.Warn("hostplugin: the call dedup store changed under a session; a keyed call is answered interrupted",
+			"session", s.id, "call", c.Name, "announced", s.currentDedup(), "now", now)
+		return CallOutcome{Code: wire.CodeInterrupted, Message: "the Host's dedup store changed since this connection began; whether the call ran is unknown"}
+	}
+	out, err := h.callStore.Do(ctx, c.Identity, c.Key, func() CallOutcome { return h.handle(ctx, c) })
+	if err != nil {
+		h.thin.callStore.Do(func() {
+			h.logger.Error("hostplugin: the call dedup store cannot say whether a keyed call ran; refused as busy",
+				"session", s.id, "call", c.Name, "err", err)
+		})
+		return CallOutcome{Code: wire.CodeBusy, Message: "the Host cannot check this call's key now; try again"}
+	}
+	return out
+}
+
+// handle runs the handler of c, turning a panic, an error, a timeout and a reply the page
+// could not take into the outcome the page is told.
+func (h *Host) handle(ctx context.Context, c *Call) (out CallOutcome) {
+	fn := h.calls.lookup(c.Name)
+	if fn == nil {
+		return CallOutcome{Code: wire.CodeUnknown, Message: fmt.Sprintf("no handler for the call %q", c.Name)}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			h.logger.Error("hostplugin: a call handler panicked; the page is told internal error",
+				"call", c.Name, "panic", p, "stack", string(debug.Stack()))
+			out = CallOutcome{Code: wire.CodeInternal, Message: "internal error"}
+		}
+	}()
+	reply, err := fn(ctx, c)
+	switch {
+	case err != nil && ctx.Err() == context.DeadlineExceeded:
+		return CallOutcome{Code: wire.CodeTimeout, Message: fmt.Sprintf("the handler ran past the Host's call timeout (%v)", h.Config().callTimeout)}
+	case err != nil:
+		msg := reasonText(err)
+		if msg == "" {
+			msg = "the call failed"
+		}
+		return CallOutcome{Code: wire.CodeApp, Message: msg}
+	case len(reply) == 0:
+		return CallOutcome{Reply: json.RawMessage("null")}
+	case !json.Valid(reply):
+		h.logger.Error("hostplugin: a call handler's reply is not valid JSON; the page is told internal error", "call", c.Name)
+		return CallOutcome{Code: wire.CodeInternal, Message: "internal error"}
+	case len(reply) > h.Config().maxEventBytes:
+		h.logger.Error("hostplugin: a call handler's reply is over maxEventBytes; the page is told internal error",
+			"call", c.Name, "bytes", len(reply), "maxEventBytes", h.Config().maxEventBytes)
+		return CallOutcome{Code: wire.CodeInternal, Message: "internal error: the reply is too big"}
+	}
+	return CallOutcome{Reply: reply}
+}
+
+func replyFrame(f wire.HostFrame) message { return mustEncode(f) }

@@ -1,0 +1,226 @@
+//go:build !js
+
+package hostplugin_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/hostplugin"
+)
+
+// Subscriptions: the fan-out of one stream to the sessions that follow it, replays, resets
+// and live events.
+
+// streamFixture is a Host with stream "s" holding events 1..5 in a ring of 3 (so 3, 4 and 5
+// can be replayed) and a baseline naming the head.
+func streamFixture(t *testing.T) (*fixture, string) {
+	t.Helper()
+	f := newFixture(t, `{"ringSize":3}`, true)
+	f.h.SetBaseline("s", func(stream string, head hostplugin.Cursor) (json.RawMessage, error) {
+		return json.RawMessage(fmt.Sprintf(`{"upTo":%d}`, head.Seq)), nil
+	})
+	for i := 1; i <= 5; i++ {
+		publish(t, f.h, "s", fmt.Sprintf(`{"i":%d}`, i))
+	}
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+	c.send(`{"t":"sub","stream":"s"}`)
+	return f, c.expect(wire.TypeReset).Epoch
+}
+
+func TestSubscriptionsReplayOrReset(t *testing.T) {
+	tests := []struct {
+		name   string
+		sub    func(epoch string) string
+		replay []uint64 // events replayed before the live one
+		reset  bool     // a reset to seq 5 comes first
+	}{
+		{name: "a fresh subscription is reset to the head with the baseline",
+			sub: func(string) string { return `{"t":"sub","stream":"s"}` }, reset: true},
+		{name: "a cursor inside the ring replays what follows it",
+			sub: func(e string) string { return `{"t":"sub","stream":"s","epoch":"` + e + `","after":3}` }, replay: []uint64{4, 5}},
+		{name: "a cursor just before the oldest kept event replays the whole ring",
+			sub: func(e string) string { return `{"t":"sub","stream":"s","epoch":"` + e + `","after":2}` }, replay: []uint64{3, 4, 5}},
+		{name: "a cursor at the head replays nothing",
+			sub: func(e string) string { return `{"t":"sub","stream":"s","epoch":"` + e + `","after":5}` }},
+		{name: "a cursor older than the ring is reset",
+			sub: func(e string) string { return `{"t":"sub","stream":"s","epoch":"` + e + `","after":1}` }, reset: true},
+		{name: "a cursor from another epoch is reset",
+			sub: func(string) string { return `{"t":"sub","stream":"s","epoch":"restarted","after":4}` }, reset: true},
+		{name: "a cursor from the future is reset",
+			sub: func(e string) string { return `{"t":"sub","stream":"s","epoch":"` + e + `","after":99}` }, reset: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, epoch := streamFixture(t)
+			c := f.dial(t)
+			c.expect(wire.TypeReady)
+			c.send(tt.sub(epoch))
+			if tt.reset {
+				r := c.expect(wire.TypeReset)
+				if r.Stream != "s" || r.Epoch != epoch || r.Seq != 5 || string(r.Baseline) != `{"upTo":5}` {
+					t.Errorf("reset %+v (baseline %s), want stream s, epoch %s, seq 5, baseline {\"upTo\":5}", r, r.Baseline, epoch)
+				}
+			}
+			for _, want := range tt.replay {
+				ev := c.expect(wire.TypeEvent)
+				if ev.Seq != want || string(ev.Data) != fmt.Sprintf(`{"i":%d}`, want) {
+					t.Errorf("replayed %d %s, want %d", ev.Seq, ev.Data, want)
+				}
+			}
+			publish(t, f.h, "s", `{"i":6}`)
+			if ev := c.expect(wire.TypeEvent); ev.Seq != 6 || ev.Stream != "s" {
+				t.Errorf("live event %+v, want seq 6 on s", ev)
+			}
+		})
+	}
+}
+
+func TestLiveEventsArriveOnceEachAndInOrderDuringReplay(t *testing.T) {
+	f := newFixture(t, `{"ringSize":10000}`, true)
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+	c.send(`{"t":"sub","stream":"s"}`)
+	epoch := c.expect(wire.TypeReset).Epoch
+	// A second page subscribes with a cursor while events keep being published.
+	d := f.dial(t)
+	d.expect(wire.TypeReady)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 500 {
+			if _, err := f.h.Publish(context.Background(), "s", json.RawMessage(fmt.Sprint(i))); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	d.send(`{"t":"sub","stream":"s","epoch":"` + epoch + `","after":0}`)
+	<-done
+	for _, cl := range []*client{c, d} {
+		for want := uint64(1); want <= 500; want++ {
+			if ev := cl.expect(wire.TypeEvent); ev.Seq != want {
+				t.Fatalf("event seq %d, want %d: a gap or a duplicate", ev.Seq, want)
+			}
+		}
+	}
+}
+
+func TestUnsubStopsTheStream(t *testing.T) {
+	f := newFixture(t, `{}`, true)
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+	c.send(`{"t":"sub","stream":"a"}`)
+	c.expect(wire.TypeReset)
+	c.send(`{"t":"unsub","stream":"a"}`)
+	c.send(`{"t":"unsub","stream":"never-subscribed"}`) // harmless
+	c.send(`{"t":"sub","stream":"b"}`)
+	c.expect(wire.TypeReset) // b's: the unsub before it has been handled
+	publish(t, f.h, "a", `"for nobody"`)
+	publish(t, f.h, "b", `"for c"`)
+	if ev := c.expect(wire.TypeEvent); ev.Stream != "b" {
+		t.Errorf("after unsub got %+v, want only stream b", ev)
+	}
+}
+
+// TestSubscriptionChurnDuringPublishingNeitherDeadlocksNorSkips drives every lock of the
+// stream path at once: pages join, leave and rejoin with cursors while events are published
+// and the stream's fan-out is made and removed again. Like a page, each client drops repeats by
+// seq; a gap without a reset fails.
+func TestSubscriptionChurnDuringPublishingNeitherDeadlocksNorSkips(t *testing.T) {
+	f := newFixture(t, `{"ringSize":64}`, true)
+	f.h.SetBaseline("s", func(_ string, head hostplugin.Cursor) (json.RawMessage, error) {
+		return json.RawMessage(fmt.Sprint(head.Seq)), nil
+	})
+	stop := make(chan struct{})
+	published := make(chan struct{})
+	go func() {
+		defer close(published)
+		tick := time.NewTicker(200 * time.Microsecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			if _, err := f.h.Publish(context.Background(), "s", json.RawMessage(`1`)); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	const pages = 8
+	errs := make(chan error, pages)
+	for range pages {
+		c := f.dial(t)
+		go func() { errs <- churn(c.conn) }()
+	}
+	for range pages {
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Error(err)
+			}
+		case <-time.After(4 * bound):
+			t.Fatal("subscribers stuck: a deadlock on the stream path")
+		}
+	}
+	close(stop)
+	<-published
+}
+
+// churn subscribes, reads a few frames, unsubscribes and resubscribes from its cursor, twenty
+// times, and reports a gap or a failure.
+func churn(conn *websocket.Conn) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*bound)
+	defer cancel()
+	read := func() (wire.HostFrame, error) {
+		_, b, err := conn.Read(ctx)
+		if err != nil {
+			return wire.HostFrame{}, err
+		}
+		return wire.DecodeHost(b)
+	}
+	send := func(s string) error { return conn.Write(ctx, websocket.MessageText, []byte(s)) }
+	if fr, err := read(); err != nil || fr.T != wire.TypeReady {
+		return fmt.Errorf("first frame %+v, %v", fr, err)
+	}
+	var cur hostplugin.Cursor
+	for range 20 {
+		sub := `{"t":"sub","stream":"s"}`
+		if cur.Epoch != "" {
+			sub = fmt.Sprintf(`{"t":"sub","stream":"s","epoch":%q,"after":%d}`, cur.Epoch, cur.Seq)
+		}
+		if err := send(sub); err != nil {
+			return err
+		}
+		for range 5 {
+			fr, err := read()
+			if err != nil {
+				return err
+			}
+			switch {
+			case fr.T == wire.TypeReset:
+				cur = hostplugin.Cursor{Epoch: fr.Epoch, Seq: fr.Seq}
+			case fr.T == wire.TypeEvent && fr.Seq <= cur.Seq:
+				// a repeat, from the subscription before the unsub: dropped
+			case fr.T == wire.TypeEvent && fr.Seq == cur.Seq+1:
+				cur.Seq = fr.Seq
+			case fr.T == wire.TypeEvent:
+				return fmt.Errorf("event %d after cursor %d: a gap without a reset", fr.Seq, cur.Seq)
+			}
+		}
+		if err := send(`{"t":"unsub","stream":"s"}`); err != nil {
+			return err
+		}
+	}
+	return nil
+}

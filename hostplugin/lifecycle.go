@@ -1,0 +1,229 @@
+//go:build !js
+
+package hostplugin
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/lifeline-go/lifeline/gateway/wire"
+)
+
+// sessionSet is the Host's open sessions, and whether it still takes new ones: how a Host
+// ends is decided here (Drain, Stop, Close) and read by every socket that arrives.
+type sessionSet struct {
+	mu       sync.Mutex
+	all      map[*session]struct{}
+	draining bool          // Drain or Stop was called: no new session
+	drainURI string        // Drain's uri, for sockets that arrive while draining
+	stopping bool          // Stop was called: late sockets are closed with 1012, not sent away
+	restart  string        // Stop's wire.RestartReason
+	closed   bool          // Close was called
+	idle     chan struct{} // closed whenever all is empty
+}
+
+func (ss *sessionSet) init() {
+	ss.all = map[*session]struct{}{}
+	ss.idle = make(chan struct{})
+	close(ss.idle)
+}
+
+// add registers s, unless the Host is draining, stopping or closed.
+func (ss *sessionSet) add(s *session) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.draining || ss.closed {
+		return false
+	}
+	if len(ss.all) == 0 {
+		ss.idle = make(chan struct{})
+	}
+	ss.all[s] = struct{}{}
+	return true
+}
+
+// remove forgets s and reports whether it was registered.
+func (ss *sessionSet) remove(s *session) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if _, ok := ss.all[s]; !ok {
+		return false
+	}
+	delete(ss.all, s)
+	if len(ss.all) == 0 {
+		close(ss.idle)
+	}
+	return true
+}
+
+func (ss *sessionSet) snapshot() []*session {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	list := make([]*session, 0, len(ss.all))
+	for s := range ss.all {
+		list = append(list, s)
+	}
+	return list
+}
+
+func (ss *sessionSet) count() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return len(ss.all)
+}
+
+// state is the number of sessions and whether Drain or Stop was called.
+func (ss *sessionSet) state() (sessions int, draining bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return len(ss.all), ss.draining
+}
+
+// removeSession is the end of s: its slot goes back to admission.
+func (h *Host) removeSession(s *session) {
+	if h.sessions.remove(s) {
+		h.adm.release()
+	}
+}
+
+// Drain sends goaway with uri to every session (an empty uri asks pages to come back to the
+// same place, as after a restart), waits until they have left or ctx ends (and at most the
+// config's drainTimeout), then closes the rest with 1001. From then on new sockets get the same
+// goaway and 1001 at once. It returns how many sessions had to be closed.
+//
+// Drain is for a Host whose pages have somewhere to go while it still serves them (the
+// GOAWAY is make-before-break: a page keeps its session until its dial elsewhere is ready):
+// a uri naming another Host, a successor that took over this listening socket (see the
+// restart package), or, with an empty uri, a load balancer whose other Hosts take the pages.
+// A Host with nobody in its place should call [Host.Stop] instead: its pages' dials would
+// only fail, and the process would wait out drainTimeout for nothing.
+//
+// A process on its way out calls, in this order: Drain or Stop (the listener still open, so
+// that a socket arriving meanwhile is answered), then [Host.Close], then the http.Server's
+// Shutdown.
+func (h *Host) Drain(ctx context.Context, uri string) (forced int) {
+	start := time.Now()
+	defer func() { h.obs.Drained(time.Since(start), forced) }()
+	ctx, cancel := context.WithTimeout(ctx, h.state.Load().cfg.drainTimeout)
+	defer cancel()
+
+	// Draining first: readiness fails (Host.Readiness) before any page is sent away, so a
+	// balancer stops sending pages here before they leave.
+	h.sessions.mu.Lock()
+	h.sessions.draining = true
+	h.sessions.drainURI = uri
+	idle := h.sessions.idle
+	h.sessions.mu.Unlock()
+	h.obs.Draining()
+
+	frame := goAwayFrame(uri)
+	list := h.sessions.snapshot()
+	h.logger.Info("hostplugin: draining", "sessions", len(list), "uri", uri)
+	h.obs.GoAway(len(list))
+	for _, s := range list {
+		s.goAway(frame)
+	}
+	select {
+	case <-idle:
+		return 0
+	case <-ctx.Done():
+	}
+	// ctx is over: the close handshakes get closeWait of their own.
+	return h.closeAll(context.Background(), closeWait, func(s *session) { s.closeWith(wire.CloseDrained, "drained") })
+}
+
+// Stop ends every session at once, for a Host that stops with no successor: its listener is
+// closed and nobody accepts in its place, so a goaway would only send the pages to a closed
+// port while the process waited out drainTimeout. Each page gets an error frame carrying
+// wire.RestartReason(retryAfter) (what a browser page can read; retryAfter is the least the
+// page should wait before it dials again, 0 for no minimum), then close 1012 (service
+// restart) with the same reason. Sockets that arrive afterwards get the same at once. Stop
+// waits for the close handshakes until ctx ends, and at most half a second (a page that
+// reads answers within a round trip; a dead peer would hold each for seconds, and the page
+// has what it needs once the frames are out), and returns how many sessions it closed.
+// Close the Host afterwards, then shut the http.Server down (see [Host.Drain]).
+//
+// Stop is the choice of a supervisor's plain restart (stop, start again) and of a
+// socket-activated Host under systemctl restart: the port stays open in systemd, but nobody
+// accepts until this process is gone. With somewhere to send the pages, [Host.Drain] is.
+func (h *Host) Stop(ctx context.Context, retryAfter time.Duration) int {
+	start := time.Now()
+	reason := wire.RestartReason(retryAfter)
+	h.sessions.mu.Lock()
+	h.sessions.draining = true
+	h.sessions.stopping = true
+	h.sessions.restart = reason
+	h.sessions.mu.Unlock()
+	h.obs.Draining()
+	frame := errorFrame(reason)
+	n := h.closeAll(ctx, stopWait, func(s *session) { s.finish(frame, wire.CloseServiceRestart, reason) })
+	h.obs.Stopped(time.Since(start), n)
+	h.logger.Info("hostplugin: stopped with no successor: sessions closed with 1012", "sessions", n, "reason", reason)
+	return n
+}
+
+// turnAway answers a socket that arrived after Drain or Stop and never became a session:
+// Drain's goaway and 1001, or Stop's restart message and 1012.
+func (h *Host) turnAway(conn *websocket.Conn) {
+	h.sessions.mu.Lock()
+	stopping, reason, uri := h.sessions.stopping, h.sessions.restart, h.sessions.drainURI
+	h.sessions.mu.Unlock()
+	if stopping {
+		_ = writeFrame(conn, errorFrame(reason))
+		_ = conn.Close(wire.CloseServiceRestart, reason)
+		return
+	}
+	h.obs.GoAway(1)
+	_ = writeFrame(conn, goAwayFrame(uri))
+	_ = conn.Close(wire.CloseDrained, "drained")
+}
+
+// closeAll ends every session with end, concurrently, waiting until ctx ends and at most wait
+// for the close handshakes (a dead peer would otherwise hold each for seconds).
+func (h *Host) closeAll(ctx context.Context, wait time.Duration, end func(*session)) int {
+	list := h.sessions.snapshot()
+	var wg sync.WaitGroup
+	for _, s := range list {
+		wg.Go(func() { end(s) })
+	}
+	ended := make(chan struct{})
+	go func() { wg.Wait(); close(ended) }()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ended:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return len(list)
+}
+
+// How long Drain and Close (closeWait), and Stop (stopWait), wait for close handshakes. A
+// stopping process has nothing to gain from a dead peer's answer.
+const (
+	closeWait = 3 * time.Second
+	stopWait  = 500 * time.Millisecond
+)
+
+// Close disposes of the Host: the middleware passes pages through untouched, the events
+// endpoint refuses sockets, and every session is closed with 1001. It is idempotent. A
+// process that is going away calls Drain or Stop first, so that its pages know where to go,
+// and shuts its http.Server down after Close: Close releases the upgrades still held for
+// their slot, which Shutdown would wait for (sessions are hijacked connections, which it does
+// not wait for).
+func (h *Host) Close() error {
+	h.closeOnce.Do(func() {
+		h.sessions.mu.Lock()
+		h.sessions.closed = true
+		h.closed.Store(true)
+		h.sessions.mu.Unlock()
+		close(h.done)
+		h.endLife()
+		// Sessions Stop is finishing are left to it: a second close would wait for the first.
+		h.closeAll(context.Background(), closeWait, func(s *session) { s.closeUnlessEnding(wire.CloseDrained, "host closed") })
+	})
+	return nil
+}

@@ -1,0 +1,11 @@
+// Package test holds Lifeline's test tooling: tests, bench and e2e only. Nothing that ships
+// (the root module's packages, the wasm, hostplugin/jetstream, hostplugin/metrics, cmd/host,
+// cmd/swarm) imports anything under it: imports_test.go here checks that, with ARCHITECTURE.md's
+// other import rules.
+//
+//   - testbed: processes, free ports and bounded waits for the bench, the soak and the fleet;
+//   - testserver: a scriptable Host for the gateway's and the wasm's tests (native and js);
+//   - testlog: a log/slog recorder for tests that assert what was logged;
+//   - wstest: HTTP and WebSocket upgrades served in memory, for tests in a synctest bubble;
+//   - pagetest: HTML pages served and their bootstrap read, for the tests of injection.
+package test
