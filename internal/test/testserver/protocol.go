@@ -46,7 +46,7 @@ type Step struct {
 	// SleepMs waits.
 	SleepMs int64 `json:"sleepMs,omitempty"`
 	// Close closes the session with this code and Reason; Drop closes the TCP connection
-	// without a close frame.
+	// without a close frame. Either comes after every frame scripted before it was written.
 	Close  int    `json:"close,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	Drop   bool   `json:"drop,omitempty"`

@@ -556,13 +556,14 @@ type session struct {
 }
 
 type outFrame struct {
-	b   []byte
-	log bool // an event or reset from a stream log: suppressed while silent
+	b       []byte
+	log     bool          // an event or reset from a stream log: suppressed while silent
+	flushed chan struct{} // a marker, not a frame: closed once every frame before it is written
 }
 
 func (sess *session) enqueue(log bool, b []byte) {
 	sess.mu.Lock()
-	sess.out = append(sess.out, outFrame{b, log})
+	sess.out = append(sess.out, outFrame{b: b, log: log})
 	sess.mu.Unlock()
 	select {
 	case sess.signal <- struct{}{}:
@@ -628,27 +629,33 @@ func (sess *session) steps(steps []Step) {
 			sess.end(st.Close, st.Reason)
 			return
 		case st.Drop:
+			sess.flush()
 			sess.end(0, "")
 			return
 		}
 	}
 }
 
-// flush waits, briefly, until the writer has sent what is queued, so that a scripted
-// close follows the frames scripted before it.
+// flush waits, briefly, until the writer has written every frame queued before it, so that
+// a scripted close follows the frames scripted before it. It waits for a marker the writer
+// reaches only after those writes returned: an empty queue is not enough, since the writer
+// takes a batch before writing it, and a Close racing that Write could put the close frame
+// first (the frame was then lost: a refusal's error frame, in a CI run).
 func (sess *session) flush() {
-	for range 200 {
-		sess.mu.Lock()
-		n := len(sess.out)
-		sess.mu.Unlock()
-		if n == 0 {
-			return
-		}
-		select {
-		case <-time.After(time.Millisecond):
-		case <-sess.ctx.Done():
-			return
-		}
+	done := make(chan struct{})
+	sess.mu.Lock()
+	sess.out = append(sess.out, outFrame{flushed: done})
+	sess.mu.Unlock()
+	select {
+	case sess.signal <- struct{}{}:
+	default:
+	}
+	t := time.NewTimer(time.Second) // a peer that stopped reading blocks the writer: close all the same
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-sess.ctx.Done():
 	}
 }
 
@@ -728,6 +735,10 @@ func (sess *session) writer() {
 		silent, beat, period := sess.silent, sess.ready && sess.serving && !sess.silent, sess.hb
 		sess.mu.Unlock()
 		for _, f := range batch {
+			if f.flushed != nil {
+				close(f.flushed)
+				continue
+			}
 			if f.log && silent {
 				continue
 			}
