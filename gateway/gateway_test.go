@@ -676,12 +676,8 @@ func TestAnOlderHostThatDoesNotKnowPingKeepsThePage(t *testing.T) {
 	})
 }
 
-// TestARefusalBeforeReadySaysWhatTheHostSaid: a Host that ends a socket before its ready frame
-// says why in an error frame (an origin it does not allow, 1008; overloaded, 1013), since a
-// browser page cannot read close codes: the attempt's failure carries those words, so that the
-// status a developer reads names the cause, in every build.
-// A Host whose close frame says what its error frame said (a 1013's retry-after) is quoted
-// once: the indicator's title is read by a person.
+// TestARefusalTheCloseFrameSaidTooIsNotRepeated: a Host whose close frame says what its error
+// frame said (a 1013's retry-after) is quoted once: the indicator's title is read by a person.
 func TestARefusalTheCloseFrameSaidTooIsNotRepeated(t *testing.T) {
 	inBubble(t, func(t *testing.T) {
 		said := wire.RetryAfterReason(4 * time.Second)
@@ -696,6 +692,10 @@ func TestARefusalTheCloseFrameSaidTooIsNotRepeated(t *testing.T) {
 	})
 }
 
+// TestARefusalBeforeReadySaysWhatTheHostSaid: a Host that ends a socket before its ready frame
+// says why in an error frame (an origin it does not allow, 1008; overloaded, 1013), whose
+// sentence does not fit a close reason (123 bytes): the attempt's failure carries those words,
+// so that the status a developer reads names the cause, in every build.
 func TestARefusalBeforeReadySaysWhatTheHostSaid(t *testing.T) {
 	inBubble(t, func(t *testing.T) {
 		said := `origin not allowed: "https://evil.example" is not this Host's and not in allowedOrigins`

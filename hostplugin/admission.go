@@ -92,8 +92,8 @@ func (h *Host) refuseEntry(conn *websocket.Conn, cfg Config, e entry) {
 }
 
 // refuseOverloaded closes a socket with 1013 and retry-after. The same retry-after goes first
-// in an error frame: a browser page cannot read close codes through coder/websocket, but it
-// reads frames.
+// in an error frame, which every page reads, whatever its carrier makes of close frames (the
+// pages built before the browser's own WebSocket carrier took their refusals from frames).
 func refuseOverloaded(conn *websocket.Conn, wait time.Duration) {
 	reason := wire.RetryAfterReason(wait)
 	_ = writeFrame(conn, errorFrame(reason))

@@ -492,7 +492,7 @@ func TestSessionCapClosesWith1013AndARetryAfter(t *testing.T) {
 	first := f.dial(t)
 	first.expect(wire.TypeReady)
 	second := f.dial(t)
-	// The retry-after comes first as a frame: a browser page cannot read close codes.
+	// The retry-after comes first as a frame, which every page reads (refuseOverloaded).
 	frame := second.expect(wire.TypeError)
 	code, reason := second.closed()
 	d, ok := wire.ParseRetryAfter(reason)

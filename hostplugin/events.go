@@ -115,8 +115,8 @@ func (h *Host) serveEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 // refuseOrigin closes a socket from an origin that allowedOrigins does not list with 1008,
-// saying why in an error frame first: a browser page reads frames, not close codes, and its
-// developer must see why it never connects.
+// saying why in an error frame first: the whole sentence, naming the origin, does not fit a
+// close reason (123 bytes), and the page's developer must see why it never connects.
 func (h *Host) refuseOrigin(conn *websocket.Conn, r *http.Request, origin string) {
 	h.obs.Upgrade(UpgradeOrigin)
 	h.thin.origin.Do(func() {

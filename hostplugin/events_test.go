@@ -67,8 +67,8 @@ func TestEndpointChecksTheOrigin(t *testing.T) {
 				c.expect(wire.TypeReady)
 				return
 			}
-			// An error frame first, naming the origin: a browser page reads frames, not close
-			// codes, and its developer must see why it never connects.
+			// An error frame first, naming the origin, which does not fit a close reason: the
+			// page's developer must see why it never connects.
 			if e := c.expect(wire.TypeError); !strings.Contains(e.Message, "origin not allowed") || !strings.Contains(e.Message, strconv.Quote(origin)) {
 				t.Errorf("error frame %q, want the refusal naming the origin", e.Message)
 			}

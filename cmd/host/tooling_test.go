@@ -37,7 +37,7 @@ func TestTheFaultPanelSetsTheModeAndTheHealthReportsIt(t *testing.T) {
 	c := faulty.dial()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	// First the retry-after as an error frame (a browser cannot read close codes), then 1013.
+	// First the retry-after as an error frame (which every page reads), then 1013.
 	if _, b, err := c.Read(ctx); err != nil || !strings.Contains(string(b), `"message":"retry-after=2500"`) {
 		t.Errorf("under overload=2500 the first frame was %s (%v), want an error frame with the retry-after", b, err)
 	}

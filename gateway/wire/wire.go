@@ -740,7 +740,7 @@ func ParseRetryAfter(reason string) (time.Duration, bool) {
 const restartPrefix = "service-restart"
 
 // RestartReason is the message a Host stopping with no successor sends, first as an error
-// frame's message (a browser page cannot read close codes, but it reads frames), then as the
+// frame's message (which every page reads, whatever its carrier shows of close codes), then as the
 // reason of its CloseServiceRestart close: "service-restart", followed by
 // " retry-after=<ms>" when the Host asks the page to wait at least minWait before it dials
 // again (a page spreads its dial over its own jitter after that minimum). A minWait of zero

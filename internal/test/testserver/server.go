@@ -561,9 +561,12 @@ type outFrame struct {
 	flushed chan struct{} // a marker, not a frame: closed once every frame before it is written
 }
 
-func (sess *session) enqueue(log bool, b []byte) {
+func (sess *session) enqueue(log bool, b []byte) { sess.push(outFrame{b: b, log: log}) }
+
+// push queues f for the writer and wakes it.
+func (sess *session) push(f outFrame) {
 	sess.mu.Lock()
-	sess.out = append(sess.out, outFrame{b: b, log: log})
+	sess.out = append(sess.out, f)
 	sess.mu.Unlock()
 	select {
 	case sess.signal <- struct{}{}:
@@ -643,13 +646,7 @@ func (sess *session) steps(steps []Step) {
 // first (the frame was then lost: a refusal's error frame, in a CI run).
 func (sess *session) flush() {
 	done := make(chan struct{})
-	sess.mu.Lock()
-	sess.out = append(sess.out, outFrame{flushed: done})
-	sess.mu.Unlock()
-	select {
-	case sess.signal <- struct{}{}:
-	default:
-	}
+	sess.push(outFrame{flushed: done})
 	t := time.NewTimer(time.Second) // a peer that stopped reading blocks the writer: close all the same
 	defer t.Stop()
 	select {
