@@ -128,20 +128,40 @@ func TestOpenWithoutReadyEndsAtTheDeadline(t *testing.T) {
 	}
 }
 
+// TestOneSocketPerAttempt: five attempts that connect and drop, then a sixth whose upgrade the
+// Host holds, so that the count is read while nothing is in flight. Stopping while the next
+// attempt may or may not have dialled (what this test did before) leaves the sixth dial to a
+// race with Stop.
 func TestOneSocketPerAttempt(t *testing.T) {
 	sc := newScenario(t)
-	defaultScript(t, sc, "a", ts.Step{Ready: true}, ts.Step{Serve: true}, ts.Step{SleepMs: 20}, ts.Step{Drop: true})
-	r := newRig(t, sc.URL("a"), fast(), nil)
+	cycle := []ts.Step{{Ready: true}, {Serve: true}, {SleepMs: 20}, {Drop: true}}
+	script(t, sc, "a", cycle, cycle, cycle, cycle, cycle)
+	defaultScript(t, sc, "a", hold...)
+	rec := fast()
+	rec.DeadlineMs = new(float64(bound.Milliseconds())) // the held sixth attempt outlasts the test
+	r := newRig(t, sc.URL("a"), rec, nil)
 	r.ctl.Start()
 	for range 5 {
 		r.waitConnected()
 		r.waitFailure()
 	}
+	// The sixth attempt's upgrade is at the Host: six requests, five sockets, no more.
+	if got := waitHost(t, sc, "a", "held", "==", 1); got.Dials != 6 || got.Accepted != 5 {
+		t.Fatalf("with the sixth upgrade held: %d upgrade requests and %d sockets, want 6 and 5", got.Dials, got.Accepted)
+	}
 	r.ctl.Stop()
-	n := len(r.waitRuns(5))
+	if isJS {
+		// The browser cannot abort a connecting WebSocket (TestNeverOpensEndsAtTheDeadline).
+		do0(t, "release", func(ctx ctxT) error { return sc.Release(ctx, "a") })
+	}
+	waitHost(t, sc, "a", "held", "==", 0)
+	runs := r.waitRuns(6)
 	got := waitHost(t, sc, "a", "live", "==", 0)
-	if got.Dials != n || got.Accepted != n {
-		t.Fatalf("%d attempts made %d upgrade requests and %d sockets, want one each", n, got.Dials, got.Accepted)
+	if len(runs) != 6 || got.Dials != 6 {
+		t.Fatalf("%d attempts made %d upgrade requests, want 6 and 6", len(runs), got.Dials)
+	}
+	if !isJS && got.Accepted != 5 {
+		t.Fatalf("the held upgrade was accepted after Stop cancelled it: %d sockets, want 5", got.Accepted)
 	}
 }
 
