@@ -484,9 +484,10 @@ func (l *loop) command(cmd command) {
 		l.cancelAll(ErrStopped)
 		l.stopTimers()
 	case cmdReconnect:
+		// The ladder starts again; a restart window stays open: the click says nothing of
+		// the Host, which said it is coming back, and must never make the return slower.
 		l.cancelAll(ErrReplaced)
 		l.failures = 0
-		l.restartUntil, l.restarted = time.Time{}, false
 		l.goHome()
 		l.chain = l.chain[:0]
 		l.attemptNow()
@@ -508,8 +509,7 @@ func (l *loop) command(cmd command) {
 			return
 		}
 		l.offline = false
-		l.failures = 0
-		l.restartUntil, l.restarted = time.Time{}, false
+		l.failures = 0 // a restart window stays open, as for Reconnect now
 		l.goHome()
 		l.attemptNow()
 	}
