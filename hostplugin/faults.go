@@ -110,7 +110,7 @@ func (h *Host) faultChanged(old, cur fault.Fault) {
 		}
 	case fault.Outage:
 		for _, s := range h.sessions.snapshot() {
-			_ = s.conn.CloseNow()
+			s.c.drop()
 		}
 	}
 	h.openGate()
@@ -131,7 +131,7 @@ func (s *session) dropAfter(d time.Duration) {
 		return
 	}
 	s.fault.stop()
-	s.fault.flap = time.AfterFunc(d, func() { _ = s.conn.CloseNow() })
+	s.fault.flap = time.AfterFunc(d, s.c.drop)
 }
 
 // keepAlive cancels a pending flap drop: once the Host is up again, up means up.

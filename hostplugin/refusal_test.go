@@ -68,8 +68,10 @@ func TestTheRefusalQueryAnswersWhatTheUpgradeWouldNot(t *testing.T) {
 		{name: "a lookalike origin gets no CORS", hooks: true, user: "alice", origin: "https://app.example.com.evil.net", status: 403,
 			body: `{"error":"origin not allowed"}`},
 		{name: "HEAD answers the status without a body", hooks: true, method: "HEAD", status: 401, calls: 1},
-		{name: "a POST is 405", hooks: true, method: "POST", status: 405,
+		{name: "a PUT is 405", hooks: true, method: "PUT", status: 405,
 			body: `{"error":"method not allowed"}`},
+		{name: "a POST is the HTTP carrier's, and one with no envelope is 400", hooks: true, method: "POST", status: 400,
+			body: `{"error":"bad envelope","reason":"wire: bad frame: the document ends too soon (in a POST's envelope)"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -33,6 +33,15 @@ const (
 	RefusalUpgradeRequired = "upgrade required"   // 426: a refusal query that nothing refused
 	RefusalOrigin          = "origin not allowed" // 403: a refusal query from an origin not allowed
 	RefusalMethod          = "method not allowed" // 405: a refusal query that is neither GET nor HEAD
+	RefusalNotReady        = "not ready"          // 503: a refusal query while the Host's readiness gate is closed
+
+	// The HTTP carrier's (http.go).
+	RefusalSession  = "no such session" // 404: a POST for a session this Host does not have (ended, or never was), or without its secret
+	RefusalSequence = "out of sequence" // 409: a send after a lost one, or a poll's ack outside the frames sent
+	RefusalEnvelope = "bad envelope"    // 400: a POST whose first line is no envelope
+	RefusalTooBig   = "too big"         // 413: a POST over maxFrameBytes of frames
+	RefusalCarrier  = "unknown carrier" // 400: a GET naming no carrier the Host has, or a poll of a stream
+	RefusalClosed   = "host closed"     // 503: the Host was closed while the page waited
 )
 
 // MaxRefusalBody is as much of a refusal's body as a page reads.

@@ -124,6 +124,12 @@ type HostFrame struct {
 	MaxFrameBytes int64  `json:"maxFrameBytes,omitempty"`
 	// ready: Report asks the page for a report frame after a reconnect (report.go).
 	Report bool `json:"report,omitempty"`
+	// ready, on the HTTP carrier only: the session's secret, which every POST of the page
+	// carries (http.go).
+	Secret string `json:"secret,omitempty"`
+	// close (the HTTP carrier's): the close code, as a WebSocket close frame carries it, with
+	// Reason.
+	Status int `json:"status,omitempty"`
 	// reply: the call's id; Data the handler's reply (success), or Error and Code (failure),
 	// with RetryAfterMs for CodeBusy.
 	ID           uint64 `json:"id,omitempty"`
@@ -211,6 +217,10 @@ func (f HostFrame) Append(b []byte) ([]byte, error) {
 	}
 	if f.Report {
 		b = append(b, `,"report":true`...)
+	}
+	b = optStr(b, "secret", f.Secret)
+	if f.Status != 0 {
+		b = strconv.AppendInt(append(b, `,"status":`...), int64(f.Status), 10)
 	}
 	if f.ID != 0 {
 		b = strconv.AppendUint(append(b, `,"id":`...), f.ID, 10)
@@ -475,6 +485,16 @@ func DecodeHost(b []byte) (HostFrame, error) {
 			return readInt(d, key, &f.RetryAfterMs)
 		case "report":
 			return readBool(d, key, &f.Report)
+		case "secret":
+			return readString(d, key, &f.Secret)
+		case "status":
+			var v int64
+			err := readInt(d, key, &v)
+			if v < 0 || v > 4999 {
+				return fmt.Errorf("%w: status must be a close code in 1000..4999, got %d", ErrFrame, v)
+			}
+			f.Status = int(v)
+			return err
 		}
 		return frameErr(d.SkipValue())
 	})
@@ -501,7 +521,14 @@ func (f HostFrame) Validate() error {
 		if f.MaxFrameBytes < 0 {
 			return fmt.Errorf("%w: ready maxFrameBytes must be at least 0, got %d", ErrFrame, f.MaxFrameBytes)
 		}
+		if len(f.Secret) > MaxSecret {
+			return fmt.Errorf("%w: ready secret must be at most %d bytes, got %d", ErrFrame, MaxSecret, len(f.Secret))
+		}
 	case TypeHeartbeat, TypeGoAway, TypeError:
+	case TypeClose:
+		if f.Status < 1000 {
+			return fmt.Errorf("%w: close status must be a close code in 1000..4999, got %d", ErrFrame, f.Status)
+		}
 	case TypeEvent:
 		if err := checkFrameStream(f.Stream); err != nil {
 			return err
