@@ -1190,3 +1190,88 @@ func waitsAfterInsideARestartWindow(t *testing.T, what string, act func(*control
 		}
 	})
 }
+
+func TestReplaceMakesANewGenerationToTheSamePlaceBeforeBreakingTheOld(t *testing.T) {
+	// A source that found a better way to the same place (a WebSocket through a path that
+	// held one back) replaces its generation: the new one is dialed at once, the old keeps
+	// running until it is ready, the page never leaves connected, and since nothing was wrong
+	// with the Host, the ladder does not move and no restart window opens.
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, controller.Recovery{StableAfterMs: new(60000.0)}, fullCap)
+		h.ctl.Start()
+		synctest.Wait()
+		a := h.next(t)
+		if err := a.gen.Ready(&carrier{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // younger than stableAfter: a handover now would be a flap
+		if err := a.gen.Replace(); err != nil {
+			t.Fatalf("Replace = %v", err)
+		}
+		synctest.Wait()
+		b := h.next(t)
+		if b.gen.Target() != a.gen.Target() {
+			t.Fatalf("replacement target %q, want the same place %q", b.gen.Target(), a.gen.Target())
+		}
+		if a.ctx.Err() != nil {
+			t.Fatal("the old generation was cancelled before its replacement was ready")
+		}
+		if err := a.gen.Replace(); !errors.Is(err, controller.ErrStale) {
+			t.Fatalf("a second Replace of the draining generation = %v, want ErrStale", err)
+		}
+		if err := b.gen.Ready(&carrier{}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if !errors.Is(context.Cause(a.ctx), controller.ErrReplaced) {
+			t.Fatalf("old generation cause %v, want ErrReplaced", context.Cause(a.ctx))
+		}
+		if s := h.ctl.Status(); s.Failures != 0 {
+			t.Fatalf("after the replacement %s, want the ladder untouched (0 failures)", describe(s))
+		}
+		if got := h.rec.States(); !slices.Equal(got, []string{"connecting", "connected"}) {
+			t.Fatalf("states %v, want connecting, connected (never leaving connected)", got)
+		}
+		// No restart window: failures now climb the ladder as usual, the second one to its
+		// second cap instead of staying at the first.
+		w0 := h.failAndWait(t, b)
+		time.Sleep(w0)
+		synctest.Wait()
+		w1 := h.failAndWait(t, h.next(t))
+		h.ctl.Stop()
+		if w0 != 500*time.Millisecond || w1 != time.Second {
+			t.Fatalf("waits after the replacement's loss %v then %v, want 500ms then 1s (the ladder, no restart window)", w0, w1)
+		}
+	})
+}
+
+func TestAFailedReplacementKeepsTheOldGenerationConnected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, controller.Recovery{}, fullCap)
+		h.ctl.Start()
+		synctest.Wait()
+		a := h.next(t)
+		a.gen.Ready(&carrier{})
+		if err := a.gen.Replace(); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		h.next(t).end <- errRefused // the better way did not work after all
+		synctest.Wait()
+		s := h.wantState(t, controller.Connected)
+		if a.ctx.Err() != nil {
+			t.Fatalf("the old generation ended with the failed replacement: %v", context.Cause(a.ctx))
+		}
+		// The next attempt comes on the ladder, the old one delivering meanwhile.
+		time.Sleep(time.Second)
+		synctest.Wait()
+		c := h.next(t)
+		c.gen.Ready(&carrier{})
+		synctest.Wait()
+		if !errors.Is(context.Cause(a.ctx), controller.ErrReplaced) {
+			t.Fatalf("old generation cause %v, want ErrReplaced once the next attempt was ready", context.Cause(a.ctx))
+		}
+		_ = s
+		h.ctl.Stop()
+	})
+}

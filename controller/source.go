@@ -163,3 +163,22 @@ func (g *Generation) GoAway(uri string) error {
 	}
 	return ErrStale
 }
+
+// Replace asks for a new generation to the same place, made before this one is broken: the
+// source has found a better way there (a WebSocket through a path that held one back before).
+// The generation keeps running, and delivering, until the new one is ready, as after a GOAWAY
+// back to the same place; but nothing is wrong with the Host, so no restart window opens and
+// the ladder does not move. It returns [ErrStale] unless the generation is the connected one.
+func (g *Generation) Replace() error {
+	if g.ctx.Err() != nil {
+		return ErrStale
+	}
+	reply := make(chan error, 1)
+	select {
+	case g.events <- event{kind: evReplace, gen: g, reply: reply}:
+		return <-reply
+	case <-g.ctx.Done():
+	case <-g.done:
+	}
+	return ErrStale
+}

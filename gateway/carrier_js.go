@@ -35,8 +35,6 @@ const maxBuffered = DefaultMaxQueuedBytes
 // close with 1000 or 3000–4999): the session ends with 1000 and the error as its reason.
 var errMessageTooBig = errors.New("gateway: message too big")
 
-// errClosedByPage is what a read or write of a socket this page closed returns.
-var errClosedByPage = errors.New("gateway: socket closed by the page")
 
 // closeError is the browser's CloseEvent of a socket: its code and reason (the Host's close
 // frame, or 1006 when none came: a dropped connection, a failed handshake).
@@ -55,9 +53,12 @@ func (e *closeError) Error() string {
 // closeAbnormal is the code a browser reports when no close frame came (RFC 6455 §7.1.5).
 const closeAbnormal = 1006
 
-// closeStatus returns the code and reason of the Host's close frame that ended a read, if one
-// came.
+// closeStatus returns the code and reason of the Host's close that ended a read, if one came:
+// a WebSocket's close frame, or the HTTP carrier's.
 func closeStatus(err error) (code int, reason string, ok bool) {
+	if code, reason, ok := hostClose(err); ok {
+		return code, reason, ok
+	}
 	var ce *closeError
 	if errors.As(err, &ce) && ce.code != closeAbnormal {
 		return ce.code, ce.reason, true
@@ -65,7 +66,7 @@ func closeStatus(err error) (code int, reason string, ok bool) {
 	return 0, "", false
 }
 
-// carrier is one browser WebSocket, driven through syscall/js. Its listeners are registered
+// wsCarrier is one browser WebSocket, driven through syscall/js. Its listeners are registered
 // in the same task that creates the socket, before the browser can dispatch any event, so
 // nothing is missed: the Host's first frames (ready, or a refusal's error frame) may be
 // dispatched before dial has even seen the open event, and wait in the queue.
@@ -74,7 +75,7 @@ func closeStatus(err error) (code int, reason string, ok bool) {
 // Every message event comes before the close event, and read drains the queue before it
 // reports the close, so a frame the Host sent right before closing (a retry-after, a goaway,
 // the last events) is always read.
-type carrier struct {
+type wsCarrier struct {
 	ws        js.Value
 	readLimit int64         // set before the pump starts
 	opened    chan struct{} // closed by the open event
@@ -95,9 +96,9 @@ type message struct {
 // dial opens the socket. If ctx ends first, the socket is closed there and then: close()
 // fails a connecting socket at once, which matters beyond tidiness, since Chromium lets only
 // one WebSocket per host connect at a time and a stalled handshake left pending would hold up
-// every later attempt. A dial that failed is followed by the refusal query (refusal_js.go),
-// which finds out whether the Host refused the page's credentials.
-func dial(ctx context.Context, url string, _ Handshake) (*carrier, error) {
+// every later attempt. The browser says nothing of why a dial failed: the session asks the
+// Host with the refusal query (hostcheck.go).
+func dial(ctx context.Context, url string, _ Handshake) (*wsCarrier, error) {
 	k, err := open(url)
 	if err != nil {
 		return nil, err
@@ -113,7 +114,7 @@ func dial(ctx context.Context, url string, _ Handshake) (*carrier, error) {
 			return k, nil
 		default:
 		}
-		return nil, queryRefusal(ctx, url, k.reason())
+		return nil, k.reason()
 	case <-ctx.Done():
 		k.close(closeReason(context.Cause(ctx)))
 		k.shut(errClosedByPage)
@@ -122,7 +123,7 @@ func dial(ctx context.Context, url string, _ Handshake) (*carrier, error) {
 }
 
 // open creates the WebSocket and registers its listeners.
-func open(url string) (k *carrier, err error) {
+func open(url string) (k *wsCarrier, err error) {
 	defer func() {
 		// The constructor throws on a URL it refuses (SyntaxError, SecurityError).
 		if p := recover(); p != nil {
@@ -131,7 +132,7 @@ func open(url string) (k *carrier, err error) {
 	}()
 	ws := js.Global().Get("WebSocket").New(url, wire.Subprotocol)
 	ws.Set("binaryType", "arraybuffer")
-	k = &carrier{
+	k = &wsCarrier{
 		ws:     ws,
 		opened: make(chan struct{}),
 		closed: make(chan struct{}),
@@ -175,7 +176,7 @@ func open(url string) (k *carrier, err error) {
 }
 
 // received queues a message event's data.
-func (k *carrier) received(e js.Value) {
+func (k *wsCarrier) received(e js.Value) {
 	m := message{kind: textFrame}
 	if d := e.Get("data"); d.Type() == js.TypeString {
 		m.b = []byte(d.String())
@@ -194,7 +195,7 @@ func (k *carrier) received(e js.Value) {
 }
 
 // shut records why the socket is closed, once, and releases every reader.
-func (k *carrier) shut(why error) {
+func (k *wsCarrier) shut(why error) {
 	k.mu.Lock()
 	first := k.end == nil
 	if first {
@@ -207,25 +208,27 @@ func (k *carrier) shut(why error) {
 	}
 }
 
-func (k *carrier) wake() {
+func (k *wsCarrier) wake() {
 	select {
 	case k.signal <- struct{}{}:
 	default:
 	}
 }
 
-func (k *carrier) reason() error {
+func (k *wsCarrier) reason() error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.end
 }
 
-func (k *carrier) setReadLimit(n int64) { k.readLimit = n }
+func (k *wsCarrier) setReadLimit(n int64) { k.readLimit = n }
 
-func (k *carrier) subprotocol() string { return k.ws.Get("protocol").String() }
+func (k *wsCarrier) kind() string { return wire.CarrierWebSocket }
+
+func (k *wsCarrier) subprotocol() string { return k.ws.Get("protocol").String() }
 
 // read returns the next frame: every message received, in order, then why the socket closed.
-func (k *carrier) read() (frameKind, []byte, error) {
+func (k *wsCarrier) read() (frameKind, []byte, error) {
 	for {
 		k.mu.Lock()
 		if len(k.queue) > 0 {
@@ -249,7 +252,7 @@ func (k *carrier) read() (frameKind, []byte, error) {
 
 // write sends one text frame. The browser queues it and never makes the caller wait, so a
 // link that stopped draining shows only as a growing bufferedAmount (see maxBuffered).
-func (k *carrier) write(b []byte) (err error) {
+func (k *wsCarrier) write(b []byte) (err error) {
 	if err := k.reason(); err != nil {
 		return err
 	}
@@ -269,7 +272,7 @@ func (k *carrier) write(b []byte) (err error) {
 // connecting; closing a closed socket does nothing. The browser throws only for a reason over
 // 123 bytes (closeReason cuts every reason to that): should it throw all the same, the socket
 // is closed without one.
-func (k *carrier) close(reason string) {
+func (k *wsCarrier) close(reason string) {
 	defer func() {
 		if recover() != nil {
 			k.ws.Call("close")
@@ -283,7 +286,7 @@ func (k *carrier) close(reason string) {
 // and past grace neither is there worth waiting for. Then the page gives up on the socket
 // itself: its reader is released at once, and the browser's close event, when it comes, only
 // releases the listeners.
-func (k *carrier) hangup(reason string, force bool, grace time.Duration) {
+func (k *wsCarrier) hangup(reason string, force bool, grace time.Duration) {
 	k.close(reason)
 	if !force {
 		t := time.NewTimer(grace)
@@ -297,7 +300,7 @@ func (k *carrier) hangup(reason string, force bool, grace time.Duration) {
 }
 
 // settle waits for the pump and the writer: hangup has released both.
-func (k *carrier) settle(_ time.Duration, _ bool, done ...<-chan struct{}) {
+func (k *wsCarrier) settle(_ time.Duration, _ bool, done ...<-chan struct{}) {
 	for _, d := range done {
 		<-d
 	}
@@ -311,3 +314,8 @@ func thrown(p any) string {
 	}
 	return fmt.Sprint(p)
 }
+
+// checkBeforeRedial: in the browser a WebSocket is checked with a plain GET before it is dialed
+// again after a failure (session.checkFirst): a browser may hold new WebSockets back after
+// failures of its own accord, and the page must not wait on it for a Host that is down.
+const checkBeforeRedial = true

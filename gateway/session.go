@@ -30,6 +30,10 @@ type session struct {
 
 	noPing atomic.Bool // the Host does not know the ping frame (an older Host)
 
+	readied  chan struct{} // closed once the ready frame came and the controller took it
+	kind     string        // the carrier of the session (run's)
+	fellBack bool          // the attempt moved to it from a carrier the path held back (run's)
+
 	// Owned by the pump goroutine.
 	readyFrame wire.HostFrame
 	gotReady   bool
@@ -74,6 +78,7 @@ func newSession(g *Gateway, gen *controller.Generation, target *url.URL) *sessio
 		wire:     make(map[string]wireSub),
 		inflight: make(map[uint64]*call),
 		drained:  make(chan struct{}, 1),
+		readied:  make(chan struct{}),
 	}
 	s.retryAfter.Store(-1)
 	s.restart.Store(-1)
@@ -158,6 +163,8 @@ func (s *session) handle(f wire.HostFrame) error {
 		s.ready = true
 		s.dedup, s.maxFrame, s.reportOK = f.Dedup, f.MaxFrameBytes, f.Report
 		s.g.mu.Unlock()
+		close(s.readied)
+		s.g.carried(s)
 		s.kickWriter()
 		return nil
 	}

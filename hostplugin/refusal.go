@@ -89,9 +89,12 @@ func (h *Host) serveRefusalQuery(w http.ResponseWriter, r *http.Request, originO
 	}
 	w.Header().Set("Upgrade", "websocket")
 	w.Header().Set("Connection", "Upgrade")
-	writeJSON(w, http.StatusUpgradeRequired, wire.Refusal{Error: wire.RefusalUpgradeRequired})
+	writeJSON(w, http.StatusUpgradeRequired, wire.Refusal{Error: wire.RefusalUpgradeRequired, Carriers: httpCarriers})
 	return http.StatusUpgradeRequired
 }
+
+// httpCarriers are the HTTP carriers a Host has, named in its 426.
+var httpCarriers = []string{wire.CarrierStream, wire.CarrierPoll}
 
 // refusalQueryHeaders sets the headers of every answer to a refusal query, refusals before it
 // included: never cached, and readable by a page of an allowed origin (CORS with credentials,

@@ -22,6 +22,10 @@ type Refusal struct {
 	// the body because a browser keeps a cross-origin answer's Retry-After header from the
 	// page. 0 for none.
 	RetryAfterMs int64 `json:"retryAfterMs,omitempty"`
+	// Carriers, in a 426 (the Host would take a socket), names the HTTP carriers the Host
+	// also has (CarrierStream, CarrierPoll): a page whose WebSocket does not get through
+	// falls back to them only if the Host has them.
+	Carriers []string `json:"carriers,omitempty"`
 }
 
 // What a Refusal's Error says, and the HTTP status that goes with it.
@@ -54,6 +58,16 @@ func (r Refusal) Encode() []byte {
 	if r.RetryAfterMs > 0 {
 		b = strconv.AppendInt(append(b, `,"retryAfterMs":`...), r.RetryAfterMs, 10)
 	}
+	if len(r.Carriers) > 0 {
+		b = append(b, `,"carriers":[`...)
+		for i, c := range r.Carriers {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = str(b, c)
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}')
 }
 
@@ -70,6 +84,8 @@ func DecodeRefusal(b []byte) (Refusal, error) {
 			return readString(d, key, &r.Reason)
 		case "retryAfterMs":
 			return readInt(d, key, &r.RetryAfterMs)
+		case "carriers":
+			return readStrings(d, key, 8, &r.Carriers)
 		}
 		return frameErr(d.SkipValue())
 	})
@@ -77,4 +93,37 @@ func DecodeRefusal(b []byte) (Refusal, error) {
 		return Refusal{}, fmt.Errorf("%w (in a refusal's body)", err)
 	}
 	return r, nil
+}
+
+// readStrings reads an array of at most max strings.
+func readStrings(d *jsontok.Decoder, key string, max int, dst *[]string) error {
+	if d.PeekKind() != '[' {
+		return wrongKind(d, key, "an array of strings")
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return frameErr(err)
+	}
+	var out []string
+	for d.PeekKind() != ']' {
+		if d.PeekKind() != '"' {
+			if d.PeekKind() == 0 {
+				_, err := d.ReadToken()
+				return frameErr(err)
+			}
+			return wrongKind(d, "each of "+key, "a string")
+		}
+		if len(out) == max {
+			return fmt.Errorf("%w: %s holds at most %d strings", ErrFrame, key, max)
+		}
+		tok, err := d.ReadToken()
+		if err != nil {
+			return frameErr(err)
+		}
+		out = append(out, tok.String())
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return frameErr(err)
+	}
+	*dst = out
+	return nil
 }

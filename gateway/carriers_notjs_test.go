@@ -1,0 +1,353 @@
+//go:build !js
+
+package gateway_test
+
+// The HTTP carrier and the choice between carriers (PROTOCOL.md §11), against the real Host
+// behind a middlebox (internal/test/pathproxy) that breaks WebSockets the ways real networks
+// do, over loopback.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lifeline-go/lifeline/controller"
+	"github.com/lifeline-go/lifeline/gateway"
+	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/internal/test/pathproxy"
+	ts "github.com/lifeline-go/lifeline/internal/test/testserver"
+)
+
+// realHost is the real Host over loopback, with a call that counts its runs by key.
+type realHost struct {
+	h    *hostplugin.Host
+	srv  *httptest.Server
+	mu   sync.Mutex
+	runs map[string]int
+}
+
+func newRealHost(t *testing.T, doc string) *realHost {
+	t.Helper()
+	cfg, err := hostplugin.ParseConfig([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := hostplugin.New(cfg, &hostplugin.Options{Logger: quiet, Authorize: hostplugin.PublicStreams, NoClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rh := &realHost{h: h, runs: map[string]int{}}
+	h.HandleCall("count", func(_ context.Context, c *hostplugin.Call) (json.RawMessage, error) {
+		rh.mu.Lock()
+		defer rh.mu.Unlock()
+		rh.runs[c.Key]++
+		return json.RawMessage(fmt.Sprint(rh.runs[c.Key])), nil
+	})
+	h.SetReady(true)
+	rh.srv = httptest.NewServer(h.Handler(http.NotFoundHandler()))
+	t.Cleanup(func() {
+		_ = h.Close()
+		rh.srv.Close()
+	})
+	return rh
+}
+
+func (rh *realHost) publish(t *testing.T, stream string, n int) {
+	t.Helper()
+	for i := range n {
+		if _, err := rh.h.Publish(context.Background(), stream, json.RawMessage(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// path is a middlebox in front of a Host, and the events URL through it.
+type path struct {
+	*pathproxy.Proxy
+	url string
+}
+
+func pathTo(t *testing.T, rh *realHost, mode pathproxy.Mode) *path {
+	t.Helper()
+	p, err := pathproxy.New(rh.srv.URL, mode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(func() {
+		p.Cut()
+		srv.Close()
+	})
+	return &path{Proxy: p, url: "ws" + strings.TrimPrefix(srv.URL, "http") + wire.DefaultPath}
+}
+
+// carriers records what Options.OnCarrier was told.
+type carriers struct {
+	mu  sync.Mutex
+	got []gateway.Carrier
+}
+
+func (c *carriers) on(k gateway.Carrier) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.got = append(c.got, k)
+}
+
+func (c *carriers) all() []gateway.Carrier {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]gateway.Carrier(nil), c.got...)
+}
+
+func (c *carriers) last() gateway.Carrier {
+	all := c.all()
+	if len(all) == 0 {
+		return gateway.Carrier{}
+	}
+	return all[len(all)-1]
+}
+
+// wait waits until the last carrier told is of kind (OnCarrier runs on the session's reading
+// goroutine, a moment after the controller may have said connected), and returns it.
+func (c *carriers) wait(t *testing.T, kind string) gateway.Carrier {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for c.last().Kind != kind {
+		if time.Now().After(deadline) {
+			t.Fatalf("carrier %+v after %v, want %s", c.last(), bound, kind)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return c.last()
+}
+
+// carrierRecovery leaves a carrier the time to fall back within one attempt.
+func carrierRecovery() controller.Recovery {
+	return controller.Recovery{DeadlineMs: new(5000.0), InitialDelayMs: new(20.0), MaxDelayMs: new(200.0), StableAfterMs: new(0.0)}
+}
+
+func TestAPathThatBlocksWebSocketsConnectsOverHTTPInTheSameAttempt(t *testing.T) {
+	for _, mode := range []pathproxy.Mode{pathproxy.StripUpgrade, pathproxy.Refuse403, pathproxy.CloseAtOnce, pathproxy.Silent} {
+		t.Run(mode.String(), func(t *testing.T) {
+			rh := newRealHost(t, `{}`)
+			p := pathTo(t, rh, mode)
+			var cs carriers
+			r := newRig(t, p.url, carrierRecovery(), &gateway.Options{FallbackAfter: 300 * time.Millisecond, OnCarrier: cs.on})
+			rec := newRecorder()
+			r.gw.Subscribe("s", rec.handle)
+			start := time.Now()
+			r.ctl.Start()
+			st := r.waitConnected()
+			took := time.Since(start)
+			if st.Attempt != 1 {
+				t.Errorf("connected at attempt %d, want the first: the fallback is within the attempt, not on the ladder", st.Attempt)
+			}
+			if got := cs.wait(t, wire.CarrierStream); !got.Blocked {
+				t.Fatalf("carrier %+v, want the stream, blocked", got)
+			}
+			if p.Upgrades() != 1 {
+				t.Errorf("%d upgrades through the path, want the one the attempt began with", p.Upgrades())
+			}
+			t.Logf("%s: connected over the stream %v after the start", mode, took.Round(time.Millisecond))
+			rh.publish(t, "s", 5)
+			checkStream(t, rec.waitSeq(t, 5))
+			out, err := r.gw.Call(context.Background(), "count", nil, gateway.CallOptions{Key: "k1"})
+			if err != nil || string(out) != "1" {
+				t.Fatalf("a keyed call over the stream: %s, %v; want its first run", out, err)
+			}
+		})
+	}
+}
+
+func TestAProxyThatHoldsTheStreamBackGetsLongPolls(t *testing.T) {
+	rh := newRealHost(t, `{}`)
+	p := pathTo(t, rh, pathproxy.Buffer)
+	var cs carriers
+	r := newRig(t, p.url, carrierRecovery(), &gateway.Options{FallbackAfter: 300 * time.Millisecond, OnCarrier: cs.on})
+	rec := newRecorder()
+	r.gw.Subscribe("s", rec.handle)
+	r.ctl.Start()
+	if st := r.waitConnected(); st.Attempt != 1 {
+		t.Errorf("connected at attempt %d, want the first", st.Attempt)
+	}
+	if got := cs.wait(t, wire.CarrierPoll); !got.Blocked {
+		t.Fatalf("carrier %+v, want long polls, blocked", got)
+	}
+	rh.publish(t, "s", 20)
+	checkStream(t, rec.waitSeq(t, 20))
+	r.gw.Probe()
+	out, err := r.gw.Call(context.Background(), "count", nil, gateway.CallOptions{Key: "k"})
+	if err != nil || string(out) != "1" {
+		t.Fatalf("a call over long polls: %s, %v", out, err)
+	}
+}
+
+func TestAHostThatIsDownIsNoBlockedPath(t *testing.T) {
+	// The path answers for the Host that is gone: 502. That is an outage, on the ladder; the
+	// page neither blames the network nor tries the HTTP carrier.
+	rh := newRealHost(t, `{}`)
+	p := pathTo(t, rh, pathproxy.Open)
+	rh.srv.Close()
+	var cs carriers
+	r := newRig(t, p.url, carrierRecovery(), &gateway.Options{FallbackAfter: 100 * time.Millisecond, OnCarrier: cs.on})
+	r.ctl.Start()
+	for range 3 {
+		st := r.waitFailure()
+		if !errors.Is(st.Err, gateway.ErrDial) {
+			t.Fatalf("failure %v, want a dial failure", st.Err)
+		}
+	}
+	if got := cs.all(); len(got) != 0 {
+		t.Fatalf("carriers %+v, want none", got)
+	}
+}
+
+func TestAHostWithoutTheHTTPCarrierIsNeverAskedForIt(t *testing.T) {
+	// An older Host answers the refusal query with a 426 that names no carrier: a page whose
+	// WebSocket does not get through stays on the ladder rather than asking it for what it
+	// has not got.
+	sc := newScenario(t)
+	defaultScript(t, sc, "a", ts.Step{Reject: 403})
+	r := newRig(t, sc.URL("a"), carrierRecovery(), &gateway.Options{FallbackAfter: 100 * time.Millisecond})
+	r.ctl.Start()
+	r.waitFailure()
+	r.waitFailure()
+}
+
+func TestANetworkRememberedAsBlockedStartsOnHTTP(t *testing.T) {
+	rh := newRealHost(t, `{}`)
+	p := pathTo(t, rh, pathproxy.Open)
+	var cs carriers
+	r := newRig(t, p.url, carrierRecovery(), &gateway.Options{Carrier: wire.CarrierStream, OnCarrier: cs.on, UpgradeAfter: time.Hour})
+	r.ctl.Start()
+	r.waitConnected()
+	cs.wait(t, wire.CarrierStream)
+	if p.Upgrades() != 0 {
+		t.Fatalf("%d upgrades, want none: a remembered path starts on HTTP at once", p.Upgrades())
+	}
+	if _, err := gateway.New(p.url, &gateway.Options{Carrier: "pigeon"}); !errors.Is(err, gateway.ErrBadCarrier) || !strings.Contains(err.Error(), `"pigeon"`) {
+		t.Fatalf("New with carrier pigeon: %v, want ErrBadCarrier naming it", err)
+	}
+}
+
+func TestWhenThePathOpensThePageMovesBackToAWebSocketLosingNothing(t *testing.T) {
+	rh := newRealHost(t, `{}`)
+	p := pathTo(t, rh, pathproxy.StripUpgrade)
+	var cs carriers
+	r := newRig(t, p.url, carrierRecovery(), &gateway.Options{FallbackAfter: 200 * time.Millisecond, UpgradeAfter: 100 * time.Millisecond, OnCarrier: cs.on})
+	rec := newRecorder()
+	r.gw.Subscribe("s", rec.handle)
+	r.ctl.Start()
+	r.waitConnected()
+	cs.wait(t, wire.CarrierStream)
+	// Events flow all along, and a call is in flight at the move.
+	var stop atomic.Bool
+	published := make(chan int, 1)
+	go func() {
+		n := 0
+		for !stop.Load() {
+			if _, err := rh.h.Publish(context.Background(), "s", json.RawMessage(fmt.Sprint(n))); err != nil {
+				break
+			}
+			n++
+			time.Sleep(2 * time.Millisecond)
+		}
+		published <- n
+	}()
+	// Probes fail while the path strips upgrades; then it opens.
+	time.Sleep(500 * time.Millisecond)
+	if got := cs.last(); got.Kind != wire.CarrierStream {
+		t.Fatalf("carrier %+v while the path still blocks WebSockets, want the stream", got)
+	}
+	p.SetMode(pathproxy.Open)
+	cs.wait(t, wire.CarrierWebSocket)
+	time.Sleep(100 * time.Millisecond)
+	stop.Store(true)
+	n := <-published
+	got := rec.waitSeq(t, uint64(n))
+	if resets := checkStream(t, got); resets != 1 {
+		t.Fatalf("%d resets across the move, want only the first: %s", resets, summary(got))
+	}
+	for _, s := range r.allStatuses()[1:] {
+		if s.State != controller.Connected {
+			t.Fatalf("status %v (err %v) during the move, want connected throughout", s.State, s.Err)
+		}
+	}
+	out, err := r.gw.Call(context.Background(), "count", nil, gateway.CallOptions{Key: "after"})
+	if err != nil || string(out) != "1" {
+		t.Fatalf("a call after the move: %s, %v", out, err)
+	}
+}
+
+func TestTheHTTPCarrierHoldsEveryPromiseOfTheSocket(t *testing.T) {
+	rh := newRealHost(t, `{"heartbeatMs":200}`)
+	p := pathTo(t, rh, pathproxy.Refuse403)
+	r := newRig(t, p.url, carrierRecovery(), &gateway.Options{FallbackAfter: 200 * time.Millisecond, UpgradeAfter: time.Hour})
+	rec := newRecorder()
+	r.gw.Subscribe("s", rec.handle)
+	r.ctl.Start()
+	r.waitConnected()
+	rh.publish(t, "s", 3)
+	rec.waitSeq(t, 3)
+
+	// A restart of the Host in place (an empty goaway): make-before-break, by cursor.
+	go rh.h.Drain(context.Background(), "")
+	st := r.waitState("a second session", func(s controller.Status) bool { return s.Attempt >= 2 && s.State == controller.Connected })
+	_ = st
+	// Heartbeats keep an idle session: nothing ends it over a second of silence.
+	time.Sleep(time.Second)
+	for _, s := range r.allStatuses() {
+		if s.State == controller.Reconnecting {
+			t.Fatalf("status %v (err %v): an idle HTTP session was lost", s.State, s.Err)
+		}
+	}
+}
+
+func TestTheWebSocketIsCheckedBeforeItIsDialedAgain(t *testing.T) {
+	// After a failure the page asks the Host with a plain GET before it dials a WebSocket again
+	// (a browser may hold WebSockets back after failures; natively a test turns it on): a Host
+	// that answers 503 gets no upgrade at all, and the failure says the Host cannot be reached.
+	gateway.CheckBeforeRedial(t)
+	rh := newRealHost(t, `{}`)
+	down := true
+	var mu sync.Mutex
+	var upgrades atomic.Int64
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			upgrades.Add(1)
+		}
+		mu.Lock()
+		d := down
+		mu.Unlock()
+		if d {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		rh.h.Handler(http.NotFoundHandler()).ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	r := newRig(t, "ws"+strings.TrimPrefix(front.URL, "http")+wire.DefaultPath, carrierRecovery(), nil)
+	r.ctl.Start()
+	r.waitFailure() // the first attempt dials: nothing failed before it
+	st := r.waitFailure()
+	if !strings.Contains(st.Err.Error(), "cannot be reached") {
+		t.Fatalf("failure %v, want it to say the Host cannot be reached", st.Err)
+	}
+	r.waitFailure()
+	if n := upgrades.Load(); n != 1 {
+		t.Fatalf("%d upgrades, want only the first attempt's", n)
+	}
+	mu.Lock()
+	down = false
+	mu.Unlock()
+	r.waitConnected()
+}
