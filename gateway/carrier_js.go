@@ -35,7 +35,6 @@ const maxBuffered = DefaultMaxQueuedBytes
 // close with 1000 or 3000–4999): the session ends with 1000 and the error as its reason.
 var errMessageTooBig = errors.New("gateway: message too big")
 
-
 // closeError is the browser's CloseEvent of a socket: its code and reason (the Host's close
 // frame, or 1006 when none came: a dropped connection, a failed handshake).
 type closeError struct {

@@ -57,8 +57,8 @@ type httpCarrier struct {
 	end  context.CancelCauseFunc
 
 	// The pump's: read's state.
-	down *httpAnswer // the stream, or the poll answer being read
-	scan wire.EventScanner
+	down   *httpAnswer // the stream, or the poll answer being read
+	scan   wire.EventScanner
 	frames uint64 // frames read: a poll's ack
 
 	mu        sync.Mutex
