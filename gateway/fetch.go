@@ -2,6 +2,19 @@ package gateway
 
 import "context"
 
+// The HTTP words the carrier and the refusal query use. Spelled here, not taken from net/http:
+// the wasm links no net/http (its init alone keeps crypto/tls).
+const (
+	methodGet  = "GET"
+	methodPost = "POST"
+
+	statusOK                 = 200
+	statusNoContent          = 204
+	statusNotFound           = 404
+	statusUpgradeRequired    = 426
+	statusServiceUnavailable = 503
+)
+
 // httpRequest is one request of the HTTP carrier or the refusal query.
 type httpRequest struct {
 	method      string

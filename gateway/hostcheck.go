@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -45,7 +44,7 @@ var errQueryTimeout = errors.New("gateway: the refusal query timed out")
 func (g *Gateway) checkHost(ctx context.Context, wsURL string) hostCheck {
 	ctx, cancel := context.WithTimeoutCause(ctx, queryTimeout, errQueryTimeout)
 	defer cancel()
-	a, err := doHTTP(ctx, httpRequest{method: http.MethodGet, url: httpURL(wsURL), header: g.handshake.header()})
+	a, err := doHTTP(ctx, httpRequest{method: methodGet, url: httpURL(wsURL), header: g.handshake.header()})
 	if err != nil {
 		return hostCheck{seen: err}
 	}
@@ -57,9 +56,9 @@ func (g *Gateway) checkHost(ctx context.Context, wsURL string) hostCheck {
 	switch {
 	case derr != nil:
 		return hostCheck{seen: fmt.Errorf("gateway: the refusal query was answered %d, not by a Lifeline Host", a.status)}
-	case a.status == http.StatusUpgradeRequired && r.Error == wire.RefusalUpgradeRequired:
+	case a.status == statusUpgradeRequired && r.Error == wire.RefusalUpgradeRequired:
 		return hostCheck{up: true, carriers: slices.Contains(r.Carriers, wire.CarrierStream)}
-	case a.status == http.StatusServiceUnavailable && r.Error == wire.RefusalNotReady:
+	case a.status == statusServiceUnavailable && r.Error == wire.RefusalNotReady:
 		return hostCheck{gated: true}
 	}
 	return hostCheck{seen: fmt.Errorf("gateway: the refusal query was answered %d %q", a.status, r.Error)}

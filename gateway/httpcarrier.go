@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -88,7 +87,7 @@ func dialHTTP(ctx context.Context, rawURL, kind string, h Handshake, limit int64
 	u += sep + wire.CarrierParam + "=" + kind
 	life, end := context.WithCancelCause(context.Background())
 	stop := context.AfterFunc(ctx, func() { end(context.Cause(ctx)) }) // while dialing only
-	a, err := doHTTP(life, httpRequest{method: http.MethodGet, url: u, header: h.header()})
+	a, err := doHTTP(life, httpRequest{method: methodGet, url: u, header: h.header()})
 	if !stop() || err != nil {
 		if a != nil {
 			a.close()
@@ -99,7 +98,7 @@ func dialHTTP(ctx context.Context, rawURL, kind string, h Handshake, limit int64
 		}
 		return nil, err
 	}
-	if a.status != http.StatusOK {
+	if a.status != statusOK {
 		body := a.readAll(life, wire.MaxRefusalBody)
 		end(nil)
 		if refused := refusedBy(a.status, a.retryAfter, body); refused != nil {
@@ -204,7 +203,7 @@ func (c *httpCarrier) poll() (*httpAnswer, error) {
 		c.end(err)
 		return nil, err
 	}
-	if a.status == http.StatusNoContent {
+	if a.status == statusNoContent {
 		a.close()
 		return nil, nil
 	}
@@ -215,9 +214,9 @@ func (c *httpCarrier) poll() (*httpAnswer, error) {
 // returns its answer: 200 or 204; any other status is the session's end, named.
 func (c *httpCarrier) post(body []byte) (*httpAnswer, error) {
 	for try := 1; ; try++ {
-		a, err := doHTTP(c.life, httpRequest{method: http.MethodPost, url: c.endpoint, body: body, contentType: wire.SendType, header: c.header})
+		a, err := doHTTP(c.life, httpRequest{method: methodPost, url: c.endpoint, body: body, contentType: wire.SendType, header: c.header})
 		if err == nil {
-			if a.status == http.StatusOK || a.status == http.StatusNoContent {
+			if a.status == statusOK || a.status == statusNoContent {
 				return a, nil
 			}
 			b := a.readAll(c.life, wire.MaxRefusalBody)
@@ -251,7 +250,7 @@ func postRefused(status int, body []byte) error {
 			why += ": " + r.Reason
 		}
 	}
-	if status == http.StatusNotFound {
+	if status == statusNotFound {
 		return fmt.Errorf("%w: %w (%s)", ErrSessionClosed, errSessionGone, why)
 	}
 	return fmt.Errorf("%w: the host refused a POST of the session (%s)", ErrSessionClosed, why)
@@ -360,7 +359,7 @@ func (c *httpCarrier) hangup(reason string, force bool, grace time.Duration) {
 	c.mu.Unlock()
 	if !force && env.Session != "" && c.life.Err() == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
-		if a, err := doHTTP(ctx, httpRequest{method: http.MethodPost, url: c.endpoint, body: wire.AppendLine(nil, env.Encode()), contentType: wire.SendType, header: c.header}); err == nil {
+		if a, err := doHTTP(ctx, httpRequest{method: methodPost, url: c.endpoint, body: wire.AppendLine(nil, env.Encode()), contentType: wire.SendType, header: c.header}); err == nil {
 			a.close()
 		}
 		cancel()
