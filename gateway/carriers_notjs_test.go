@@ -90,51 +90,6 @@ func pathTo(t *testing.T, rh *realHost, mode pathproxy.Mode) *path {
 	return &path{Proxy: p, url: "ws" + strings.TrimPrefix(srv.URL, "http") + wire.DefaultPath}
 }
 
-// carriers records what Options.OnCarrier was told.
-type carriers struct {
-	mu  sync.Mutex
-	got []gateway.Carrier
-}
-
-func (c *carriers) on(k gateway.Carrier) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.got = append(c.got, k)
-}
-
-func (c *carriers) all() []gateway.Carrier {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]gateway.Carrier(nil), c.got...)
-}
-
-func (c *carriers) last() gateway.Carrier {
-	all := c.all()
-	if len(all) == 0 {
-		return gateway.Carrier{}
-	}
-	return all[len(all)-1]
-}
-
-// wait waits until the last carrier told is of kind (OnCarrier runs on the session's reading
-// goroutine, a moment after the controller may have said connected), and returns it.
-func (c *carriers) wait(t *testing.T, kind string) gateway.Carrier {
-	t.Helper()
-	deadline := time.Now().Add(bound)
-	for c.last().Kind != kind {
-		if time.Now().After(deadline) {
-			t.Fatalf("carrier %+v after %v, want %s", c.last(), bound, kind)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return c.last()
-}
-
-// carrierRecovery leaves a carrier the time to fall back within one attempt.
-func carrierRecovery() controller.Recovery {
-	return controller.Recovery{DeadlineMs: new(5000.0), InitialDelayMs: new(20.0), MaxDelayMs: new(200.0), StableAfterMs: new(0.0)}
-}
-
 func TestAPathThatBlocksWebSocketsConnectsOverHTTPInTheSameAttempt(t *testing.T) {
 	for _, mode := range []pathproxy.Mode{pathproxy.StripUpgrade, pathproxy.Refuse403, pathproxy.CloseAtOnce, pathproxy.Silent} {
 		t.Run(mode.String(), func(t *testing.T) {

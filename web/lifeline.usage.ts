@@ -17,6 +17,8 @@ function start(): void {
   const facts: [boolean, number, number, number, string, number, number | undefined] =
     [s.slow, s.attempt, s.failures, s.nextAttempt, s.error, s.retryAfter, s.at];
   console.log(states, kind, facts);
+  const carrier: Lifeline.Carrier = s.carrier;
+  if (s.blocked && carrier !== 'websocket') console.log('this network does not carry WebSockets; on', carrier);
 
   const remove: Lifeline.Remove = lifeline.onState((st) => {
     if (st.state === 'reconnecting' || st.state === 'unauthorized') {

@@ -2,7 +2,9 @@
 //
 //   #connection-status[data-state]  connecting | slow | connected | reconnecting | offline |
 //                                   stopped | misconfigured | unauthorized | failed;
-//                                   data-seconds while reconnecting
+//                                   data-seconds while reconnecting; data-carrier: websocket,
+//                                   stream or poll, what carried the last connection (none
+//                                   before the first)
 //   #connection-label               the state label, an aria-live="polite" region: a screen
 //                                   reader announces each change of state, once
 //   #connection-countdown           "in 4 s" while reconnecting, a role="timer" (implicitly
@@ -51,6 +53,7 @@
         other: () => ['The connection failed', 'retrying'],
       },
       join: (cause, retry) => (retry ? `${cause}; ${retry}.` : `${cause}.`),
+      blocked: 'This network does not carry WebSockets; connected over HTTP instead.',
       sentences: {
         offline: 'This device is offline; the page reconnects when the network is back.',
         unauthorized: 'The Host needs you to sign in; after signing in, choose Reconnect now.',
@@ -83,6 +86,7 @@
         other: () => ['连接失败', '正在重试'],
       },
       join: (cause, retry) => (retry ? `${cause}，${retry}。` : `${cause}。`),
+      blocked: '当前网络不支持 WebSocket，已改用 HTTP 连接。',
       sentences: {
         offline: '设备已离线，网络恢复后将自动重连。',
         unauthorized: '主机要求登录；登录后请点击“立即重连”。',
@@ -182,6 +186,7 @@
   function describe(s, state) {
     const kind = kindOf(s);
     const error = s.error || '';
+    if (state === 'connected' && s.blocked) return { sentence: L.blocked, code: '' };
     if (!kind) return { sentence: '', code: '' };
     if (L.sentences[kind]) {
       let code = '';
@@ -215,7 +220,7 @@
 #connection-status[data-lifeline-default][data-state="unauthorized"]::before { background: #0969da; }
 #connection-status[data-lifeline-default][data-state="misconfigured"]::before,
 #connection-status[data-lifeline-default][data-state="failed"]::before { background: #8250df; }
-#connection-status[data-lifeline-default][data-state="connected"] #connection-detail { display: none; }
+#connection-status[data-lifeline-default][data-state="connected"]:not([data-carrier="stream"]):not([data-carrier="poll"]) #connection-detail { display: none; }
 #connection-status[data-lifeline-default] #connection-label { font-weight: 600; }
 #connection-status[data-lifeline-default] #connection-detail { width: 100%; color: #57606a; }
 #connection-status[data-lifeline-default] #connection-detail:empty { display: none; }
@@ -306,6 +311,7 @@
     const { box, label, countdown, button, detail } = parts;
     const state = dataState(current);
     if (box.dataset.state !== state) box.dataset.state = state;
+    if (current.carrier && box.dataset.carrier !== current.carrier) box.dataset.carrier = current.carrier;
     const tag = lang === 'zh' ? 'zh-CN' : 'en';
     if (box.getAttribute('lang') !== tag) box.setAttribute('lang', tag);
     setText(label, L.states[state] || state);
@@ -480,7 +486,7 @@
 // see wasm/main.go), to which it talks over a MessagePort.
 //
 //   lifeline.state()               the current status: {state, slow, attempt, failures,
-//                                  nextAttempt, error, kind, retryAfter, at}
+//                                  nextAttempt, error, kind, retryAfter, at, carrier, blocked}
 //   lifeline.onState(fn)           fn(status) now and on every change; returns a remover
 //   lifeline.reconnectNow()        attempt at once, from the first cap
 //   lifeline.stop(), .start()      end everything / begin a fresh sequence
@@ -523,7 +529,7 @@
   let seen = false; // boot.seen() was called
   const MAX_STREAM = 256; // bytes of UTF-8 (gateway/wire.MaxStreamName)
 
-  let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', retryAfter: 0, at: Date.now() };
+  let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', retryAfter: 0, at: Date.now(), carrier: '', blocked: false };
   let port = null;
   let dead = false;
   const outbox = []; // messages for the hub before its port exists
@@ -593,8 +599,9 @@
         const s = {
           state: m.state, slow: !!m.slow, attempt: m.attempt, failures: m.failures,
           nextAttempt: m.nextAttempt, error: m.error || '', kind: m.kind || '', retryAfter: m.retryAfter || 0,
-          at: m.at || Date.now(),
+          at: m.at || Date.now(), carrier: m.carrier || '', blocked: !!m.blocked,
         };
+        remember(s);
         if (mode === 'shared' && !seen) {
           seen = true;
           boot.seen(); // a hub ran: the wasm is cached (see web/boot.js)
@@ -689,6 +696,31 @@
       port.postMessage(callMessage(c));
     }
     for (const m of outbox.splice(0)) port.postMessage(m);
+  }
+
+  // ---- the network's carrier, remembered
+  //
+  // A network that did not carry a WebSocket is remembered for a day, so that the next visit
+  // starts on the HTTP carrier at once instead of finding it out again; it is forgotten as
+  // soon as a WebSocket works (PROTOCOL.md §11.4). localStorage is per origin, as the network
+  // rule is per network seen from this origin.
+  const CARRIER = 'lifeline:carrier';
+  const REMEMBER_MS = 24 * 3600 * 1000;
+
+  function remembered() {
+    try {
+      const v = JSON.parse(localStorage.getItem(CARRIER) || 'null');
+      if (v && (v.kind === 'stream' || v.kind === 'poll') && typeof v.until === 'number' && v.until > Date.now()) return v.kind;
+    } catch (_) { /* no storage, or not ours: start on a WebSocket */ }
+    return '';
+  }
+
+  function remember(s) {
+    if (s.state !== 'connected' || !s.carrier) return;
+    try {
+      if (s.carrier === 'websocket') localStorage.removeItem(CARRIER);
+      else if (s.blocked) localStorage.setItem(CARRIER, JSON.stringify({ kind: s.carrier, until: Date.now() + REMEMBER_MS }));
+    } catch (_) { /* no storage: found again next time */ }
   }
 
   // ---- calls
@@ -817,7 +849,7 @@
     api.stop = gone;
     api.start = gone;
     rejectCalls(error);
-    setStatus({ state: 'failed', slow: false, attempt: status.attempt, failures: status.failures, nextAttempt: 0, error, kind: 'failed', retryAfter: 0, at: Date.now() });
+    setStatus({ state: 'failed', slow: false, attempt: status.attempt, failures: status.failures, nextAttempt: 0, error, kind: 'failed', retryAfter: 0, at: Date.now(), carrier: status.carrier, blocked: status.blocked });
   }
 
   // ---- the browser's events
@@ -874,11 +906,11 @@
       dead = true;
       const error = 'lifeline: no #lifeline-bootstrap element in the page (is the Host plugin installed?)';
       console.error(error);
-      setStatus({ state: 'misconfigured', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error, kind: 'misconfigured', retryAfter: 0, at: Date.now() });
+      setStatus({ state: 'misconfigured', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error, kind: 'misconfigured', retryAfter: 0, at: Date.now(), carrier: '', blocked: false });
       return false;
     }
     if (boot.optionsError) misuse('lifelineOptions cannot be read as JSON; ignored:', boot.optionsError);
-    helloMsg = { t: 'hello', bootstrap: boot.bootstrap, options: boot.options, href: location.href, online: navigator.onLine };
+    helloMsg = { t: 'hello', bootstrap: boot.bootstrap, options: boot.options, href: location.href, online: navigator.onLine, carrier: remembered() };
     try {
       const ms = JSON.parse(boot.bootstrap).callTimeoutMs;
       if (typeof ms === 'number' && ms > 0 && ms <= MAX_CALL_TIMEOUT) defaultCallTimeout = ms;
