@@ -62,7 +62,6 @@ func carrierRecovery() controller.Recovery {
 	return controller.Recovery{DeadlineMs: new(5000.0), InitialDelayMs: new(20.0), MaxDelayMs: new(200.0), StableAfterMs: new(0.0)}
 }
 
-
 func TestEveryBlockedPathConnectsAndCarriesStreamsAndCalls(t *testing.T) {
 	if serverURL == "" {
 		t.Skip("no test server: set " + testserver.EnvServer)

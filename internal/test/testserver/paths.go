@@ -17,7 +17,6 @@ import (
 	"github.com/lifeline-go/lifeline/internal/test/pathproxy"
 )
 
-
 // paths is the real Host and its middleboxes, made at their first use.
 type paths struct {
 	once    sync.Once
