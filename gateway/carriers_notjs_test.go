@@ -195,17 +195,28 @@ func TestANetworkRememberedAsBlockedStartsOnHTTP(t *testing.T) {
 }
 
 func TestWhenThePathOpensThePageMovesBackToAWebSocketLosingNothing(t *testing.T) {
+	for _, mode := range []pathproxy.Mode{pathproxy.StripUpgrade, pathproxy.CloseAtOnce, pathproxy.Silent, pathproxy.Buffer} {
+		t.Run(mode.String(), func(t *testing.T) { movesBack(t, mode) })
+	}
+}
+
+func movesBack(t *testing.T, mode pathproxy.Mode) {
 	rh := newRealHost(t, `{}`)
-	p := pathTo(t, rh, pathproxy.StripUpgrade)
+	p := pathTo(t, rh, mode)
 	var cs carriers
 	r := newRig(t, p.url, carrierRecovery(), &gateway.Options{FallbackAfter: 200 * time.Millisecond, UpgradeAfter: 100 * time.Millisecond, OnCarrier: cs.on})
 	rec := newRecorder()
 	r.gw.Subscribe("s", rec.handle)
 	r.ctl.Start()
 	r.waitConnected()
-	cs.wait(t, wire.CarrierStream)
+	if mode == pathproxy.Buffer {
+		cs.wait(t, wire.CarrierPoll)
+	} else {
+		cs.wait(t, wire.CarrierStream)
+	}
 	// Events flow all along, and a call is in flight at the move.
 	var stop atomic.Bool
+	t.Cleanup(func() { stop.Store(true) })
 	published := make(chan int, 1)
 	go func() {
 		n := 0
@@ -220,8 +231,8 @@ func TestWhenThePathOpensThePageMovesBackToAWebSocketLosingNothing(t *testing.T)
 	}()
 	// Probes fail while the path strips upgrades; then it opens.
 	time.Sleep(500 * time.Millisecond)
-	if got := cs.last(); got.Kind != wire.CarrierStream {
-		t.Fatalf("carrier %+v while the path still blocks WebSockets, want the stream", got)
+	if got := cs.last(); got.Kind == wire.CarrierWebSocket {
+		t.Fatalf("carrier %+v while the path still blocks WebSockets, want HTTP", got)
 	}
 	p.SetMode(pathproxy.Open)
 	cs.wait(t, wire.CarrierWebSocket)
@@ -305,4 +316,33 @@ func TestTheWebSocketIsCheckedBeforeItIsDialedAgain(t *testing.T) {
 	down = false
 	mu.Unlock()
 	r.waitConnected()
+}
+
+func TestAPageThatWakesUpOnHTTPTriesAWebSocketAtOnce(t *testing.T) {
+	// The world may have changed while the page was not looking (another network, a machine
+	// that slept): a page on the HTTP carrier that is told to probe its link tries a
+	// WebSocket too, without waiting out its schedule.
+	rh := newRealHost(t, `{}`)
+	p := pathTo(t, rh, pathproxy.StripUpgrade)
+	var cs carriers
+	r := newRig(t, p.url, carrierRecovery(), &gateway.Options{FallbackAfter: 200 * time.Millisecond, UpgradeAfter: time.Second, OnCarrier: cs.on})
+	r.ctl.Start()
+	r.waitConnected()
+	cs.wait(t, wire.CarrierStream)
+	// Tries come on their schedule (1–2 s, then 2–4 s later, then 4–8 s): after the second the
+	// next is 4 s away at least. A probe of the link brings it forward to 1 s after the last.
+	deadline := time.Now().Add(bound)
+	for p.Upgrades() < 3 { // the attempt's own, and two tries
+		if time.Now().After(deadline) {
+			t.Fatalf("%d upgrades through the path after %v, want the attempt's and two tries", p.Upgrades(), bound)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	p.SetMode(pathproxy.Open)
+	start := time.Now()
+	r.gw.Probe()
+	cs.wait(t, wire.CarrierWebSocket)
+	if took := time.Since(start); took > 2500*time.Millisecond {
+		t.Fatalf("back on a WebSocket %v after the probe, want within UpgradeAfter (1 s) and a handshake, not the schedule's 4 s", took)
+	}
 }

@@ -518,3 +518,10 @@ func (g *Gateway) upgradeWait() time.Duration {
 	d = min(d, maxUpgradeWait)
 	return d + rand.N(d)
 }
+
+// retryUpgrades starts the probes for a WebSocket over from UpgradeAfter: the world changed.
+func (g *Gateway) retryUpgrades() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.upgrades = 0
+}

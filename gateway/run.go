@@ -222,6 +222,8 @@ func (s *session) carry(c carrier, holds <-chan struct{}) error {
 	upgradeT := time.NewTimer(time.Hour)
 	upgradeT.Stop()
 	var upgrade <-chan bool
+	var lastTry time.Time    // when the session became ready on HTTP, or last tried a WebSocket
+	retry := false           // a retry was asked for while a try was under way
 	var probeSent int64 = -1 // since(l.start) when the outstanding probe went out; -1 for none
 	// probeMark is l.frames when the probe went out: any frame read since answers it. A count,
 	// not the clock, which need not tick between a ping and its answer (a browser's clock is
@@ -256,6 +258,7 @@ loop:
 			watchdog.Reset(limit)
 			if c.kind() != wire.CarrierWebSocket {
 				upgradeT.Reset(g.upgradeWait())
+				lastTry = time.Now()
 			}
 		case <-watchdog.C:
 			quiet := time.Duration(since(l.start) - l.lastFrame.Load())
@@ -284,12 +287,30 @@ loop:
 			}
 			holds = nil
 		case <-upgradeT.C:
-			upgrade = s.probeUpgrade(quit)
+			upgrade, lastTry = s.probeUpgrade(quit), time.Now()
+		case <-s.retry:
+			// The schedule starts over, and the next try comes at most UpgradeAfter after the
+			// last: a page shown again and again tries no more often than that. A try under
+			// way is waited for.
+			switch {
+			case c.kind() == wire.CarrierWebSocket || heartbeat == 0:
+			case upgrade != nil:
+				retry = true
+			default:
+				g.retryUpgrades()
+				upgradeT.Reset(max(0, g.upgradeAfter-time.Since(lastTry)))
+			}
 		case ok := <-upgrade:
 			upgrade = nil
-			if ok {
+			switch {
+			case ok:
+				g.log.Info("gateway: a WebSocket gets through again; moving the session to one, make-before-break", "url", s.target.String(), "from", c.kind())
 				s.upgrade()
-			} else {
+			case retry:
+				retry = false
+				g.retryUpgrades()
+				upgradeT.Reset(g.upgradeAfter)
+			default:
 				upgradeT.Reset(g.upgradeWait())
 			}
 		}
@@ -619,17 +640,18 @@ func probePath(ctx context.Context, url string, h Handshake) bool {
 		typ, b, err := c.read()
 		answered <- err == nil && typ == textFrame && strings.HasPrefix(string(b), `{"t":"`+wire.TypeHeartbeat+`"`)
 	}()
-	ok := false
+	ok, read := false, false
 	if c.subprotocol() == wire.Subprotocol && c.write(pingFrame) == nil {
 		select {
 		case ok = <-answered:
+			read = true
 		case <-ctx.Done():
 		}
 	}
 	c.hangup("probe", true, 0)
 	c.settle(0, true)
-	if !ok {
-		<-answered
+	if !read {
+		<-answered // the hangup ended the read
 	}
 	return ok
 }

@@ -27,6 +27,7 @@ type session struct {
 
 	kick   chan struct{} // wakes the writer to reconcile subscriptions (capacity 1)
 	probes chan struct{} // a liveness probe is wanted (capacity 1): run sends it and times it
+	retry  chan struct{} // on the HTTP carrier: the world changed, try a WebSocket now (capacity 1)
 
 	noPing atomic.Bool // the Host does not know the ping frame (an older Host)
 
@@ -75,6 +76,7 @@ func newSession(g *Gateway, gen *controller.Generation, target *url.URL) *sessio
 		target:   target,
 		kick:     make(chan struct{}, 1),
 		probes:   make(chan struct{}, 1),
+		retry:    make(chan struct{}, 1),
 		wire:     make(map[string]wireSub),
 		inflight: make(map[uint64]*call),
 		drained:  make(chan struct{}, 1),
@@ -85,8 +87,14 @@ func newSession(g *Gateway, gen *controller.Generation, target *url.URL) *sessio
 	return s
 }
 
-// probe asks run for a liveness probe; one already wanted or outstanding absorbs it.
+// probe asks run for a liveness probe; one already wanted or outstanding absorbs it. A session
+// on the HTTP carrier also tries a WebSocket again soon: the world may have changed (another
+// network, a page woken up), and the path with it.
 func (s *session) probe() {
+	select {
+	case s.retry <- struct{}{}:
+	default:
+	}
 	if s.noPing.Load() {
 		return
 	}

@@ -234,6 +234,12 @@ declare namespace Lifeline {
      * the default where the browser has SharedWorker) or `in-page` (this page's own).
      */
     mode?: 'shared' | 'in-page';
+    /**
+     * On the HTTP carrier (a network that does not carry WebSockets), how soon a WebSocket is
+     * first tried again, in ms; each failed try doubles it, up to 10 min. An integer in
+     * 1000..3600000. Default 15000.
+     */
+    upgradeAfterMs?: number;
   }
 
   /**

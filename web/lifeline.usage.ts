@@ -3,7 +3,7 @@
 
 // Options are set before the injected script runs: in an inline script in the head.
 globalThis.lifelineOptions = { recovery: { slowAfterMs: 2000, deadlineMs: 10000, initialDelayMs: 250, maxDelayMs: 8000, factor: 2, jitter: 0.5, stableAfterMs: 5000 } };
-window.lifelineOptions = { endpoint: '/_lifeline/events' };
+window.lifelineOptions = { endpoint: '/_lifeline/events', upgradeAfterMs: 30000 };
 globalThis.lifelineOptions = undefined;
 
 // A stream's own types: what the app publishes, and the baseline it sets.

@@ -20,6 +20,7 @@
 package hub
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"sync"
@@ -215,7 +216,7 @@ func (h *Hub) build(in In) {
 	}
 	gw, err := gateway.New(pc.URL, &gateway.Options{
 		Logger: h.log, CallTimeout: pc.CallTimeout, Mode: h.opts.Mode, Carrier: start, OnCarrier: h.carried,
-		FallbackAfter: h.opts.FallbackAfter, UpgradeAfter: h.opts.UpgradeAfter,
+		FallbackAfter: h.opts.FallbackAfter, UpgradeAfter: cmp.Or(pc.UpgradeAfter, h.opts.UpgradeAfter),
 	})
 	if err != nil {
 		h.misconfigured(err)
