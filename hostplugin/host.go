@@ -83,6 +83,10 @@ type Options struct {
 	// Observer is told what the Host does, for its operator's metrics (package
 	// hostplugin/metrics implements it for Prometheus). Default: none.
 	Observer Observer
+	// Relay carries the HTTP carrier's POSTs that reach this Host for a session of another
+	// Host of the fleet, so that a load balancer in front of the fleet needs no sticky
+	// sessions (hostplugin/jetstream has one on NATS). Default: none, which one Host needs.
+	Relay Relay
 }
 
 // PublicStreams is the Authorize of an application whose every stream is public: it lets
@@ -144,6 +148,10 @@ type Host struct {
 	callStore CallStore
 	memCalls  *MemoryCallStore // the default store, whose window follows Apply; nil with Options.Calls
 
+	id        string // names the Host in its sessions' ids, for the relay
+	relay     Relay
+	stopRelay func()
+
 	faults hostFaults // fault injection: empty unless built with -tags lifeline_faults
 	thin   thinned
 	obs    Observer // Options.Observer, or a NopObserver
@@ -152,11 +160,11 @@ type Host struct {
 // thinned are the logs that floods of refusals and bad frames would repeat: each is written a
 // few times, then at most once per interval.
 type thinned struct {
-	origin, overload, perIP, badFrame, auth, denied, authPanic, logRead, callStore rate.Sometimes
+	origin, overload, perIP, badFrame, auth, denied, authPanic, logRead, callStore, relay rate.Sometimes
 }
 
 func (t *thinned) init() {
-	for _, s := range []*rate.Sometimes{&t.origin, &t.overload, &t.perIP, &t.badFrame, &t.auth, &t.denied, &t.authPanic, &t.logRead, &t.callStore} {
+	for _, s := range []*rate.Sometimes{&t.origin, &t.overload, &t.perIP, &t.badFrame, &t.auth, &t.denied, &t.authPanic, &t.logRead, &t.callStore, &t.relay} {
 		s.First, s.Interval = 5, 10*time.Second
 	}
 }
@@ -186,6 +194,8 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		calls:     callHandlers{handlers: map[string]CallHandler{}},
 		callStore: o.Calls,
 		obs:       o.Observer,
+		id:        newID(4),
+		relay:     o.Relay,
 	}
 	if h.obs == nil {
 		h.obs = NopObserver{}
@@ -214,6 +224,9 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	h.inject = inject.New(func() *inject.Page { return &h.state.Load().page }, h.logger)
 	h.adm.lim = rate.NewLimiter(rate.Limit(cfg.AcceptRate()), cfg.AcceptBurst())
 	h.apply(cfg)
+	if err := h.serveRelay(); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 

@@ -240,7 +240,7 @@ func (c *httpCarrier) quietFor() time.Duration { return 3 * c.s.heartbeat }
 // (wire.CarrierParam), or a POST for one. The CORS and no-store headers are set already.
 func (h *Host) serveHTTPCarrier(w http.ResponseWriter, r *http.Request, cfg Config, origin string, originOK bool) {
 	if r.Method == http.MethodPost {
-		h.servePost(w, r, cfg)
+		h.servePost(w, r, cfg, false)
 		return
 	}
 	var poll bool
@@ -445,7 +445,8 @@ func (c *httpCarrier) answerPoll(w http.ResponseWriter, r *http.Request, ack uin
 
 // servePost answers a POST of the HTTP carrier: its envelope names the session, which must be
 // this Host's and carry its secret.
-func (h *Host) servePost(w http.ResponseWriter, r *http.Request, cfg Config) {
+// A POST that another Host relayed here (relayed) is never relayed again.
+func (h *Host) servePost(w http.ResponseWriter, r *http.Request, cfg Config, relayed bool) {
 	limit := int64(cfg.maxFrameBytes) + envelopeLimit
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
@@ -465,6 +466,9 @@ func (h *Host) servePost(w http.ResponseWriter, r *http.Request, cfg Config) {
 		return
 	}
 	c := h.httpSession(env)
+	if c == nil && !relayed && h.relayPost(w, r, env, body) {
+		return
+	}
 	if c == nil {
 		writeJSON(w, http.StatusNotFound, wire.Refusal{Error: wire.RefusalSession,
 			Reason: "no session " + wire.Truncate(env.Session) + " with that secret on this Host: it ended, or it never was"})

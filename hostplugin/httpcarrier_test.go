@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -517,5 +518,77 @@ func TestTheRefusalQueryTellsAClosedGateFromABlockedPath(t *testing.T) {
 	resp, body = refusalQuery(t, f, http.MethodGet, nil)
 	if resp.StatusCode != http.StatusUpgradeRequired {
 		t.Fatalf("gate open: %d %s, want 426", resp.StatusCode, body)
+	}
+}
+
+// memRelay is a fleet's relay in memory: every Host that serves is reached by its name.
+type memRelay struct {
+	mu    sync.Mutex
+	hosts map[string]func(context.Context, []byte) []byte
+}
+
+func (m *memRelay) Serve(id string, serve func(context.Context, []byte) []byte) (func(), error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hosts == nil {
+		m.hosts = map[string]func(context.Context, []byte) []byte{}
+	}
+	m.hosts[id] = serve
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		delete(m.hosts, id)
+	}, nil
+}
+
+func (m *memRelay) Forward(ctx context.Context, id string, req []byte) ([]byte, error) {
+	m.mu.Lock()
+	serve := m.hosts[id]
+	m.mu.Unlock()
+	if serve == nil {
+		return nil, fmt.Errorf("memRelay: no Host %q", id)
+	}
+	return serve(ctx, req), nil
+}
+
+func TestAPOSTThatReachesAnotherHostOfTheFleetIsRelayedToItsSession(t *testing.T) {
+	// A balancer without sticky sessions sends a page's POSTs to any Host: each is carried to
+	// the Host of its session, sends and polls alike.
+	bothCarriers(t, func(t *testing.T, poll bool) {
+		relay := &memRelay{}
+		a := newFixtureWith(t, `{}`, true, hostplugin.Options{Relay: relay})
+		b := newFixtureWith(t, `{}`, true, hostplugin.Options{Relay: relay})
+		p := a.dialHTTP(t, poll)
+		p.f = b // every POST from now on goes to the other Host
+		p.send(`{"t":"sub","stream":"s"}`)
+		if r := p.expect(wire.TypeReset); r.Stream != "s" {
+			t.Fatalf("frame %+v, want the reset of s", r)
+		}
+		if _, err := a.h.Publish(context.Background(), "s", json.RawMessage(`1`)); err != nil {
+			t.Fatal(err)
+		}
+		if e := p.expect(wire.TypeEvent); string(e.Data) != "1" {
+			t.Fatalf("event %+v", e)
+		}
+		if b.h.Sessions() != 0 {
+			t.Fatalf("the other Host holds %d sessions, want none: the relay carried the POSTs", b.h.Sessions())
+		}
+		// A session of no Host of the fleet is unknown, as on one Host.
+		resp := p.post(wire.Envelope{T: wire.EnvelopeSend, Session: "deadbeef.00112233", Secret: "x", Seq: 1}, []string{`{"t":"ping"}`})
+		if r := refusalOf(t, resp); resp.StatusCode != http.StatusNotFound || r.Error != wire.RefusalSession {
+			t.Fatalf("a session of no Host: %d %+v, want 404", resp.StatusCode, r)
+		}
+	})
+}
+
+func TestWithoutARelayAPOSTForAnotherHostsSessionIsUnknown(t *testing.T) {
+	a := newFixture(t, `{}`, true)
+	b := newFixture(t, `{}`, true)
+	p := a.dialHTTP(t, false)
+	p.f = b
+	p.seq++
+	resp := p.post(wire.Envelope{T: wire.EnvelopeSend, Seq: p.seq}, []string{`{"t":"ping"}`})
+	if r := refusalOf(t, resp); resp.StatusCode != http.StatusNotFound || r.Error != wire.RefusalSession {
+		t.Fatalf("%d %+v, want 404: one Host needs no relay, and a fleet without one has sticky sessions", resp.StatusCode, r)
 	}
 }

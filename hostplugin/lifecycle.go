@@ -235,6 +235,9 @@ func (h *Host) Close() error {
 		h.endLife()
 		// Sessions Stop is finishing are left to it: a second close would wait for the first.
 		h.closeAll(context.Background(), closeWait, func(s *session) { s.closeUnlessEnding(wire.CloseDrained, "host closed") })
+		if h.stopRelay != nil {
+			h.stopRelay()
+		}
 	})
 	return nil
 }

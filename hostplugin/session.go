@@ -123,7 +123,7 @@ func newSession(h *Host, c carrier, cfg Config, remote string) *session {
 	s := &session{
 		h:         h,
 		c:         c,
-		id:        newID(12),
+		id:        h.sessionID(),
 		heartbeat: cfg.heartbeat,
 		readLimit: int64(cfg.maxFrameBytes),
 		remote:    remote,
