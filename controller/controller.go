@@ -706,7 +706,11 @@ func (l *loop) fail(g *gen, err, cause error) {
 	attrs := []any{"attempt", g.h.n, "failures", l.failures, "err", err}
 	if l.outage.IsZero() {
 		l.outage = time.Now()
-		c.log.Error("lifeline: connection failed", attrs...)
+		if errors.Is(err, ErrLeaving) {
+			c.log.Info("lifeline: the page is going away; its connection with it", attrs...)
+		} else {
+			c.log.Error("lifeline: connection failed", attrs...)
+		}
 	} else {
 		c.log.Warn("lifeline: connection failed again", attrs...)
 	}

@@ -1275,3 +1275,22 @@ func TestAFailedReplacementKeepsTheOldGenerationConnected(t *testing.T) {
 		h.ctl.Stop()
 	})
 }
+
+func TestAPageGoingAwayIsNoErrorOnTheConsole(t *testing.T) {
+	// A browser that closes the page's sockets as it unloads it (Firefox: 1001, before the
+	// page's own stop) ends the generation with ErrLeaving: logged at Info, not as the
+	// "connection failed" error a developer would chase on every reload.
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, controller.Recovery{}, fullCap)
+		h.ctl.Start()
+		synctest.Wait()
+		a := h.next(t)
+		a.gen.Ready(&carrier{})
+		a.end <- fmt.Errorf("gateway: the browser closed the socket (1001): %w", controller.ErrLeaving)
+		synctest.Wait()
+		h.ctl.Stop()
+		if got, want := h.logs.Messages(""), []string{"INFO lifeline: the page is going away; its connection with it"}; !slices.Equal(got, want) {
+			t.Fatalf("logs = %q, want %q", got, want)
+		}
+	})
+}

@@ -64,6 +64,11 @@ var (
 	ErrUnauthorized = errors.New("controller: the host refused the page's credentials")
 	// ErrOffline is the cause of a generation cancelled because the browser went offline.
 	ErrOffline = errors.New("controller: browser offline")
+	// ErrLeaving is wrapped by the end of a generation whose page is going away: a browser
+	// that closes the page's sockets as it unloads the page (Firefox reports each as closed
+	// with 1001 before the page's own stop arrives). It is a failure like any other, but
+	// nobody failed: it is logged at Info, never as an error on the developer's console.
+	ErrLeaving = errors.New("controller: the page is going away")
 	// ErrUnresolvedConfig is returned by New for a Config that did not come from Resolve.
 	ErrUnresolvedConfig = errors.New("controller: config was not resolved (use Resolve or DefaultConfig)")
 	// ErrNilSource is returned by New without a Source.

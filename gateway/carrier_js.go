@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall/js"
 	"time"
 
+	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
 )
 
@@ -40,13 +42,43 @@ var errMessageTooBig = errors.New("gateway: message too big")
 type closeError struct {
 	code   int
 	reason string
+	// leaving: the page was going away when the socket closed (the tab script set
+	// globalThis.__lifelinePageLeaving on pagehide): the browser closed it, not the Host.
+	leaving bool
 }
 
 func (e *closeError) Error() string {
-	if e.code == closeAbnormal {
+	switch {
+	case e.leaving:
+		return fmt.Sprintf("gateway: the browser closed the socket as the page went away (%d)", e.code)
+	case e.code == closeAbnormal:
 		return "gateway: the connection was lost (no close frame: 1006)"
 	}
 	return fmt.Sprintf("gateway: socket closed with %d %q", e.code, e.reason)
+}
+
+// Unwrap makes errors.Is(err, controller.ErrLeaving) hold for a socket the browser closed as
+// the page went away.
+func (e *closeError) Unwrap() error {
+	if e.leaving {
+		return controller.ErrLeaving
+	}
+	return nil
+}
+
+// leavingWait is how long a failure waits before it asks whether the page is going away. A
+// browser may close the page's sockets and abort its requests as it starts to unload it, before
+// the page's pagehide (Firefox: the close event 15–25 ms after beforeunload and before
+// pagehide): by then either the page is gone, and nothing of its program runs any more, or its
+// pagehide has said so.
+const leavingWait = 100 * time.Millisecond
+
+// pageLeaving reports, leavingWait after a failure, whether the page is going away (see
+// closeError.leaving). It sleeps: never call it from a listener, whose caller is the browser's
+// event loop.
+func pageLeaving() bool {
+	time.Sleep(leavingWait)
+	return js.Global().Get("__lifelinePageLeaving").Truthy()
 }
 
 // closeAbnormal is the code a browser reports when no close frame came (RFC 6455 §7.1.5).
@@ -59,7 +91,7 @@ func closeStatus(err error) (code int, reason string, ok bool) {
 		return code, reason, ok
 	}
 	var ce *closeError
-	if errors.As(err, &ce) && ce.code != closeAbnormal {
+	if errors.As(err, &ce) && ce.code != closeAbnormal && !ce.leaving {
 		return ce.code, ce.reason, true
 	}
 	return 0, "", false
@@ -81,6 +113,8 @@ type wsCarrier struct {
 	closed    chan struct{} // closed by the close event, or when the page gives up on it
 	signal    chan struct{} // capacity 1: a message was queued or the socket closed
 	release   func()        // removes the listeners and releases their js.Funcs
+
+	closing atomic.Bool // the page asked the browser to close the socket
 
 	mu    sync.Mutex
 	queue []message
@@ -162,8 +196,23 @@ func open(url string) (k *wsCarrier, err error) {
 		}
 	})
 	on("close", func(e js.Value) {
-		k.shut(&closeError{code: e.Get("code").Int(), reason: e.Get("reason").String()})
+		ce := &closeError{code: e.Get("code").Int(), reason: e.Get("reason").String()}
 		k.release()
+		select {
+		case <-k.opened:
+			if k.closing.Load() {
+				k.shut(ce) // the page closed it: no news of anyone
+				return
+			}
+			// An open socket's end that the page did not ask for waits to see whether the
+			// page is going away.
+			go func() {
+				ce.leaving = pageLeaving()
+				k.shut(ce)
+			}()
+		default:
+			k.shut(ce)
+		}
 	})
 	k.release = func() {
 		for _, l := range listeners {
@@ -272,6 +321,7 @@ func (k *wsCarrier) write(b []byte) (err error) {
 // 123 bytes (closeReason cuts every reason to that): should it throw all the same, the socket
 // is closed without one.
 func (k *wsCarrier) close(reason string) {
+	k.closing.Store(true)
 	defer func() {
 		if recover() != nil {
 			k.ws.Call("close")

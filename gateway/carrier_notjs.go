@@ -123,3 +123,6 @@ func (k *wsCarrier) settle(_ time.Duration, _ bool, done ...<-chan struct{}) {
 // checkBeforeRedial: natively no runtime holds a WebSocket back after failures, and a failed
 // handshake's answer says why at once; a test turns the check on (export_notjs_test.go).
 var checkBeforeRedial = false
+
+// pageLeaving: natively there is no page to go away.
+func pageLeaving() bool { return false }

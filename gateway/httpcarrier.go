@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
 )
 
@@ -173,10 +174,14 @@ func (c *httpCarrier) read() (frameKind, []byte, error) {
 	}
 }
 
-// cause is why the carrier ended: the failure or hangup that ended its life, else err.
+// cause is why the carrier ended: the failure or hangup that ended its life, else err; and the
+// page going away, when it is (a browser aborts the page's requests as it unloads it).
 func (c *httpCarrier) cause(err error) error {
 	if c.life.Err() != nil {
-		return context.Cause(c.life)
+		err = context.Cause(c.life)
+	}
+	if pageLeaving() && !errors.Is(err, errClosedByPage) {
+		return fmt.Errorf("%w: %w", controller.ErrLeaving, err)
 	}
 	return err
 }

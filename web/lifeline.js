@@ -385,10 +385,15 @@
       send({ t: 'bye' });
       disconnect();
     } else {
+      // The stop reaches the hub a moment later; a browser that closes the page's sockets
+      // itself meanwhile (Firefox, with 1001) must not be taken for the Host: the hub reads
+      // this before it blames anyone (gateway/carrier_js.go).
+      globalThis.__lifelinePageLeaving = true;
       send({ t: 'command', command: 'stop' });
     }
   });
   window.addEventListener('pageshow', (e) => {
+    globalThis.__lifelinePageLeaving = false;
     if (!e.persisted) life('pageshow');
     else if (mode === 'shared') startShared();
     else send({ t: 'command', command: 'start' });
