@@ -40,10 +40,16 @@ type hostCheck struct {
 // errQueryTimeout is the cause of a refusal query that ran out of time.
 var errQueryTimeout = errors.New("gateway: the refusal query timed out")
 
-// checkHost asks the Host of the events URL wsURL (ws or wss) what it would make of a socket.
+// checkHost asks the Host of the events URL wsURL (ws or wss) what it would make of a socket,
+// within queryTimeout. (checkFirst's query has the attempt's whole deadline: see askHost.)
 func (g *Gateway) checkHost(ctx context.Context, wsURL string) hostCheck {
 	ctx, cancel := context.WithTimeoutCause(ctx, queryTimeout, errQueryTimeout)
 	defer cancel()
+	return g.askHost(ctx, wsURL)
+}
+
+// askHost is the refusal query, bounded by ctx alone.
+func (g *Gateway) askHost(ctx context.Context, wsURL string) hostCheck {
 	a, err := doHTTP(ctx, httpRequest{method: methodGet, url: httpURL(wsURL), header: g.handshake.header()})
 	if err != nil {
 		return hostCheck{seen: err}

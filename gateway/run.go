@@ -89,8 +89,11 @@ var errPathHolds = errors.New("gateway: the host is up, but its ready frame did 
 // page wait for itself and blame the Host. Only a Host that is up (or up and gated) is dialed;
 // one that refuses the page is refused at once, and one that did not answer is down, without
 // a WebSocket that fails.
+//
+// The query has the attempt's whole deadline: a Host that holds it is slow, as one that holds a
+// socket would be (the slow warning, then the deadline), not unreachable.
 func (s *session) checkFirst(target string) error {
-	hc := s.g.checkHost(s.ctx, target)
+	hc := s.g.askHost(s.ctx, target)
 	switch {
 	case s.ctx.Err() != nil:
 		return context.Cause(s.ctx)
