@@ -346,3 +346,34 @@ func TestAPageThatWakesUpOnHTTPTriesAWebSocketAtOnce(t *testing.T) {
 		t.Fatalf("back on a WebSocket %v after the probe, want within UpgradeAfter (1 s) and a handshake, not the schedule's 4 s", took)
 	}
 }
+
+func TestACheckWithNoAnswerIsNoVerdictTheWebSocketIsDialed(t *testing.T) {
+	// The check before a redial goes on whatever connection the browser picks, and a pooled
+	// one may have gone half-open: a query with no answer within a second decides nothing,
+	// and the WebSocket is dialed all the same.
+	gateway.CheckBeforeRedial(t)
+	rh := newRealHost(t, `{}`)
+	var fail atomic.Bool
+	fail.Store(true)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			<-r.Context().Done() // a query is never answered
+			return
+		}
+		if fail.Load() {
+			http.Error(w, "not yet", http.StatusServiceUnavailable)
+			return
+		}
+		rh.h.Handler(http.NotFoundHandler()).ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	r := newRig(t, "ws"+strings.TrimPrefix(front.URL, "http")+wire.DefaultPath, carrierRecovery(), nil)
+	r.ctl.Start()
+	r.waitFailure() // the first attempt dials at once, and fails
+	fail.Store(false)
+	start := time.Now()
+	st := r.waitConnected()
+	if took := time.Since(start); took > 3*time.Second || st.Attempt < 2 {
+		t.Fatalf("connected at attempt %d, %v after the Host was back: want the check to give up after a second and dial", st.Attempt, took)
+	}
+}

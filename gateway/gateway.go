@@ -427,8 +427,11 @@ func (g *Gateway) unregister(s *session, err error) {
 		err = controller.ErrEnded
 	}
 	// The page's own doing is no failure: a WebSocket dialed after it needs no check first.
+	// Nor does a link found dead: its end says nothing of the Host, and the browser may keep
+	// HTTP connections of the page's that the same network left half-open, on which the
+	// check would wait (a WebSocket always gets a connection of its own).
 	g.failed = !errors.Is(err, controller.ErrStopped) && !errors.Is(err, controller.ErrReplaced) &&
-		!errors.Is(err, controller.ErrOffline) && !errors.Is(err, ErrClosed)
+		!errors.Is(err, controller.ErrOffline) && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrLinkDead)
 	g.orphan(s, err)
 	g.runs--
 	if g.runs == 0 && g.idle != nil {

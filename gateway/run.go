@@ -83,6 +83,9 @@ func (e *suspect) Unwrap() error { return e.err }
 // carrier's ready frame had not come in Options.FallbackAfter.
 var errPathHolds = errors.New("gateway: the host is up, but its ready frame did not come through this path")
 
+// checkPatience bounds checkFirst's wait for the refusal query's answer.
+const checkPatience = time.Second
+
 // checkFirst asks the Host, before a WebSocket is dialed again after a failure, whether there
 // is any point: a browser may hold a WebSocket back after failures of its own accord (Firefox
 // delays each new one more, network.websocket.delay-failed-reconnects), and would then make the
@@ -90,13 +93,18 @@ var errPathHolds = errors.New("gateway: the host is up, but its ready frame did 
 // one that refuses the page is refused at once, and one that did not answer is down, without
 // a WebSocket that fails.
 //
-// The query has the attempt's whole deadline: a Host that holds it is slow, as one that holds a
-// socket would be (the slow warning, then the deadline), not unreachable.
+// A query that has no answer within checkPatience is no verdict: the WebSocket is dialed all the
+// same, and the attempt's own warning and deadline judge the Host (the browser may have sent the
+// query on a pooled connection that went half-open; a Host that holds it is slow, not down).
 func (s *session) checkFirst(target string) error {
-	hc := s.g.askHost(s.ctx, target)
+	ctx, cancel := context.WithTimeoutCause(s.ctx, checkPatience, errQueryTimeout)
+	hc := s.g.askHost(ctx, target)
+	cancel()
 	switch {
 	case s.ctx.Err() != nil:
 		return context.Cause(s.ctx)
+	case errors.Is(context.Cause(ctx), errQueryTimeout):
+		return nil
 	case hc.refused != nil:
 		return fmt.Errorf("%w: %s: %w", ErrDial, s.target, hc.refused)
 	case hc.up || hc.gated:
