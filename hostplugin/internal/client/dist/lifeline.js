@@ -980,8 +980,18 @@
   }
 
   function start() {
-    if (boot.mode === 'shared') startShared();
-    else startInPage();
+    if (boot.mode === 'shared') {
+      startShared();
+      return;
+    }
+    // A browser without SharedWorker (Chrome on Android, some embedded engines) is no other
+    // product: the page keeps a connection of its own, the same API and the same behaviour,
+    // and says so once, so that a developer who expected one connection per browser knows why.
+    const asked = globalThis.lifelineOptions && typeof globalThis.lifelineOptions === 'object' && globalThis.lifelineOptions.mode === 'in-page';
+    if (!asked && boot.worker && typeof SharedWorker !== 'function') {
+      console.info('lifeline: this browser has no SharedWorker; this page keeps a connection of its own (in-page mode)');
+    }
+    startInPage();
   }
 
   // lifeline:ready fires once the document has parsed, so that every page script has had
