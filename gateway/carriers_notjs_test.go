@@ -377,3 +377,82 @@ func TestACheckWithNoAnswerIsNoVerdictTheWebSocketIsDialed(t *testing.T) {
 		t.Fatalf("connected at attempt %d, %v after the Host was back: want the check to give up after a second and dial", st.Attempt, took)
 	}
 }
+
+func TestAnHTTPSessionDrainingToASuccessorFinishesItsCallsInFlight(t *testing.T) {
+	// A Host that restarts hands its listening socket to its successor and drains: the page's
+	// HTTP session keeps its stream on the old process, but every new request, its POSTs
+	// included, reaches the successor, which does not know the session. The session goes on
+	// draining all the same: its call in flight is answered on its stream, once, and the page
+	// moves to the successor make-before-break.
+	a, b := newRealHost(t, `{}`), newRealHost(t, `{}`)
+	release, started := make(chan struct{}), make(chan struct{}, 1)
+	a.h.HandleCall("slow", func(ctx context.Context, c *hostplugin.Call) (json.RawMessage, error) {
+		started <- struct{}{}
+		<-release
+		return json.RawMessage(`"done on a"`), nil
+	})
+	var cur atomic.Pointer[realHost]
+	cur.Store(a)
+	var bPosts atomic.Int64 // POSTs the successor got
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := cur.Load()
+		if h == b && r.Method == http.MethodPost {
+			bPosts.Add(1)
+		}
+		h.h.Handler(http.NotFoundHandler()).ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	var cs carriers
+	r := newRig(t, "ws"+strings.TrimPrefix(front.URL, "http")+wire.DefaultPath, carrierRecovery(),
+		&gateway.Options{Carrier: wire.CarrierStream, UpgradeAfter: time.Hour, OnCarrier: cs.on})
+	r.ctl.Start()
+	r.waitConnected()
+	cs.wait(t, wire.CarrierStream)
+	done := make(chan error, 1)
+	var out wire.RawJSON
+	go func() {
+		var err error
+		out, err = r.gw.Call(context.Background(), "slow", nil, gateway.CallOptions{Key: "k"})
+		done <- err
+	}()
+	select {
+	case <-started:
+	case <-time.After(bound):
+		t.Fatal("the call did not start on the first Host")
+	}
+	// The successor takes every new request from here on; its gate opens once the draining
+	// session has sent what it still sends (a probe's ping), which it answers 404.
+	b.h.SetReady(false)
+	cur.Store(b)
+	go a.h.Drain(context.Background(), "")
+	deadline := time.Now().Add(bound)
+	for b.h.Sessions() != 1 { // the page's next session, waiting at the gate
+		if time.Now().After(deadline) {
+			t.Fatal("no session of the page at the successor")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	r.gw.Probe()
+	for bPosts.Load() < 1 { // the draining session's ping (the next session, at the gate, sends nothing)
+		if time.Now().After(deadline) {
+			t.Fatal("no POST at the successor after the probe, want the draining session's ping")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.h.SetReady(true)
+	r.waitState("connected to the successor", func(s controller.Status) bool { return s.Attempt >= 2 && s.State == controller.Connected })
+	close(release)
+	select {
+	case err := <-done:
+		if err != nil || string(out) != `"done on a"` {
+			t.Fatalf("the call in flight: %s, %v; want its reply from the first Host", out, err)
+		}
+	case <-time.After(bound):
+		t.Fatal("the call in flight never settled")
+	}
+	for _, s := range r.allStatuses()[1:] {
+		if s.State != controller.Connected {
+			t.Fatalf("status %v (err %v) during the handover, want connected throughout", s.State, s.Err)
+		}
+	}
+}

@@ -70,6 +70,7 @@ type httpCarrier struct {
 	unsent    int      // their bytes
 	seq       uint64   // the last send's
 	closed    bool     // hangup ran
+	draining  bool     // the session is leaving (drain): a POST that fails is dropped, not fatal
 	kick      chan struct{}
 	posted    chan struct{} // closed when the poster is gone
 }
@@ -315,6 +316,13 @@ func (c *httpCarrier) poster() {
 				break
 			}
 			a, err := c.post(body)
+			if err != nil && c.isDraining() && c.life.Err() == nil {
+				// A draining session waits only for the replies of its calls in flight, which
+				// come down its stream; what it sends now is no call (new calls go to the
+				// session the page moves to), and its Host may be a successor that does not
+				// know it (a restart that handed the socket on). The session goes on.
+				continue
+			}
 			if err != nil {
 				c.end(err)
 				return
@@ -378,4 +386,18 @@ func (c *httpCarrier) settle(_ time.Duration, _ bool, done ...<-chan struct{}) {
 	for _, d := range done {
 		<-d
 	}
+}
+
+// drain tells the carrier its session is leaving (a goaway, or a move to a WebSocket): what it
+// still sends may fail without ending it.
+func (c *httpCarrier) drain() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.draining = true
+}
+
+func (c *httpCarrier) isDraining() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.draining
 }

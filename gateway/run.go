@@ -79,6 +79,11 @@ type suspect struct {
 func (e *suspect) Error() string { return e.err.Error() }
 func (e *suspect) Unwrap() error { return e.err }
 
+// roundTrips is how many of the path's round trips a carrier is given to bring its ready frame
+// before the path is taken to hold it back: TCP's handshake, the upgrade (or the GET) and its
+// answer, the ready frame, and as much again for a loaded Host.
+const roundTrips = 6
+
 // errPathHolds is why a carrier was given up on when the Host said it is up while the
 // carrier's ready frame had not come in Options.FallbackAfter.
 var errPathHolds = errors.New("gateway: the host is up, but its ready frame did not come through this path")
@@ -115,14 +120,17 @@ func (s *session) checkFirst(target string) error {
 
 // over carries the session over one carrier of kind. A carrier whose ready frame has not come
 // in Options.FallbackAfter has the Host asked, on the side, whether it is up: if it is (and has
-// the HTTP carrier), the path holds this carrier back and over gives it up (a *suspect
-// carrying the check).
+// the HTTP carrier), and the carrier still has no ready frame when it has had roundTrips of the
+// path's round trip (the query's own time tells it), the path holds this carrier back and over
+// gives it up (a *suspect carrying the check). A slow path is given the time a slow path needs:
+// a WebSocket that is merely slow is not sent to HTTP.
 func (s *session) over(kind, target string) error {
 	g := s.g
 	pctx, stop := context.WithCancel(s.ctx)
 	holds := make(chan struct{}) // closed when the path holds the carrier back
 	var check *hostCheck
 	checked := make(chan struct{})
+	dialed := time.Now()
 	go func() {
 		defer close(checked)
 		if nextCarrier(kind) == "" {
@@ -137,16 +145,22 @@ func (s *session) over(kind, target string) error {
 		case <-s.readied:
 			return
 		}
+		asked := time.Now()
 		hc := g.checkHost(pctx, target)
+		if !hc.up || !hc.carriers {
+			return
+		}
+		// A healthy carrier is ready within a few of the path's round trips of its dial.
+		t.Reset(time.Until(dialed.Add(roundTrips * time.Since(asked))))
 		select {
+		case <-t.C:
+		case <-pctx.Done():
+			return
 		case <-s.readied:
 			return
-		default:
 		}
-		if hc.up && hc.carriers {
-			check = &hc
-			close(holds)
-		}
+		check = &hc
+		close(holds)
 	}()
 	defer func() {
 		stop()
@@ -217,7 +231,7 @@ func isRefusal(err error) bool {
 func (s *session) carry(c carrier, holds <-chan struct{}) error {
 	g := s.g
 	var err error
-	s.kind = c.kind()
+	s.kind, s.carrier = c.kind(), c
 	l := &link{start: time.Now(), fail: make(chan error, 1), armed: make(chan time.Duration, 1), ping: make(chan struct{}, 1)}
 	quit := make(chan struct{})
 	pumpDone, writerDone := make(chan struct{}), make(chan struct{})
@@ -687,6 +701,7 @@ func (s *session) upgrade() {
 	was := s.draining
 	s.draining = true
 	g.mu.Unlock()
+	s.drainCarrier()
 	if s.gen.Replace() != nil && !was {
 		g.mu.Lock()
 		s.draining = false

@@ -32,6 +32,7 @@ type session struct {
 	noPing atomic.Bool // the Host does not know the ping frame (an older Host)
 
 	readied  chan struct{} // closed once the ready frame came and the controller took it
+	carrier  carrier       // the carrier in use, set before its pump starts
 	kind     string        // the carrier of the session (run's)
 	fellBack bool          // the attempt moved to it from a carrier the path held back (run's)
 
@@ -200,6 +201,7 @@ func (s *session) handle(f wire.HostFrame) error {
 		was := s.draining
 		s.draining = true
 		s.g.mu.Unlock()
+		s.drainCarrier()
 		if s.gen.GoAway(to) != nil && !was {
 			s.g.mu.Lock()
 			s.draining = false
@@ -372,4 +374,11 @@ func resolveGoAway(base *url.URL, uri string) (string, error) {
 		return t, nil
 	}
 	return "", nil
+}
+
+// drainCarrier tells the session's carrier that the session is leaving.
+func (s *session) drainCarrier() {
+	if d, ok := s.carrier.(interface{ drain() }); ok {
+		d.drain()
+	}
 }
