@@ -456,3 +456,33 @@ func TestAnHTTPSessionDrainingToASuccessorFinishesItsCallsInFlight(t *testing.T)
 		}
 	}
 }
+
+func TestAWebSocketThatIsMerelySlowIsNotSentToHTTP(t *testing.T) {
+	// On a slow path a WebSocket's handshake takes a few round trips, the refusal query one:
+	// the query's answer measures the round trip, and the WebSocket gets six of them before
+	// the path is taken to hold it back. Here a round trip is 300 ms: the upgrade is answered
+	// after three (900 ms), the query after one, FallbackAfter is half of one.
+	const rtt = 300 * time.Millisecond
+	rh := newRealHost(t, `{}`)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d := rtt
+		if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			d = 3 * rtt
+		}
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
+		rh.h.Handler(http.NotFoundHandler()).ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	var cs carriers
+	r := newRig(t, "ws"+strings.TrimPrefix(front.URL, "http")+wire.DefaultPath, carrierRecovery(),
+		&gateway.Options{FallbackAfter: rtt / 2, OnCarrier: cs.on})
+	r.ctl.Start()
+	r.waitConnected()
+	if got := cs.wait(t, wire.CarrierWebSocket); got.Blocked {
+		t.Fatalf("carrier %+v, want a WebSocket", got)
+	}
+}
