@@ -368,3 +368,11 @@ func thrown(p any) string {
 // again after a failure (session.checkFirst): a browser may hold new WebSockets back after
 // failures of its own accord, and the page must not wait on it for a Host that is down.
 const checkBeforeRedial = true
+
+// dialOpaque: a browser says nothing of why a WebSocket failed before it opened (a reset and a
+// proxy's 403 are the same error event): such a failure is confirmed by a second one before
+// the page takes the path for one that refuses WebSockets (session.run).
+const dialOpaque = true
+
+// unanswered: a browser cannot tell (dialOpaque).
+func unanswered(error) bool { return false }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -484,5 +485,35 @@ func TestAWebSocketThatIsMerelySlowIsNotSentToHTTP(t *testing.T) {
 	r.waitConnected()
 	if got := cs.wait(t, wire.CarrierWebSocket); got.Blocked {
 		t.Fatalf("carrier %+v, want a WebSocket", got)
+	}
+}
+
+func TestADialNothingAnsweredIsNoBlockedPath(t *testing.T) {
+	// Connections reset while the Host still answers plain GETs (the end of a blip, a reset
+	// storm at a proxy): a WebSocket dial nothing answered says the network failed, not that
+	// it refuses WebSockets. The page stays on the ladder and comes back on a WebSocket.
+	rh := newRealHost(t, `{}`)
+	var resets atomic.Int64
+	resets.Store(3)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") && resets.Add(-1) >= 0 {
+			c, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				if tc, ok := c.(*net.TCPConn); ok {
+					_ = tc.SetLinger(0) // a reset, not a close
+				}
+				c.Close()
+			}
+			return
+		}
+		rh.h.Handler(http.NotFoundHandler()).ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	var cs carriers
+	r := newRig(t, "ws"+strings.TrimPrefix(front.URL, "http")+wire.DefaultPath, carrierRecovery(), &gateway.Options{OnCarrier: cs.on})
+	r.ctl.Start()
+	st := r.waitConnected()
+	if got := cs.wait(t, wire.CarrierWebSocket); got.Blocked || st.Attempt != 4 {
+		t.Fatalf("carrier %+v at attempt %d, want a WebSocket at the 4th attempt (three resets on the ladder)", got, st.Attempt)
 	}
 }

@@ -31,6 +31,7 @@ func (s *session) run() error {
 			return err
 		}
 	}
+	confirmed := false // an unopened dial's failure was seen twice, with the Host up between
 	for {
 		err := s.over(kind, target)
 		var sus *suspect
@@ -48,6 +49,13 @@ func (s *session) run() error {
 				return explain(s.ctx, sus.err, *hc)
 			}
 			return sus.err
+		}
+		if sus.unopened && !confirmed {
+			// A browser tells a network that refuses WebSockets from one that just failed
+			// (a reset, the end of a blip the Host has come back from) by nothing: the same
+			// error event. A path that refuses them refuses the next one too, at once.
+			confirmed = true
+			continue
 		}
 		g.log.Warn("gateway: the path to the host does not carry this carrier; trying the next",
 			"url", s.target.String(), "carrier", kind, "next", next, "err", sus.err)
@@ -71,9 +79,11 @@ func nextCarrier(kind string) string {
 // suspect is the failure of a carrier before its ready frame in a way a network fails rather
 // than the Host (no answer in time, an answer that is not a Lifeline Host's, a socket that
 // ended with no word from the Host). check is the refusal query's answer if it was asked.
+// unopened: a browser's dial that failed before anything answered, which says nothing more.
 type suspect struct {
-	err   error
-	check *hostCheck
+	err      error
+	check    *hostCheck
+	unopened bool
 }
 
 func (e *suspect) Error() string { return e.err.Error() }
@@ -183,10 +193,12 @@ func (s *session) over(kind, target string) error {
 		case errors.Is(context.Cause(dctx), errPathHolds):
 			<-checked
 			return &suspect{err: fmt.Errorf("%w: %s: %w", ErrDial, s.target, errPathHolds), check: check}
-		case isRefusal(err):
+		case isRefusal(err), unanswered(err):
+			// The Host's refusal, or a dial nothing answered (refused, reset, no route): the
+			// network or the Host is down, which no other carrier mends.
 			return fmt.Errorf("%w: %s: %w", ErrDial, s.target, err)
 		}
-		return &suspect{err: fmt.Errorf("%w: %s: %w", ErrDial, s.target, err)}
+		return &suspect{err: fmt.Errorf("%w: %s: %w", ErrDial, s.target, err), unopened: kind == wire.CarrierWebSocket && dialOpaque}
 	}
 	cancelDial(nil)
 	err = s.carry(c, holds)
