@@ -31,7 +31,8 @@ func (s *session) run() error {
 			return err
 		}
 	}
-	confirmed := false // an unopened dial's failure was seen twice, with the Host up between
+	confirmed := false   // an unopened dial's failure was seen twice, with the Host up between
+	var asked *hostCheck // the Host's answer between the two
 	for {
 		err := s.over(kind, target)
 		var sus *suspect
@@ -40,6 +41,11 @@ func (s *session) run() error {
 		}
 		next := nextCarrier(kind)
 		hc := sus.check
+		if hc == nil && confirmed && asked != nil {
+			// The Host said it is up a round trip ago, before the confirming dial: not asked
+			// again (a first visit behind a path that refuses WebSockets pays for one query).
+			hc = asked
+		}
 		if hc == nil && next != "" {
 			c := g.checkHost(s.ctx, target)
 			hc = &c
@@ -54,7 +60,7 @@ func (s *session) run() error {
 			// A browser tells a network that refuses WebSockets from one that just failed
 			// (a reset, the end of a blip the Host has come back from) by nothing: the same
 			// error event. A path that refuses them refuses the next one too, at once.
-			confirmed = true
+			confirmed, asked = true, hc
 			continue
 		}
 		g.log.Warn("gateway: the path to the host does not carry this carrier; trying the next",

@@ -165,6 +165,11 @@ func (s *session) handle(f wire.HostFrame) error {
 		}
 		s.gotReady = true
 		s.readyFrame = f
+		// The carrier is told before the controller hears of the ready frame: the status
+		// that says connected then says what carries it, and the indicator never shows a
+		// connection without its carrier. (If the generation is stale after all, the next
+		// ready one says what carries it.)
+		s.g.carried(s)
 		if err := s.gen.Ready(nil); err != nil {
 			return err
 		}
@@ -173,7 +178,6 @@ func (s *session) handle(f wire.HostFrame) error {
 		s.dedup, s.maxFrame, s.reportOK = f.Dedup, f.MaxFrameBytes, f.Report
 		s.g.mu.Unlock()
 		close(s.readied)
-		s.g.carried(s)
 		s.kickWriter()
 		return nil
 	}

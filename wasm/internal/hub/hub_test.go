@@ -500,6 +500,18 @@ func TestEveryTabIsToldWhatCarriesTheSharedConnection(t *testing.T) {
 	if s := a.statuses[len(a.statuses)-1]; s.Carrier.Blocked {
 		t.Fatalf("status %+v: a WebSocket is not blocked", s.Carrier)
 	}
+	// The status that first says connected says what carries it: no indicator shows a
+	// connection without its carrier, even for a moment.
+	for _, c := range []*tab{a, b} {
+		c.mu.Lock()
+		for _, s := range c.statuses {
+			if s.Misconfigured == nil && s.State.String() == "connected" && s.Carrier.Kind == "" {
+				c.mu.Unlock()
+				t.Fatalf("a status %+v said connected without its carrier", s)
+			}
+		}
+		c.mu.Unlock()
+	}
 }
 
 func TestATabThatRemembersABlockedNetworkStartsTheHubOnHTTP(t *testing.T) {
