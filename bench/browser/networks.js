@@ -13,7 +13,8 @@
 //
 //   node networks.js --lifeline http://H/ --sio http://S/page.html --proxy http://127.0.0.1:P --n 10
 // Prints one JSON object: {"first": {"shared": [load…], "inpage": […], "sio": […]},
-//   "repeat": {…}, "errors": […]}; a load is {"connected": ms, "carrier": "stream"}.
+//   "repeat": {…}, "errors": […]}; a load is {"connected": ms, "carrier": "stream", "wasm": ms} (wasm: when the page instantiated the
+// wasm, in-page only; 0 otherwise).
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
@@ -40,9 +41,20 @@ function stopwatch([mode, upgradeAfterMs]) {
   globalThis.lifelineOptions = {};
   if (mode) globalThis.lifelineOptions.mode = mode;
   if (upgradeAfterMs) globalThis.lifelineOptions.upgradeAfterMs = upgradeAfterMs;
+  // In-page, the wasm is instantiated in the page: the moment it is, Go starts, and what
+  // follows is the connection's own time (in shared mode that happens in the worker, unseen).
+  for (const f of ['instantiate', 'instantiateStreaming']) {
+    const orig = WebAssembly[f];
+    WebAssembly[f] = function (...xs) {
+      return orig.apply(this, xs).then((r) => {
+        if (!window.__wasmAt) window.__wasmAt = performance.now();
+        return r;
+      });
+    };
+  }
   window.addEventListener('lifeline:state', (e) => {
     if (e.detail.state === 'connected' && !window.__connected) {
-      window.__connected = { at: performance.now(), carrier: e.detail.carrier };
+      window.__connected = { at: performance.now(), carrier: e.detail.carrier, wasm: window.__wasmAt || 0 };
     }
   });
 }
@@ -56,7 +68,7 @@ async function lifeline(context, mode) {
     await page.goto(a.lifeline);
     await page.waitForFunction(() => window.__connected, null, { timeout: 60_000, polling: 20 });
     const c = await page.evaluate(() => window.__connected);
-    return { connected: c.at, carrier: c.carrier };
+    return { connected: c.at, carrier: c.carrier, wasm: c.wasm };
   } finally {
     await page.close();
   }

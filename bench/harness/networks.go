@@ -27,6 +27,7 @@ import (
 type netLoad struct {
 	Connected float64 `json:"connected"`
 	Carrier   string  `json:"carrier"`
+	Wasm      float64 `json:"wasm"` // in-page: when the wasm was instantiated (Go starts)
 }
 
 type netRun struct {
@@ -108,7 +109,7 @@ func (e *env) netLink(r *report, k link, hostAddr, sioAddr, proxy string) error 
 	}
 	t := r.table(fmt.Sprintf("networks. Behind Debian's stock squid (no CONNECT but to 443: no WebSocket gets through) over %s: navigation → connected, %d loads per row", k.name, n),
 		"connected within 1.5× socket.io-client's time (default transports), first and repeat visits",
-		"page", "visit", "connected p50", "p90", "max", "÷ socket.io p50", "carriers", "loads")
+		"page", "visit", "connected p50", "p90", "max", "÷ socket.io p50", "wasm up p50", "then connected p50", "carriers", "loads")
 	conn := func(ls []netLoad) []float64 {
 		xs := make([]float64, len(ls))
 		for i, l := range ls {
@@ -139,7 +140,20 @@ func (e *env) netLink(r *report, k link, hostAddr, sioAddr, proxy string) error 
 			loads []netLoad
 		}{{"Lifeline shared", v.shared}, {"Lifeline in-page", v.in}, {"socket.io-client", v.sioLoads}} {
 			xs := conn(row.loads)
-			r.row(t, row.name, v.visit, fmtMs(pct(xs, 50)), fmtMs(pct(xs, 90)), fmtMs(maxOf(xs)), ratio(pct(xs, 50), s50), carriers(row.loads), strconv.Itoa(len(xs)))
+			// In-page, the time splits at the wasm's instantiation: before it, the page and the
+			// client's bytes and compile (the floor of any page of this wasm); after it, Go's
+			// start and the carrier's choosing and opening.
+			up, after := "–", "–"
+			var ws, as []float64
+			for _, l := range row.loads {
+				if l.Wasm > 0 {
+					ws, as = append(ws, l.Wasm), append(as, l.Connected-l.Wasm)
+				}
+			}
+			if len(ws) > 0 {
+				up, after = fmtMs(pct(ws, 50)), fmtMs(pct(as, 50))
+			}
+			r.row(t, row.name, v.visit, fmtMs(pct(xs, 50)), fmtMs(pct(xs, 90)), fmtMs(maxOf(xs)), ratio(pct(xs, 50), s50), up, after, carriers(row.loads), strconv.Itoa(len(xs)))
 		}
 		for _, row := range []struct {
 			name  string
