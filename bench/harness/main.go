@@ -45,6 +45,7 @@ var scenarios = []scenario{
 	{"fanout", "the Host's fan-out against Centrifuge's", (*env).sFanout, true},
 	{"sessions", "idle sessions on one Host", (*env).sSessions, true},
 	{"networks", "behind a proxy that refuses WebSockets (squid), beside socket.io", (*env).sNetworks, false},
+	{"carriers", "the Host's fan-out on a WebSocket and on the HTTP carrier", (*env).sCarriers, true},
 }
 
 func main() {
