@@ -68,7 +68,10 @@ test.describe('behind Debian\'s stock squid, which refuses CONNECT to any port b
       await waitFor(async () => (await ticks(page)).length >= m + 2, { what: 'ticks after Reconnect now' });
       expect(gapsIn(await ticks(page))).toEqual([]);
 
-      // The next visit remembers the network: it starts on HTTP, tunnelling nothing.
+      // The next visit remembers the network: it starts on HTTP at once. The one CONNECT it may
+      // make is the loader's early socket, opened while the wasm loads (web/boot.js,
+      // openEarly): the proxy refuses it at once, the Host never sees it, and the page does
+      // not wait for it (a shared page that finds the hub up makes none).
       const before = squid.connects();
       const again = await context.newPage();
       const t1 = Date.now();
@@ -76,7 +79,7 @@ test.describe('behind Debian\'s stock squid, which refuses CONNECT to any port b
       await waitState(again, 'connected', 3000);
       console.log(`behind squid, the next visit: connected ${Date.now() - t1} ms after the navigation began`);
       expect(await carrier(again)).toBe('stream');
-      expect(squid.connects()).toBe(before);
+      expect(squid.connects()).toBeLessThanOrEqual(before + 1);
       await context.close();
     } finally {
       await squid.stop();
