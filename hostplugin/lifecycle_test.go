@@ -4,15 +4,22 @@ package hostplugin_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/internal/test/wstest"
 )
 
 // restartEnd reads until the socket ends and returns the restart messages of the error frames
@@ -253,5 +260,187 @@ func TestDrainClosesSessionsStillWaitingForTheGate(t *testing.T) {
 	c.expect(wire.TypeGoAway)
 	if code, _ := c.closed(); code != wire.CloseDrained {
 		t.Errorf("close %d, want %d", code, wire.CloseDrained)
+	}
+}
+
+// bubbleServer serves h's events endpoint with a real http.Server over an in-memory listener,
+// for a synctest bubble: the server's own Shutdown is what the test sees. It returns the
+// server, a client that reaches it, and the channel Serve's error comes on.
+func bubbleServer(t *testing.T, h *hostplugin.Host) (*http.Server, *http.Client, <-chan error) {
+	t.Helper()
+	ln := wstest.NewListener()
+	srv := &http.Server{Handler: endpointOnly(h)}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	client := ln.Client()
+	t.Cleanup(func() {
+		client.CloseIdleConnections()
+		_ = srv.Close()
+	})
+	return srv, client, served
+}
+
+// bubbleDial opens a page's socket through client, and returns it with what it reads until
+// its end: the restart messages of its error frames, its goaways and its close.
+func bubbleDial(t *testing.T, client *http.Client) (*websocket.Conn, <-chan pageEnd) {
+	t.Helper()
+	conn, _, err := websocket.Dial(t.Context(), "ws://host.invalid"+wire.DefaultPath, &websocket.DialOptions{
+		Subprotocols: []string{wire.Subprotocol}, HTTPClient: client})
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { _ = conn.CloseNow() })
+	ended := make(chan pageEnd, 1)
+	go func() {
+		var e pageEnd
+		for {
+			_, b, err := conn.Read(context.Background())
+			if err != nil {
+				e.code = websocket.CloseStatus(err)
+				ended <- e
+				return
+			}
+			f, err := wire.DecodeHost(b)
+			if err != nil {
+				t.Errorf("DecodeHost(%s): %v", b, err)
+				continue
+			}
+			e.frames = append(e.frames, f.T)
+			if f.T == wire.TypeError {
+				e.restarts = append(e.restarts, f.Message)
+			}
+			e.seen = append(e.seen, time.Now())
+		}
+	}()
+	return conn, ended
+}
+
+// pageEnd is what a page read of its session: the type of every frame (and when), the
+// restart messages of its error frames, and its close code.
+type pageEnd struct {
+	frames   []string
+	seen     []time.Time
+	restarts []string
+	code     websocket.StatusCode
+}
+
+// bubbleHost is a Host made in the bubble (its timers on the fake clock), ready, with no
+// client, closed with the test.
+func bubbleHost(t *testing.T, doc string) *hostplugin.Host {
+	t.Helper()
+	h, err := hostplugin.New(mustConfig(t, doc), &hostplugin.Options{
+		Logger: slog.New(&logs{}), Authorize: hostplugin.PublicStreams, NoClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	h.SetReady(true)
+	return h
+}
+
+// One call stops a Host, in the order that answers every page: the sessions are told the
+// Host restarts while the server still accepts, the Host closes (letting go of an upgrade it
+// holds for its slot), and only then does the server shut down, which would otherwise wait
+// for that held upgrade.
+func TestShutdownStopsTheSessionsThenClosesTheHostThenTheServer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// One session a second, a burst of one: a second page is held a second for its slot.
+		h := bubbleHost(t, `{"acceptRate":1,"acceptBurst":1}`)
+		srv, client, served := bubbleServer(t, h)
+		_, ended := bubbleDial(t, client)
+		heldDial := make(chan error, 1)
+		go func() {
+			c, _, err := websocket.Dial(t.Context(), "ws://host.invalid"+wire.DefaultPath, &websocket.DialOptions{
+				Subprotocols: []string{wire.Subprotocol}, HTTPClient: client})
+			if err == nil {
+				_ = c.CloseNow()
+			}
+			heldDial <- err
+		}()
+		synctest.Wait()
+		if n := h.Sessions(); n != 1 {
+			t.Fatalf("%d sessions before the shutdown, want 1 (the second page held for its slot)", n)
+		}
+
+		start := time.Now()
+		if err := h.Shutdown(t.Context(), srv); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if took := time.Since(start); took >= time.Second {
+			t.Errorf("Shutdown took %v: it waited for the held page's slot (1 s), so the server shut down before the Host closed", took)
+		}
+		e := <-ended
+		if e.code != wire.CloseServiceRestart || !slices.Equal(e.restarts, []string{"service-restart"}) {
+			t.Errorf("the page read error frames %q and close %d, want [service-restart] and %d", e.restarts, e.code, wire.CloseServiceRestart)
+		}
+		if err := <-heldDial; err == nil {
+			t.Errorf("the held page became a session of a Host that shut down")
+		}
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve returned %v, want http.ErrServerClosed", err)
+		}
+		if _, err := h.Publish(t.Context(), "s", json.RawMessage(`1`)); !errors.Is(err, hostplugin.ErrClosed) {
+			t.Errorf("Publish after Shutdown: %v, want ErrClosed", err)
+		}
+		if err := h.Shutdown(t.Context(), srv); err != nil {
+			t.Errorf("a second Shutdown: %v, want nil", err)
+		}
+	})
+}
+
+// After a Drain (a successor or the other Hosts of a fleet take the pages), Shutdown lets
+// the drain end as it would: the page that stays is closed at drainTimeoutMs with 1001,
+// never told the Host restarts.
+func TestShutdownAfterADrainWaitsForItAndSendsNoRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := bubbleHost(t, `{"drainTimeoutMs":1000}`)
+		srv, client, _ := bubbleServer(t, h)
+		_, ended := bubbleDial(t, client)
+		synctest.Wait()
+		start := time.Now()
+		go h.Drain(context.Background(), "")
+		synctest.Wait() // the goaway is out; the page stays
+		if err := h.Shutdown(t.Context(), srv); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if took := time.Since(start); took != time.Second {
+			t.Errorf("Shutdown returned %v after the Drain began, want when it ended (drainTimeoutMs, 1s)", took)
+		}
+		e := <-ended
+		if e.code != wire.CloseDrained || len(e.restarts) != 0 || !slices.Contains(e.frames, wire.TypeGoAway) {
+			t.Errorf("the page read %q (restarts %q) and close %d, want a goaway, no restart and %d", e.frames, e.restarts, e.code, wire.CloseDrained)
+		}
+	})
+}
+
+// A page that never answers the close does not hold Shutdown past its context: the rest is
+// done without waiting, and the context's error says the close handshakes were cut short.
+// (Over loopback: in a bubble, the Host's writer would wait on its lock for a pipe nobody
+// reads, which stops the fake clock.)
+func TestShutdownReturnsAtItsContextWhileAPeerIgnoresTheClose(t *testing.T) {
+	f := newFixture(t, `{}`, true)
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// The client reads nothing until Shutdown has returned, so the close handshake cannot
+	// have completed: Shutdown returning proves it did not wait for it.
+	returned := make(chan error, 1)
+	go func() { returned <- f.h.Shutdown(ctx, f.srv.Config) }()
+	select {
+	case err := <-returned:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Shutdown = %v, want the context's error", err)
+		}
+	case <-time.After(bound):
+		t.Fatalf("Shutdown did not return within %v of a context that had ended", bound)
+	}
+	msgs, code, _ := c.restartEnd()
+	if code != wire.CloseServiceRestart || len(msgs) != 1 {
+		t.Errorf("after Shutdown returned the page read %q and close %d, want the restart and %d", msgs, code, wire.CloseServiceRestart)
+	}
+	if resp, err := http.Get(f.srv.URL); err == nil {
+		resp.Body.Close()
+		t.Errorf("the server answered %s after Shutdown: it was not shut down", resp.Status)
 	}
 }
