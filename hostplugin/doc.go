@@ -88,8 +88,9 @@
 // alone); [Host.LivenessHandler] and [Host.ReadinessHandler] answer a load balancer's and
 // Kubernetes' probes ([Host.Readiness]: the gate open, not draining, the log reachable when it
 // is a [LogChecker]). An [Observer] in [Options] is told every event the operator's metrics
-// count; package hostplugin/metrics is one for Prometheus, in a module of its own. The Host watches no signal and no file: the application calls [Host.Reload] (on
-// SIGHUP, say) or [Host.Apply]. A process on its way out calls [Host.Shutdown] with its
+// count; package hostplugin/metrics is one for Prometheus, which only importing it links. The
+// Host watches no signal and no file: the application calls [Host.Reload] (on SIGHUP, say)
+// or [Host.Apply]. A process on its way out calls [Host.Shutdown] with its
 // http.Server (package hostplugin/restart's Restarter.Shutdown calls it too, after stopping
 // accepting and, for a successor, a drain).
 //
