@@ -61,7 +61,7 @@ natively) against ` + "`bin/host`" + ` (cmd/host) with an empty config, except w
 
 const method = `## Method
 
-- One fault proxy (` + "`bench/faultproxy`" + `) per server, on loopback, all switched together by one clock in
+- One fault proxy (` + "`internal/test/faultproxy`" + `) per server, on loopback, all switched together by one clock in
   the harness: up; refuse (accept, then reset with SO_LINGER 0); blackhole (accept, never
   forward, never close); flap (forward, reset each connection 200 ms after its accept). Leaving
   up resets every forwarded connection, so an outage starts for everyone at the same moment.
