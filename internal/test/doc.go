@@ -10,5 +10,7 @@
 //   - pagetest: HTML pages served and their bootstrap read, for the tests of injection;
 //   - faultproxy: the TCP proxy with fault modes that the bench, the soak and the e2e suite's
 //     half-open links put clients behind (bin/faultproxy is its command);
-//   - modproxy: a module proxy of the checkout, for scripts/installable.sh's go get.
+//   - modproxy: a module proxy of the checkout, for scripts/installable.sh's go get;
+//   - restarttest: a Host process and its successors, a port hammered for answers and pages
+//     that follow a GOAWAY, for the restart tests of hostplugin/restart and bin/host.
 package test
