@@ -286,12 +286,18 @@ func (h *Host) Close() error {
 	h.closeOnce.Do(func() {
 		h.sessions.mu.Lock()
 		h.sessions.closed = true
+		stopping := h.sessions.stopping
 		h.closed.Store(true)
 		h.sessions.mu.Unlock()
 		close(h.done)
 		h.endLife()
-		// Sessions Stop is finishing are left to it: a second close would wait for the first.
-		h.closeAll(context.Background(), closeWait, func(s *session) { s.closeUnlessEnding(wire.CloseDrained, "host closed") })
+		// After a Stop every session is Stop's to finish (none is added once it began): a
+		// close from here could overtake a finish that has not yet begun, and the page would
+		// read "host closed" instead of the restart. Sessions a drain or nothing ended are
+		// closed here, but for those already ending: a second close would wait for the first.
+		if !stopping {
+			h.closeAll(context.Background(), closeWait, func(s *session) { s.closeUnlessEnding(wire.CloseDrained, "host closed") })
+		}
 	})
 	return nil
 }
