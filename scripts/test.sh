@@ -22,8 +22,11 @@ step "lint: gofmt, go mod tidy, vet and staticcheck (native and js/wasm, without
 step "the committed client assets match a fresh build"
 ./scripts/check-assets.sh
 
-step "go test -race (native), every module of go.work"
-go test -race -count=1 github.com/lifeline-go/lifeline/...
+step "installable: the README's go get, from a module outside the repository, against the checkout"
+./scripts/installable.sh
+
+step "go test -race (native)"
+go test -race -count=1 ./...
 
 # As an embedder builds above; the packages the fault tag adds files to, again with it.
 tagged=$(./scripts/tagged.sh lifeline_faults)

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifeline-go/lifeline/bench/faultproxy"
+	"github.com/lifeline-go/lifeline/internal/test/faultproxy"
 )
 
 // serveEach serves each connection with handle, on a goroutine of its own, and closes it after.

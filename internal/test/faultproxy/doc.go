@@ -38,7 +38,7 @@
 // gone.
 //
 // A Proxy is safe for concurrent use. Its zero value is not usable: call [Listen]. The
-// control panel ([Proxy.Handler]) and the command bench/cmd/faultproxy switch it from
+// control panel ([Proxy.Handler]) and the command internal/test/faultproxy/cmd/faultproxy switch it from
 // another process (a Node test, a shell).
 //
 // It builds natively only (it runs processes and sockets the browser build has not).

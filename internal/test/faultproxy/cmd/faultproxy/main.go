@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lifeline-go/lifeline/bench/faultproxy"
+	"github.com/lifeline-go/lifeline/internal/test/faultproxy"
 )
 
 func main() {

@@ -1,5 +1,12 @@
 //go:build !js
 
+// Command streamlogs measures the Host's stream logs, the in-memory ring against JetStream:
+// the publish-to-deliver latency to WebSocket subscribers at a steady rate, and how many
+// events per second a Host appends. With -out it rewrites its part of that figures file
+// (bench/FLEET.md, beside the fleet runs' tables, which are copied there by hand).
+//
+//	go run ./bench/cmd/streamlogs                      # print the table
+//	go run ./bench/cmd/streamlogs -out bench/FLEET.md  # … and rewrite its part of bench/FLEET.md
 package main
 
 import (
@@ -7,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,12 +46,21 @@ const (
 	benchPublishers  = 4
 )
 
-// The markers around the part of bench/FLEET.md that -bench -out rewrites; the rest of the
-// file is written by hand and kept.
+// The markers around the part of bench/FLEET.md that -out rewrites; the rest of the file is
+// written by hand and kept.
 const (
-	benchBegin = "<!-- begin: written by go run ./e2e/fleet -bench -out bench/FLEET.md; do not edit by hand -->"
-	benchEnd   = "<!-- end: written by go run ./e2e/fleet -bench -out bench/FLEET.md -->"
+	benchBegin = "<!-- begin: written by go run ./bench/cmd/streamlogs -out bench/FLEET.md; do not edit by hand -->"
+	benchEnd   = "<!-- end: written by go run ./bench/cmd/streamlogs -out bench/FLEET.md -->"
 )
+
+func main() {
+	out := flag.String("out", "", "the figures `file` whose part to rewrite (bench/FLEET.md); none: print only")
+	flag.Parse()
+	if err := benchTo(*out); err != nil {
+		fmt.Fprintln(os.Stderr, "streamlogs:", err)
+		os.Exit(1)
+	}
+}
 
 // benchTo runs the benchmark, prints its table and, with a path, rewrites that file's part
 // between the markers (or creates the file with that part alone).
@@ -71,7 +88,7 @@ func benchTo(path string) error {
 	if err := os.WriteFile(path, []byte(next), 0o644); err != nil {
 		return err
 	}
-	fmt.Fprintln(os.Stderr, "fleet -bench: wrote its part of", path)
+	fmt.Fprintln(os.Stderr, "streamlogs: wrote its part of", path)
 	return nil
 }
 
@@ -120,7 +137,7 @@ func thousands(n int) string {
 // latency at benchRate with benchSubscribers sockets, and how many events per second a Host
 // appends with benchPublishers concurrent publishers.
 func runBench(out io.Writer) error {
-	dir, err := os.MkdirTemp("", "lifeline-fleet-bench-")
+	dir, err := os.MkdirTemp("", "lifeline-streamlogs-")
 	if err != nil {
 		return err
 	}

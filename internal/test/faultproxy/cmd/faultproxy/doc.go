@@ -1,8 +1,8 @@
-// Command faultproxy runs one fault proxy (bench/faultproxy) in front of a server: for trying
-// a client by hand, or from a test in another language. The benchmark harness and the soak
-// run the same proxy in-process.
+// Command faultproxy runs one fault proxy (internal/test/faultproxy) in front of a server:
+// for trying a client by hand, or from a test in another language (the e2e suite's half-open
+// links). The benchmark harness and the soak run the same proxy in-process.
 //
-//	go run ./bench/cmd/faultproxy -listen 127.0.0.1:9000 -upstream 127.0.0.1:8080 -control 127.0.0.1:9001
+//	go run ./internal/test/faultproxy/cmd/faultproxy -listen 127.0.0.1:9000 -upstream 127.0.0.1:8080 -control 127.0.0.1:9001
 //
 // Flags:
 //
@@ -18,7 +18,7 @@
 //	-log FILE          the connection log (default stdout, after the ready line)
 //	-exit-on-eof       exit when stdin ends
 //
-// The modes are bench/faultproxy's: stall freezes every connection, open or new (nothing
+// The modes are internal/test/faultproxy's: stall freezes every connection, open or new (nothing
 // forwarded either way, nothing closed: a half-open link), and a connection frozen once stays
 // frozen when the mode goes back to up, while new ones are forwarded again; reset resets
 // every open connection, frozen ones too.
@@ -28,7 +28,7 @@
 //	{"listen":"127.0.0.1:41234","control":"127.0.0.1:41235","upstream":"127.0.0.1:8080","mode":"up"}
 //
 // then, unless -log names a file, one JSON line per accepted and per ended connection
-// (bench/faultproxy's Record). The proxy waits for its log: keep reading stdout, or give -log.
+// (internal/test/faultproxy's Record). The proxy waits for its log: keep reading stdout, or give -log.
 // Lines typed on stdin switch the mode (a mode's name a line). Human-readable notes go to
 // stderr.
 //
@@ -47,7 +47,7 @@
 // process that started it dies (a death signal it asks the kernel for): so a SIGTERM to
 // `go run`, which does not pass it on, still ends the proxy. From a Node test:
 //
-//	const proxy = spawn('go', ['run', './bench/cmd/faultproxy', '-listen', '127.0.0.1:0',
+//	const proxy = spawn('go', ['run', './internal/test/faultproxy/cmd/faultproxy', '-listen', '127.0.0.1:0',
 //	  '-control', '127.0.0.1:0', '-upstream', hostAddr, '-exit-on-eof'], { stdio: ['pipe', 'pipe', 'inherit'] });
 //	const lines = readline.createInterface({ input: proxy.stdout }); // reads stdout all along
 //	const ready = await new Promise((ok) => lines.once('line', (l) => ok(JSON.parse(l))));

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// -bench -out rewrites its own part of the figures file and nothing else.
+// -out rewrites its own part of the figures file and nothing else.
 func TestSpliceReplacesOnlyTheBenchPart(t *testing.T) {
 	part := benchBegin + "\nnew table\n" + benchEnd + "\n"
 	for _, tt := range []struct {
