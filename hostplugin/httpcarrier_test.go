@@ -506,7 +506,7 @@ func TestAnHTTPSessionWaitsForTheReadinessGate(t *testing.T) {
 
 func TestAProbeOfThePathIsAnsweredAndTakesNoSession(t *testing.T) {
 	f := newFixture(t, `{"maxSessions":1}`, true)
-	f.Dial(t) // the Host is full
+	f.Dial(t).Expect(wire.TypeReady) // the Host is full
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	conn, _, err := websocket.Dial(ctx, f.WSURL()+"?"+wire.ProbeParam+"=1", &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}})
