@@ -1,0 +1,64 @@
+// Debian's firefox-esr through puppeteer-core over WebDriver BiDi (Playwright's Firefox needs a
+// patched build, and its moz-firefox channel fails at newPage here): an isolated session is a
+// browser context (a BiDi user context), a tab a page. Init scripts are BiDi preload scripts;
+// offline is BiDi's network emulation.
+const puppeteer = require('puppeteer-core');
+const { consoleType } = require('./common');
+
+class Tab {
+  constructor(page) {
+    this.page = page;
+    this.lines = [];
+    page.on('console', (m) => this.lines.push({ type: consoleType(m.type()), text: m.text() }));
+    page.on('pageerror', (e) => this.lines.push({ type: 'pageerror', text: e.message }));
+  }
+  async addInitScript(fn, arg) { await this.page.evaluateOnNewDocument(fn, arg); }
+  async goto(url) { await this.page.goto(url); }
+  async reload() { await this.page.reload(); }
+  async back() { await this.page.goBack(); }
+  evaluate(fn, arg) { return this.page.evaluate(fn, arg); }
+  click(selector) { return this.page.click(selector); }
+  async console() { return this.lines.slice(); }
+  screenshot(path) { return this.page.screenshot({ path }); }
+  async close() { if (!this.page.isClosed()) await this.page.close(); }
+  get closed() { return this.page.isClosed(); }
+}
+
+class Session {
+  constructor(context) {
+    this.context = context;
+    this.tabs = [];
+    this.offline = false;
+  }
+  async newTab() {
+    const tab = new Tab(await this.context.newPage());
+    if (this.offline) await tab.page.setOfflineMode(true);
+    this.tabs.push(tab);
+    return tab;
+  }
+  // Offline for every tab of the session: BiDi emulates it per browsing context.
+  async setOffline(offline) {
+    this.offline = offline;
+    await Promise.all(this.tabs.filter((t) => !t.closed).map((t) => t.page.setOfflineMode(offline)));
+  }
+  close() { return this.context.close(); }
+}
+
+class Engine {
+  constructor() {
+    this.name = 'firefox';
+    this.can = { initScripts: true, offline: 'browser' };
+  }
+  async launch() {
+    this.browser = await puppeteer.launch({
+      browser: 'firefox', protocol: 'webDriverBiDi', executablePath: '/usr/bin/firefox-esr', headless: true,
+      // The real users' preferences stay as they are (network.websocket.delay-failed-reconnects
+      // among them); only what keeps a test browser quiet is set.
+      extraPrefsFirefox: { 'browser.shell.checkDefaultBrowser': false },
+    });
+  }
+  async newSession() { return new Session(await this.browser.createBrowserContext()); }
+  async close() { if (this.browser) await this.browser.close(); }
+}
+
+module.exports = { Engine };
