@@ -21,6 +21,11 @@ const defects = [
     title: 'a reload and a navigation away log no console error',
     defect: 'Firefox in-page: leaving the page logs a false console.error "connection failed … the host closed it with 1001"',
   },
+  {
+    engines: ['firefox'], modes: ['*'],
+    title: 'a stalled handshake (stall-open)',
+    defect: 'Firefox: a socket the page gives up on while the Host holds its upgrade (Reconnect now, the deadline) stays open at the Host, and they pile up (1 → 5 open in 15 s; Chromium closes each at once)',
+  },
 ];
 
 // knownDefect returns the defect that the scenario titled title is marked with in engine and

@@ -86,4 +86,6 @@ const test = base.test.extend({
   },
 });
 
-module.exports = { test, expect: base.expect, mode, setMode, ...require('../tests/host') };
+const { waitFor, gapsIn } = require('../tests/host');
+
+module.exports = { test, expect: base.expect, mode, setMode, waitFor, gapsIn };
