@@ -22,9 +22,24 @@ const defects = [
     defect: 'Firefox in-page: leaving the page logs a false console.error "connection failed … the host closed it with 1001"',
   },
   {
+    engines: ['webkit'], modes: ['in-page'],
+    title: 'a reload and a navigation away log no console error',
+    defect: 'WebKitGTK in-page: a reload logs a false console.error "lifeline: connection failed attempt=1 failures=1 err=gateway: session closed: gateway: the connection was lost (no close frame: 1006)"',
+  },
+  {
     engines: ['firefox'], modes: ['*'],
     title: 'a stalled handshake (stall-open)',
     defect: 'Firefox: a socket the page gives up on while the Host holds its upgrade (Reconnect now, the deadline) stays open at the Host, and they pile up (1 → 5 open in 15 s; Chromium closes each at once)',
+  },
+  {
+    engines: ['firefox', 'webkit'], modes: ['*'],
+    title: 'the hub keeps its socket through a reload of the only tab',
+    defect: 'Firefox, WebKitGTK: the shared hub dies with its only tab, so a reload costs a new socket and a cold start (web/boot.js relies on SharedWorker extendedLifetime, which only Chromium has)',
+  },
+  {
+    engines: ['webkit'], modes: ['*'],
+    title: 'five tabs share one session; tabs closing in any order',
+    defect: 'WebKitGTK: closing one window of several (the 2nd of 5 closed here) ends the shared hub without a word: the Host session closes, the other tabs stay "connected" with no ticks, forever (no error event, no exited message; web/lifeline.js never checks that its hub answers)',
   },
 ];
 

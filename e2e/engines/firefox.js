@@ -4,6 +4,7 @@
 // offline is BiDi's network emulation.
 const puppeteer = require('puppeteer-core');
 const { consoleType } = require('./common');
+const { waitFor } = require('../tests/host');
 
 class Tab {
   constructor(page) {
@@ -15,7 +16,17 @@ class Tab {
   async addInitScript(fn, arg) { await this.page.evaluateOnNewDocument(fn, arg); }
   async goto(url) { await this.page.goto(url); }
   async reload() { await this.page.reload(); }
-  async back() { await this.page.goBack(); }
+  // back goes back in the tab's history. Not page.goBack(): over BiDi it waits for a navigation
+  // event that a page restored from the back-forward cache never sends (30 s, then a timeout).
+  // Done: the tab shows another document, fully loaded (a restored one is at once).
+  async back() {
+    const before = await this.page.evaluate(() => location.href + '#' + performance.timeOrigin);
+    await this.page.evaluate(() => { setTimeout(() => history.back(), 0); });
+    await waitFor(async () => {
+      const now = await this.page.evaluate(() => document.readyState === 'complete' && location.href + '#' + performance.timeOrigin);
+      return now && now !== before;
+    }, { timeout: 30_000, interval: 20, what: 'the previous page of the history' });
+  }
   evaluate(fn, arg) { return this.page.evaluate(fn, arg); }
   click(selector) { return this.page.click(selector); }
   async console() { return this.lines.slice(); }
