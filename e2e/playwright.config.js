@@ -23,7 +23,7 @@ module.exports = defineConfig({
     launchOptions,
   },
   projects: [
-    { name: 'chromium', testMatch: ['scenarios/**/*.spec.js', 'tests/**/*.spec.js'], use: { engineName: 'chromium' } },
+    { name: 'chromium', testMatch: ['scenarios/**/*.spec.js', 'tests/**/*.spec.js'], testIgnore: 'scenarios/chromium-only.spec.js', use: { engineName: 'chromium' } },
     { name: 'firefox', testMatch: ['scenarios/**/*.spec.js'], use: { engineName: 'firefox' } },
     { name: 'webkit', testMatch: ['scenarios/**/*.spec.js'], use: { engineName: 'webkit' } },
   ],

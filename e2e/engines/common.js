@@ -20,7 +20,7 @@ function source(fn, arg) {
 function recordConsole() {
   const KEY = '__e2eConsole';
   const text = (v) => {
-    if (v instanceof Error) return String(v);
+    if (v instanceof Error || typeof v === 'function' || v === undefined) return String(v);
     if (typeof v === 'string') return v;
     try { return JSON.stringify(v); } catch (_) { return String(v); }
   };

@@ -6,6 +6,19 @@ const puppeteer = require('puppeteer-core');
 const { consoleType } = require('./common');
 const { waitFor } = require('../tests/host');
 
+// errorsAsText runs first in every page: over BiDi a console message's Error argument reaches
+// the driver as an empty remote value (puppeteer's text() says "JSHandle@error", and it cannot
+// be read afterwards), so the test browser's console gets Errors as their text, as Chromium's
+// console messages give them.
+function errorsAsText() {
+  for (const type of ['log', 'info', 'warn', 'error', 'debug']) {
+    const orig = console[type];
+    console[type] = function (...args) {
+      return orig.apply(this, args.map((a) => (a instanceof Error ? String(a) : a)));
+    };
+  }
+}
+
 class Tab {
   constructor(page) {
     this.page = page;
@@ -43,6 +56,7 @@ class Session {
   }
   async newTab() {
     const tab = new Tab(await this.context.newPage());
+    await tab.addInitScript(errorsAsText);
     if (this.offline) await tab.page.setOfflineMode(true);
     this.tabs.push(tab);
     return tab;
