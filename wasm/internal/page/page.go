@@ -17,6 +17,7 @@ import (
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/configdoc"
+	"github.com/lifeline-go/lifeline/internal/strictjson"
 )
 
 // Config is what a page's connection is built from.
@@ -46,6 +47,17 @@ type options struct {
 	Mode string `json:"mode,omitempty"`
 	// UpgradeAfterMs is how soon a page on the HTTP carrier first tries a WebSocket again.
 	UpgradeAfterMs *float64 `json:"upgradeAfterMs,omitempty"`
+}
+
+// JSONFields lists the members the options may have, by their json tags (the tests hold it
+// to them).
+func (o *options) JSONFields() []strictjson.Field {
+	return []strictjson.Field{
+		{Name: "recovery", Ptr: (*[]byte)(&o.Recovery)},
+		{Name: "endpoint", Ptr: &o.Endpoint},
+		{Name: "mode", Ptr: &o.Mode},
+		{Name: "upgradeAfterMs", Ptr: &o.UpgradeAfterMs},
+	}
 }
 
 // Bounds of upgradeAfterMs: not a storm, not forever.
