@@ -273,6 +273,16 @@ func earlyOpen(url string) bool {
 	return false
 }
 
+// LeaveEarly closes the socket the page's loader opened while the wasm loaded (web/boot.js and
+// web/worker.js, openEarly), if no dial has taken it. A hub that will never dial (it refused
+// its config) calls it: the loader's own timer closes an untaken socket only after 30 s, and
+// meanwhile the Host keeps a session nobody reads.
+func LeaveEarly() {
+	if e := js.Global().Get("__lifelineEarly"); e.Type() == js.TypeObject {
+		e.Call("drop")
+	}
+}
+
 // wsOpen is WebSocket.OPEN, the readyState of a socket that opened and is not closing.
 const wsOpen = 1
 

@@ -148,3 +148,6 @@ func unanswered(err error) bool {
 
 // earlyOpen: natively no loader opened a socket ahead of the program (see carrier_js.go).
 func earlyOpen(string) bool { return false }
+
+// LeaveEarly: natively there is no early socket to leave (see carrier_js.go).
+func LeaveEarly() {}

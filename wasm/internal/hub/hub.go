@@ -255,6 +255,8 @@ func (h *Hub) misconfigured(err error) {
 	h.log.Error("lifeline: connection settings are invalid", "err", err)
 	h.bad = err
 	h.last = &Status{Misconfigured: err}
+	// The loader opened the Host's socket before the config was read; no dial will take it.
+	gateway.LeaveEarly()
 }
 
 // publish sends a status to every tab that said Hello. It runs on the controller's
