@@ -23,7 +23,8 @@ import (
 // {t:"ended", id, error, denied, reason} (reason: the Host's words when it denied the
 // subscription, "" otherwise), {t:"sent", id, epoch} (the call is being written under that
 // dedup epoch), {t:"reply", id, data (JSON text)} or {t:"reply", id, error, kind, sent, code,
-// retryAfter (ms)} (gateway.CallError's fields).
+// retryAfter (ms)} (gateway.CallError's fields), {t:"pong"} (the answer to a ping, at once:
+// the tab's check that its hub is alive, web/lifeline.js).
 type port struct {
 	v    js.Value
 	conn *hub.Conn
@@ -37,6 +38,9 @@ func attach(h *hub.Hub, v js.Value) {
 		defer contain("reading a message from the page")
 		in := inbound(args[0].Get("data"))
 		sweep.heard(p)
+		if in.T == hub.MsgPing {
+			p.post(map[string]any{"t": "pong"})
+		}
 		p.conn.Handle(in)
 		return nil
 	})
