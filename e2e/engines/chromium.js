@@ -45,7 +45,10 @@ class Engine {
     this.can = { initScripts: true, offline: 'browser' };
   }
   async launch() { this.browser = await chromium.launch(launchOptions); }
-  async newSession() { return new Session(await this.browser.newContext()); }
+  // A proxy applies to loopback too ('<-loopback>' drops Chromium's implicit bypass of it).
+  async newSession({ proxy } = {}) {
+    return new Session(await this.browser.newContext(proxy ? { proxy: { server: proxy, bypass: '<-loopback>' } } : {}));
+  }
   async close() { if (this.browser) await this.browser.close(); }
 }
 

@@ -7,21 +7,6 @@
 // substring), and the defect in one line.
 const defects = [
   {
-    engines: ['*'], modes: ['*'],
-    title: 'without SharedWorker the page falls back to in-page by itself',
-    defect: 'the page falls back to in-page silently when SharedWorker is missing: nothing on the console (web/boot.js picks in-page; web/lifeline.js warns only when new SharedWorker throws)',
-  },
-  {
-    engines: ['firefox'], modes: ['*'],
-    title: 'after an outage the page is back within the ladder',
-    defect: 'Firefox delays a new WebSocket after recent failures (network.websocket.delay-failed-reconnects): back long after the Host, and "slow" while the Host answers 503 at once',
-  },
-  {
-    engines: ['firefox'], modes: ['in-page'],
-    title: 'a reload and a navigation away log no console error',
-    defect: 'Firefox in-page: leaving the page logs a false console.error "connection failed … the host closed it with 1001"',
-  },
-  {
     engines: ['webkit'], modes: ['in-page'],
     title: 'a reload and a navigation away log no console error',
     defect: 'WebKitGTK in-page: a reload logs a false console.error "lifeline: connection failed attempt=1 failures=1 err=gateway: session closed: gateway: the connection was lost (no close frame: 1006)"',

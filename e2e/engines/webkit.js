@@ -161,7 +161,9 @@ class Engine {
     this.xvfb = x.proc;
     this.display = await x.display;
   }
-  async newSession() {
+  // A proxy is WebDriver's proxy capability (manual, host:port), which WebKitWebDriver hands to
+  // its browser's network session.
+  async newSession({ proxy } = {}) {
     const port = await freePort();
     const proc = spawn('WebKitWebDriver', [`--port=${port}`], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, DISPLAY: this.display } });
     const errors = [];
@@ -171,6 +173,7 @@ class Engine {
       const driver = await new Builder().usingServer(`http://127.0.0.1:${port}`).withCapabilities({
         browserName: 'MiniBrowser',
         'webkitgtk:browserOptions': { binary: miniBrowser, args: ['--automation'] },
+        ...(proxy ? { proxy: { proxyType: 'manual', httpProxy: new URL(proxy).host } } : {}),
       }).build();
       // evaluate's scripts are bounded by the scenarios' own waits, not by WebDriver's 30 s.
       await driver.manage().setTimeouts({ script: 120_000, pageLoad: 60_000 });
