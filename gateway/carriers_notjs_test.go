@@ -517,3 +517,65 @@ func TestADialNothingAnsweredIsNoBlockedPath(t *testing.T) {
 		t.Fatalf("carrier %+v at attempt %d, want a WebSocket at the 4th attempt (three resets on the ladder)", got, st.Attempt)
 	}
 }
+
+func TestAPollingSessionDrainingToASuccessorThatDoesNotKnowItStaysConnected(t *testing.T) {
+	// As above, on long polls: each poll is a new request, so once the restarting Host has
+	// handed its listening socket on, the draining session's next poll reaches the successor,
+	// which answers 404 (no such session). That answer is no end of the page's connection: the
+	// session it is moving to is a moment away (found in WebKitGTK, whose polls lost that race:
+	// the page showed connecting, then connected, on every restart behind a buffering proxy).
+	a, b := newRealHost(t, `{}`), newRealHost(t, `{}`)
+	var cur atomic.Pointer[realHost]
+	cur.Store(a)
+	var gone atomic.Int64 // the successor's 404s
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := cur.Load()
+		if h == b {
+			w = &statusTap{ResponseWriter: w, on404: func() { gone.Add(1) }}
+		}
+		h.h.Handler(http.NotFoundHandler()).ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	var cs carriers
+	r := newRig(t, "ws"+strings.TrimPrefix(front.URL, "http")+wire.DefaultPath, carrierRecovery(),
+		&gateway.Options{Carrier: wire.CarrierPoll, UpgradeAfter: time.Hour, OnCarrier: cs.on})
+	r.ctl.Start()
+	r.waitConnected()
+	cs.wait(t, wire.CarrierPoll)
+	b.h.SetReady(false) // the page's next session waits at the successor's gate
+	cur.Store(b)
+	go a.h.Drain(context.Background(), "")
+	deadline := time.Now().Add(bound)
+	for b.h.Sessions() != 1 || gone.Load() < 1 { // the next session at the gate, the old one's poll refused
+		if time.Now().After(deadline) {
+			t.Fatalf("sessions at the successor %d, its 404s %d; want the page's next session and the draining session's poll", b.h.Sessions(), gone.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.h.SetReady(true)
+	r.waitState("connected to the successor", func(s controller.Status) bool { return s.Attempt >= 2 && s.State == controller.Connected })
+	for _, s := range r.allStatuses()[1:] {
+		if s.State != controller.Connected {
+			t.Fatalf("status %v (err %v) during the handover, want connected throughout", s.State, s.Err)
+		}
+	}
+}
+
+// statusTap calls on404 when the handler answers 404.
+type statusTap struct {
+	http.ResponseWriter
+	on404 func()
+}
+
+func (s *statusTap) WriteHeader(code int) {
+	if code == http.StatusNotFound {
+		s.on404()
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusTap) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
