@@ -42,7 +42,8 @@ class Engine {
   constructor() {
     this.name = 'chromium';
     // offline: 'browser' — the driver cuts the page's network and fires offline/online.
-    this.can = { initScripts: true, offline: 'browser' };
+    // proxyWebSockets: 'connect' — a ws:// goes through an HTTP proxy as a CONNECT tunnel.
+    this.can = { initScripts: true, offline: 'browser', proxyWebSockets: 'connect' };
   }
   async launch() { this.browser = await chromium.launch(launchOptions); }
   // A proxy applies to loopback too ('<-loopback>' drops Chromium's implicit bypass of it).

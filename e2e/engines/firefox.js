@@ -72,7 +72,7 @@ class Session {
 class Engine {
   constructor() {
     this.name = 'firefox';
-    this.can = { initScripts: true, offline: 'browser' };
+    this.can = { initScripts: true, offline: 'browser', proxyWebSockets: 'connect' };
   }
   async launch() {
     this.browser = await puppeteer.launch({

@@ -1,6 +1,7 @@
 // The engines the end-to-end scenarios run in, each behind one interface:
 //
-//   engine.name, engine.can ({initScripts, offline: 'browser' | 'events'})
+//   engine.name, engine.can ({initScripts, offline: 'browser' | 'events',
+//     proxyWebSockets: 'connect' | 'get': how a ws:// goes through an HTTP proxy})
 //   engine.launch(), engine.newSession({proxy}) → session, engine.close()
 //     proxy: 'http://host:port', an HTTP proxy every request and WebSocket of the session
 //     goes through, loopback included (a ws:// as a CONNECT tunnel)

@@ -154,7 +154,10 @@ class Engine {
     this.name = 'webkit';
     // offline: 'events' — no driver can cut this browser's network: the scenario cuts the Host
     // and dispatches offline/online in the page.
-    this.can = { initScripts: true, offline: 'events' };
+    // proxyWebSockets: 'get' — WebKitGTK (libsoup) asks an HTTP proxy for a ws:// upgrade with a
+    // GET of the ws:// URL, never a CONNECT; a proxy that does not upgrade itself (squid: 501)
+    // never carries its WebSockets, whatever its CONNECT rules.
+    this.can = { initScripts: true, offline: 'events', proxyWebSockets: 'get' };
   }
   async launch() {
     const x = startXvfb();
