@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/lifeline-go/lifeline/internal/jsontok"
 )
@@ -25,6 +26,8 @@ const (
 	// than this goes out in several frames of one batch ("more": true on all but the last),
 	// well within the page's read limit (1 MiB by default).
 	MaxPresenceFrame = 32 << 10
+	// MaxPresenceHold bounds a snapshot's hold: the longest grace window a Host may have.
+	MaxPresenceHold = 10 * time.Minute
 )
 
 // PresenceMember is one member of a stream as a presence frame lists it: an identity (as the
@@ -53,6 +56,9 @@ func (f HostFrame) appendPresence(b []byte) []byte {
 	}
 	if f.Limit != 0 {
 		b = strconv.AppendInt(append(b, `,"limit":`...), int64(f.Limit), 10)
+	}
+	if f.HoldMs != 0 {
+		b = strconv.AppendInt(append(b, `,"hold":`...), f.HoldMs, 10)
 	}
 	if f.Members != nil {
 		b = append(b, `,"members":[`...)
@@ -221,7 +227,7 @@ func (f HostFrame) validatePresence() error {
 		return err
 	}
 	if f.Reason != "" {
-		if f.Epoch != "" || f.Seq != 0 || f.From != 0 || f.Snapshot || f.More || f.Total != 0 || f.Limit != 0 || f.Members != nil || f.Left != nil {
+		if f.Epoch != "" || f.Seq != 0 || f.From != 0 || f.Snapshot || f.More || f.Total != 0 || f.Limit != 0 || f.Members != nil || f.Left != nil || f.HoldMs != 0 {
 			return fmt.Errorf("%w: presence on %q refused with a reason carries nothing else", ErrFrame, Truncate(f.Stream))
 		}
 		return nil
@@ -234,6 +240,10 @@ func (f HostFrame) validatePresence() error {
 		return fmt.Errorf("%w: a presence snapshot of %q has from=%d: a snapshot is from nothing", ErrFrame, Truncate(f.Stream), f.From)
 	case !f.Snapshot && f.From >= f.Seq:
 		return fmt.Errorf("%w: a presence diff of %q goes from %d to %d: it must go forward", ErrFrame, Truncate(f.Stream), f.From, f.Seq)
+	case f.HoldMs < 0 || f.HoldMs > MaxPresenceHold.Milliseconds():
+		return fmt.Errorf("%w: presence of %q holds for %d ms: must be in 0..%d", ErrFrame, Truncate(f.Stream), f.HoldMs, MaxPresenceHold.Milliseconds())
+	case f.HoldMs != 0 && !f.Snapshot:
+		return fmt.Errorf("%w: a presence diff of %q holds: only a snapshot does", ErrFrame, Truncate(f.Stream))
 	case f.Limit != 0 && len(f.Members) > f.Limit:
 		return fmt.Errorf("%w: presence of %q lists %d members, over its limit %d", ErrFrame, Truncate(f.Stream), len(f.Members), f.Limit)
 	}

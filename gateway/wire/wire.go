@@ -168,6 +168,10 @@ type HostFrame struct {
 	Limit    int              `json:"limit,omitempty"`
 	Members  []PresenceMember `json:"members,omitempty"`
 	Left     []string         `json:"left,omitempty"`
+	// presence, on a snapshot: HoldMs is how long the page keeps the members it shows that the
+	// snapshot does not list, unless a later frame lists them or says they left (a Host that
+	// started less than a grace window ago cannot know who is still on the way to it).
+	HoldMs int64 `json:"hold,omitempty"`
 }
 
 // PageFrame is one page → Host frame.
@@ -531,6 +535,8 @@ func DecodeHost(b []byte) (HostFrame, error) {
 			return readMembers(d, &f.Members)
 		case "left":
 			return readIDs(d, &f.Left)
+		case "hold":
+			return readInt(d, key, &f.HoldMs)
 		case "status":
 			var v int64
 			err := readInt(d, key, &v)
