@@ -1,8 +1,9 @@
 //go:build !js
 
-// Command presence measures Lifeline's presence on one Host over loopback, in one process
-// (issue 34's first two rows, Lifeline's side only: the comparison with centrifuge is not
-// written yet):
+// Command presence measures presence on one server over loopback, in one process (issue 34's
+// first two rows), for Lifeline's Host (-kind lifeline) or github.com/centrifugal/centrifuge
+// with its in-memory presence and its join/leave pushes on (-kind centrifuge: a page subscribes
+// with join_leave, then asks for the channel's presence, and applies the joins and leaves):
 //
 //   - join: -pages pages, connected first, all subscribe one stream at once asking for its
 //     presence; the time until every page shows every member, and the presence frames and
@@ -15,7 +16,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -28,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/centrifugal/centrifuge"
 	"github.com/coder/websocket"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
@@ -36,10 +40,14 @@ import (
 
 const stream = "room.bench"
 
+// kind is the server under test (-kind).
+var kind string
+
 func main() {
 	pages := flag.Int("pages", 2000, "pages joining at once")
 	churn := flag.Int("churn", 100, "joins a second in the churn phase (0: none)")
 	dur := flag.Duration("for", 10*time.Second, "how long the churn lasts")
+	flag.StringVar(&kind, "kind", "lifeline", "lifeline or centrifuge")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
 	flag.Parse()
 	if *profile != "" {
@@ -68,37 +76,40 @@ type page struct {
 	want   int
 	seen   map[string]time.Time
 	conn   *websocket.Conn
+	// centrifuge: its presence is by client; users counts each user's clients. A frame is a
+	// WebSocket message (centrifuge puts several pushes in one, a line each).
+	clients map[string]string
+	users   map[string]int
 }
 
 func run(n, churn int, dur time.Duration) error {
-	doc := `{"maxSessions":1000000,"acceptRate":1000000,"acceptBurst":1000000,"perIPRate":1000000,"perIPBurst":1000000,"heartbeatMs":15000}`
-	cfg, err := hostplugin.ParseConfig([]byte(doc))
-	if err != nil {
-		return err
+	var handler http.Handler
+	var path string
+	switch kind {
+	case "lifeline":
+		h, err := lifeline(n + churn*int(dur/time.Second) + 1)
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		handler, path = h.Handler(http.NotFoundHandler()), wire.DefaultPath
+	case "centrifuge":
+		var err error
+		if handler, err = centrifugeServer(); err != nil {
+			return err
+		}
+		path = "/connection/websocket"
+	default:
+		return fmt.Errorf("unknown -kind %q", kind)
 	}
-	h, err := hostplugin.New(cfg, &hostplugin.Options{
-		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Authorize:    hostplugin.PublicStreams,
-		NoClient:     true,
-		Authenticate: func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil },
-		Presence: &hostplugin.Presence{
-			Streams:    func(string) bool { return true },
-			MaxMembers: n + churn*int(dur/time.Second) + 1,
-		},
-	})
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	h.SetReady(true)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h.Handler(http.NotFoundHandler())}
+	srv := &http.Server{Handler: handler}
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Close()
-	url := "ws://" + ln.Addr().String() + wire.DefaultPath
+	url := "ws://" + ln.Addr().String() + path
 
 	ps := make([]*page, n)
 	for i := range n {
@@ -108,6 +119,9 @@ func run(n, churn int, dur time.Duration) error {
 	}
 	fmt.Printf("%d pages connected; all subscribe at once\n", n)
 	sub, _ := wire.PageFrame{T: wire.TypeSub, Stream: stream, Presence: true}.Encode()
+	if kind == "centrifuge" {
+		sub = []byte(`{"id":2,"subscribe":{"channel":"` + stream + `","join_leave":true}}`)
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	for _, p := range ps {
@@ -117,7 +131,16 @@ func run(n, churn int, dur time.Duration) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for !allFull(ps) {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("not every page showed all %d members within 60 s", n)
+			full, shown := 0, 0
+			for _, p := range ps {
+				p.mu.Lock()
+				if !p.full.IsZero() {
+					full++
+				}
+				shown += len(p.shows)
+				p.mu.Unlock()
+			}
+			return fmt.Errorf("%s: after 60 s %d of %d pages show all %d members; a page shows %.0f on average", kind, full, n, n, float64(shown)/float64(n))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -132,8 +155,8 @@ func run(n, churn int, dur time.Duration) error {
 		p.mu.Unlock()
 	}
 	slices.Sort(took)
-	fmt.Printf("join: %d pages at once: every page shows all %d members after %v (p50 %v); presence frames per page %.1f (max %d), bytes per page %.0f\n",
-		n, n, took[len(took)-1].Round(time.Millisecond), took[len(took)/2].Round(time.Millisecond),
+	fmt.Printf("%s join: %d pages at once: every page shows all %d members after %v (p50 %v); presence frames per page %.1f (max %d), bytes per page %.0f\n",
+		kind, n, n, took[len(took)-1].Round(time.Millisecond), took[len(took)/2].Round(time.Millisecond),
 		float64(frames)/float64(n), maxFrames, float64(bytes)/float64(n))
 
 	if churn <= 0 {
@@ -183,8 +206,8 @@ func run(n, churn int, dur time.Duration) error {
 	pct := func(q float64) time.Duration {
 		return lat[min(len(lat)-1, int(q*float64(len(lat))))].Round(time.Millisecond)
 	}
-	fmt.Printf("churn: %d joins/s for %v on a stream of %d: join → every one of the %d first pages shows it: p50 %v, p99 %v, max %v (%d sightings missing); process CPU (Host and every page) %.1f%% of a core\n",
-		churn, dur, n, n, pct(0.5), pct(0.99), lat[len(lat)-1].Round(time.Millisecond), missing, 100*cpuUsed.Seconds()/wall.Seconds())
+	fmt.Printf("%s churn: %d joins/s for %v on a stream of %d: join → every one of the %d first pages shows it: p50 %v, p99 %v, max %v (%d sightings missing); process CPU (Host and every page) %.1f%% of a core\n",
+		kind, churn, dur, n, n, pct(0.5), pct(0.99), lat[len(lat)-1].Round(time.Millisecond), missing, 100*cpuUsed.Seconds()/wall.Seconds())
 	return nil
 }
 
@@ -203,14 +226,26 @@ func allFull(ps []*page) bool {
 func dial(url, user string, want int) (*page, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	proto := wire.Subprotocol
+	if kind == "centrifuge" {
+		proto = "centrifuge-json"
+	}
 	conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{
-		Subprotocols: []string{wire.Subprotocol}, HTTPHeader: http.Header{"X-User": {user}}})
+		Subprotocols: []string{proto}, HTTPHeader: http.Header{"X-User": {user}}})
 	if err != nil {
 		return nil, fmt.Errorf("dial as %s: %w", user, err)
 	}
-	conn.SetReadLimit(1 << 20)
-	p := &page{shows: map[string]bool{}, seen: map[string]time.Time{}, want: want, conn: conn}
-	go p.read()
+	conn.SetReadLimit(16 << 20)
+	p := &page{shows: map[string]bool{}, seen: map[string]time.Time{}, want: want, conn: conn,
+		clients: map[string]string{}, users: map[string]int{}}
+	if kind == "centrifuge" {
+		if err := conn.Write(ctx, websocket.MessageText, []byte(`{"id":1,"connect":{}}`)); err != nil {
+			return nil, err
+		}
+		go p.readCentrifuge()
+	} else {
+		go p.read()
+	}
 	return p, nil
 }
 
@@ -242,6 +277,152 @@ func (p *page) read() {
 		}
 		p.mu.Unlock()
 	}
+}
+
+// centrifugeReply is what a centrifuge page reads: a reply (id) to its subscribe or presence
+// request, a push of a join or leave, or a ping ({}).
+type centrifugeReply struct {
+	ID        uint32          `json:"id"`
+	Subscribe json.RawMessage `json:"subscribe"`
+	Presence  *struct {
+		Presence map[string]centrifugeInfo `json:"presence"`
+	} `json:"presence"`
+	Push *struct {
+		Join  *struct{ Info centrifugeInfo } `json:"join"`
+		Leave *struct{ Info centrifugeInfo } `json:"leave"`
+	} `json:"push"`
+	Error json.RawMessage `json:"error"`
+}
+
+type centrifugeInfo struct {
+	User   string `json:"user"`
+	Client string `json:"client"`
+}
+
+// readCentrifuge: once subscribed, the page asks for the presence, and applies it with every
+// join and leave pushed (joins pushed before the answer are in it as well: a page counts each
+// client once).
+func (p *page) readCentrifuge() {
+	for {
+		_, b, err := p.conn.Read(context.Background())
+		if err != nil {
+			return
+		}
+		now := time.Now()
+		counted := false // a message of several lines is one frame
+		for line := range bytes.SplitSeq(b, []byte("\n")) {
+			if len(line) == 2 && line[0] == '{' && line[1] == '}' {
+				_ = p.conn.Write(context.Background(), websocket.MessageText, []byte("{}"))
+				continue
+			}
+			var r centrifugeReply
+			if json.Unmarshal(line, &r) != nil {
+				continue
+			}
+			if len(r.Error) > 0 {
+				fmt.Fprintf(os.Stderr, "centrifuge: %s\n", line)
+				continue
+			}
+			if r.ID == 2 && r.Subscribe != nil {
+				_ = p.conn.Write(context.Background(), websocket.MessageText, []byte(`{"id":3,"presence":{"channel":"`+stream+`"}}`))
+				continue
+			}
+			p.mu.Lock()
+			if (r.Presence != nil || r.Push != nil) && !counted {
+				counted = true
+				p.frames++
+			}
+			switch {
+			case r.Presence != nil:
+				p.bytes += len(line)
+				for _, in := range r.Presence.Presence {
+					p.join(in, now)
+				}
+			case r.Push != nil && r.Push.Join != nil:
+				p.bytes += len(line)
+				p.join(r.Push.Join.Info, now)
+			case r.Push != nil && r.Push.Leave != nil:
+				p.bytes += len(line)
+				if _, ok := p.clients[r.Push.Leave.Info.Client]; ok {
+					delete(p.clients, r.Push.Leave.Info.Client)
+					if p.users[r.Push.Leave.Info.User]--; p.users[r.Push.Leave.Info.User] == 0 {
+						delete(p.users, r.Push.Leave.Info.User)
+						delete(p.shows, r.Push.Leave.Info.User)
+					}
+				}
+			}
+			if p.want > 0 && p.full.IsZero() && len(p.shows) >= p.want {
+				p.full = now
+			}
+			p.mu.Unlock()
+		}
+	}
+}
+
+func (p *page) join(in centrifugeInfo, now time.Time) {
+	if _, ok := p.clients[in.Client]; ok {
+		return
+	}
+	p.clients[in.Client] = in.User
+	p.users[in.User]++
+	p.shows[in.User] = true
+	if _, ok := p.seen[in.User]; !ok {
+		p.seen[in.User] = now
+	}
+}
+
+func lifeline(maxMembers int) (*hostplugin.Host, error) {
+	doc := `{"maxSessions":1000000,"acceptRate":1000000,"acceptBurst":1000000,"perIPRate":1000000,"perIPBurst":1000000,"heartbeatMs":15000}`
+	cfg, err := hostplugin.ParseConfig([]byte(doc))
+	if err != nil {
+		return nil, err
+	}
+	h, err := hostplugin.New(cfg, &hostplugin.Options{
+		Logger:       slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Authorize:    hostplugin.PublicStreams,
+		NoClient:     true,
+		Authenticate: func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil },
+		Presence:     &hostplugin.Presence{Streams: func(string) bool { return true }, MaxMembers: maxMembers},
+	})
+	if err != nil {
+		return nil, err
+	}
+	h.SetReady(true)
+	return h, nil
+}
+
+// userKey carries the X-User header into centrifuge's OnConnecting.
+type userKey struct{}
+
+// centrifugeServer is a centrifuge node with its in-memory presence manager, every
+// subscription emitting presence and joins and leaves, and pushing them to its client.
+func centrifugeServer() (http.Handler, error) {
+	node, err := centrifuge.New(centrifuge.Config{
+		LogLevel:   centrifuge.LogLevelError,
+		LogHandler: func(e centrifuge.LogEntry) { fmt.Fprintf(os.Stderr, "centrifuge: %s %v\n", e.Message, e.Fields) },
+	})
+	if err != nil {
+		return nil, err
+	}
+	node.OnConnecting(func(ctx context.Context, _ centrifuge.ConnectEvent) (centrifuge.ConnectReply, error) {
+		user, _ := ctx.Value(userKey{}).(string)
+		return centrifuge.ConnectReply{Credentials: &centrifuge.Credentials{UserID: user}}, nil
+	})
+	node.OnConnect(func(c *centrifuge.Client) {
+		c.OnSubscribe(func(_ centrifuge.SubscribeEvent, cb centrifuge.SubscribeCallback) {
+			cb(centrifuge.SubscribeReply{Options: centrifuge.SubscribeOptions{EmitPresence: true, EmitJoinLeave: true, PushJoinLeave: true}}, nil)
+		})
+		c.OnPresence(func(_ centrifuge.PresenceEvent, cb centrifuge.PresenceCallback) {
+			cb(centrifuge.PresenceReply{}, nil)
+		})
+	})
+	if err := node.Run(); err != nil {
+		return nil, err
+	}
+	ws := centrifuge.NewWebsocketHandler(node, centrifuge.WebsocketConfig{CheckOrigin: func(*http.Request) bool { return true }})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, r.Header.Get("X-User"))))
+	}), nil
 }
 
 func cpu() time.Duration {
