@@ -25,6 +25,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"sync"
@@ -48,6 +49,7 @@ func main() {
 	churn := flag.Int("churn", 100, "joins a second in the churn phase (0: none)")
 	dur := flag.Duration("for", 10*time.Second, "how long the churn lasts")
 	flag.StringVar(&kind, "kind", "lifeline", "lifeline or centrifuge")
+	idle := flag.Int("idle", 0, "lifeline only: instead, this many streams of 10 members each (sessions following 64 streams each), then the idle CPU and heap over -for")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
 	flag.Parse()
 	if *profile != "" {
@@ -58,6 +60,10 @@ func main() {
 		}
 		_ = pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
+	}
+	run := run
+	if *idle > 0 {
+		run = func(int, int, time.Duration) error { return runIdle(*idle, *dur) }
 	}
 	if err := run(*pages, *churn, *dur); err != nil {
 		fmt.Fprintln(os.Stderr, "presence:", err)
@@ -208,6 +214,54 @@ func run(n, churn int, dur time.Duration) error {
 	}
 	fmt.Printf("%s churn: %d joins/s for %v on a stream of %d: join → every one of the %d first pages shows it: p50 %v, p99 %v, max %v (%d sightings missing); process CPU (Host and every page) %.1f%% of a core\n",
 		kind, churn, dur, n, n, pct(0.5), pct(0.99), lat[len(lat)-1].Round(time.Millisecond), missing, 100*cpuUsed.Seconds()/wall.Seconds())
+	return nil
+}
+
+// runIdle: streams × 10 members on one Host, every page watching; then nothing happens for
+// dur, and the process's CPU and heap are what presence costs idle (the pages' sockets and
+// sessions included, which cost the same without presence).
+func runIdle(streams int, dur time.Duration) error {
+	const members, perSession = 10, 64
+	sessions := streams * members / perSession
+	h, err := lifeline(members)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h.Handler(http.NotFoundHandler())}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	url := "ws://" + ln.Addr().String() + wire.DefaultPath
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range sessions {
+		p, err := dial(url, fmt.Sprintf("user-%06d", i), 0)
+		if err != nil {
+			return err
+		}
+		// Session i follows streams i*64/10 … : each stream gets about 10 members.
+		first := i * perSession / members
+		for j := range perSession {
+			b, _ := wire.PageFrame{T: wire.TypeSub, Stream: fmt.Sprintf("room.%06d", (first+j)%streams), Presence: true}.Encode()
+			if err := p.conn.Write(context.Background(), websocket.MessageText, b); err != nil {
+				return err
+			}
+		}
+	}
+	time.Sleep(3 * time.Second) // every batch out
+	runtime.GC()
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	cpu0, t0 := cpu(), time.Now()
+	time.Sleep(dur)
+	used := cpu() - cpu0
+	fmt.Printf("idle: %d streams × %d members (%d sessions × %d streams, every page watching): process CPU over %v idle %.2f%% of a core; heap %.1f MB in use (sessions, sockets and pages included)\n",
+		streams, members, sessions, perSession, dur, 100*used.Seconds()/time.Since(t0).Seconds(), float64(after.HeapInuse-before.HeapInuse)/1e6)
 	return nil
 }
 
