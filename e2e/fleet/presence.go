@@ -31,7 +31,9 @@ import (
 //     and a heartbeat of the kill (and an identity it shared with a living Host stays, its
 //     count down to 1);
 //   - the NATS node leading the ticks stream SIGKILLed: no one leaves, and a page that joins
-//     afterwards is seen on every living Host.
+//     afterwards is seen on every living Host;
+//   - a rolling restart (SIGTERM with -drain-on-stop: each page told goaway moves to another
+//     Host make-before-break): no one leaves or joins.
 //
 //	go run ./e2e/fleet -presence
 
@@ -139,11 +141,11 @@ func (f *fleet) runPresence() error {
 				leftAt = c.at
 			}
 			if len(c.joined) > 0 || (len(c.left) > 0 && !slices.Equal(c.left, []string{"ben"})) {
-				return fmt.Errorf("%s's page on %s saw %+v after h2's SIGKILL: only ben may leave", p.user, p.host, c)
+				return fmt.Errorf("%s's page on %s saw %+v after h2's SIGKILL: only ben may leave", p.user, p.where(), c)
 			}
 		}
 		took := leftAt.Sub(killed)
-		logf("  %s's page on %s: ben left %v after the kill (grace window %v, heartbeat %v)", p.user, p.host, took.Round(time.Millisecond), presenceGrace, presenceHeartbeat)
+		logf("  %s's page on %s: ben left %v after the kill (grace window %v, heartbeat %v)", p.user, p.where(), took.Round(time.Millisecond), presenceGrace, presenceHeartbeat)
 		if took < presenceGrace-presenceHeartbeat || took > presenceGrace+presenceHeartbeat+200*time.Millisecond {
 			return fmt.Errorf("ben left %s's page %v after his Host's SIGKILL; want within the grace window and a heartbeat (%v ± %v)", p.user, took, presenceGrace, presenceHeartbeat)
 		}
@@ -183,11 +185,50 @@ func (f *fleet) runPresence() error {
 	for i, p := range survivors {
 		for _, c := range p.since(marks[i]) {
 			if len(c.left) > 0 || !slices.Equal(c.joined, []string{"eve"}) && len(c.joined) > 0 {
-				return fmt.Errorf("%s's page on %s saw %+v after the NATS node's SIGKILL: only eve may join", p.user, p.host, c)
+				return fmt.Errorf("%s's page on %s saw %+v after the NATS node's SIGKILL: only eve may join", p.user, p.where(), c)
 			}
 		}
 	}
 	logf("presence: no one left through the loss of NATS node %s; eve's join reached every living Host", info.leader)
+
+	// A rolling restart: h2 comes back, then h1 and h3 in turn drain (SIGTERM, -drain-on-stop:
+	// a goaway to each page, which moves to h2 make-before-break), stop and start again.
+	live := append(survivors, eve)
+	marks = make([]int, len(live))
+	for i, p := range live {
+		marks[i] = p.mark()
+		p.moveOnGoAway(f, 1)
+	}
+	if err := f.startHost(1); err != nil {
+		return err
+	}
+	time.Sleep(2 * presenceHeartbeat)
+	for _, i := range []int{0, 2} {
+		logf("presence: rolling restart: SIGTERM h%d (its pages move to h2), then start it again", i+1)
+		f.hosts[i].signal(syscall.SIGTERM)
+		if err := f.hosts[i].wait(30 * time.Second); err != nil {
+			return fmt.Errorf("h%d did not stop after its SIGTERM: %w", i+1, err)
+		}
+		if err := f.startHost(i); err != nil {
+			return err
+		}
+		time.Sleep(2 * presenceHeartbeat)
+	}
+	time.Sleep(presenceGrace + 2*presenceHeartbeat) // any leave would show by now
+	if err := waitPages("every page to show the same four after the rolling restart", presenceSeen, live, after); err != nil {
+		return err
+	}
+	for i, p := range live {
+		if where := p.where(); where != "h2" {
+			return fmt.Errorf("%s's page is on %s after the rolling restart, want h2: it never moved", p.user, where)
+		}
+		for _, c := range p.since(marks[i]) {
+			if len(c.left) > 0 || len(c.joined) > 0 {
+				return fmt.Errorf("%s's page saw %+v through the rolling restart: no one may leave or join", p.user, c)
+			}
+		}
+	}
+	logf("presence: through a rolling restart of h1 and h3 (their pages moved to h2) no one left or joined")
 	return nil
 }
 
@@ -206,20 +247,25 @@ func waitPages(what string, d time.Duration, pages []*presencePage, want map[str
 	}
 	var b strings.Builder
 	for _, p := range pages {
-		fmt.Fprintf(&b, "; %s on %s shows %v", p.user, p.host, p.who())
+		fmt.Fprintf(&b, "; %s on %s shows %v", p.user, p.where(), p.who())
 	}
 	return fmt.Errorf("timed out after %v waiting for %s%s", d, what, b.String())
 }
 
 // presencePage is a page watching presenceRoom: what it shows, and each batch that changed it.
 type presencePage struct {
-	user, host string
+	user string
+	ctx  context.Context
 
-	mu      sync.Mutex
-	shows   map[string]int
-	batch   []wire.HostFrame
-	changes []presenceChange
-	err     error
+	mu       sync.Mutex
+	host     string
+	gen      int    // the session whose frames are applied
+	moveTo   string // where a goaway sends it (""; stays)
+	moveHost string
+	shows    map[string]int
+	batch    []wire.HostFrame
+	changes  []presenceChange
+	err      error
 }
 
 type presenceChange struct {
@@ -229,48 +275,82 @@ type presenceChange struct {
 
 // dialPresence connects as user and subscribes presenceRoom with its presence.
 func dialPresence(ctx context.Context, url, user, host string) (*presencePage, error) {
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	p := &presencePage{user: user, shows: map[string]int{}, ctx: ctx}
+	if err := p.connect(url, host); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// connect opens a session at url and subscribes it; from then on only its frames are applied.
+func (p *presencePage) connect(url, host string) error {
+	dctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
 	defer cancel()
 	conn, _, err := websocket.Dial(dctx, url, &websocket.DialOptions{
 		Subprotocols: []string{wire.Subprotocol},
-		HTTPHeader:   http.Header{"Cookie": {"lifeline-demo-user=" + user}},
+		HTTPHeader:   http.Header{"Cookie": {"lifeline-demo-user=" + p.user}},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s dialing %s: %w", user, host, err)
+		return fmt.Errorf("%s dialing %s: %w", p.user, host, err)
 	}
 	conn.SetReadLimit(1 << 20)
 	b, _ := wire.PageFrame{T: wire.TypeSub, Stream: presenceRoom, Presence: true}.Encode()
 	if err := conn.Write(dctx, websocket.MessageText, b); err != nil {
-		return nil, fmt.Errorf("%s subscribing on %s: %w", user, host, err)
+		_ = conn.CloseNow()
+		return fmt.Errorf("%s subscribing on %s: %w", p.user, host, err)
 	}
-	p := &presencePage{user: user, host: host, shows: map[string]int{}}
-	go func() {
-		defer conn.CloseNow()
-		for {
-			_, b, err := conn.Read(ctx)
-			if err != nil {
-				return
+	p.mu.Lock()
+	p.gen++
+	gen := p.gen
+	p.host, p.batch = host, nil
+	p.mu.Unlock()
+	go p.read(conn, gen)
+	return nil
+}
+
+// read applies the frames of one session; a goaway moves the page to moveTo, make-before-break
+// (the new session is subscribed before this one closes), as a page's gateway does.
+func (p *presencePage) read(conn *websocket.Conn, gen int) {
+	defer conn.CloseNow()
+	for {
+		_, b, err := conn.Read(p.ctx)
+		if err != nil {
+			return
+		}
+		f, err := wire.DecodeHost(b)
+		if err != nil {
+			p.mu.Lock()
+			p.err = err
+			p.mu.Unlock()
+			return
+		}
+		switch {
+		case f.T == wire.TypePresence && f.Reason == "":
+			p.mu.Lock()
+			if p.gen == gen {
+				p.applyLocked(f, time.Now())
 			}
-			f, err := wire.DecodeHost(b)
-			if err != nil {
+			p.mu.Unlock()
+		case f.T == wire.TypeGoAway:
+			p.mu.Lock()
+			to, host := p.moveTo, p.moveHost
+			p.mu.Unlock()
+			if to == "" {
+				continue
+			}
+			if err := p.connect(to, host); err != nil {
 				p.mu.Lock()
 				p.err = err
 				p.mu.Unlock()
-				return
 			}
-			if f.T == wire.TypePresence && f.Reason == "" {
-				p.apply(f, time.Now())
-			}
+			return
 		}
-	}()
-	return p, nil
+	}
 }
 
-// apply applies a presence frame as the page's gateway does: a batch once its last frame is
+// applyLocked applies a presence frame as the page's gateway does: a batch once its last frame is
 // in; a snapshot as a diff against what it shows.
-func (p *presencePage) apply(f wire.HostFrame, at time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+func (p *presencePage) applyLocked(f wire.HostFrame, at time.Time) {
 	p.batch = append(p.batch, f)
 	if f.More {
 		return
@@ -304,6 +384,19 @@ func (p *presencePage) apply(f wire.HostFrame, at time.Time) {
 		p.changes = append(p.changes, ch)
 	}
 	p.shows, p.batch = next, nil
+}
+
+func (p *presencePage) where() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.host
+}
+
+// moveOnGoAway sends the page to Host i of f when its Host says goaway.
+func (p *presencePage) moveOnGoAway(f *fleet, i int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.moveTo, p.moveHost = "ws://"+f.hostAddr[i]+wire.DefaultPath, fmt.Sprintf("h%d", i+1)
 }
 
 func (p *presencePage) who() map[string]int {
