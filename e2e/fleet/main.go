@@ -16,6 +16,7 @@
 //
 //	go run ./e2e/fleet            # the short run (make test), about 1–2 minutes
 //	go run ./e2e/fleet -long      # the long run (make soak): more rounds, longer settles
+//	go run ./e2e/fleet -presence  # presence across the fleet (presence.go), about 30 s
 //	go run ./e2e/fleet -bench     # figures: publish-to-deliver latency, events/s (ring vs JetStream)
 //	go run ./e2e/fleet -bench -out bench/FLEET.md   # … and rewrite their part of bench/FLEET.md
 //
@@ -52,7 +53,24 @@ func main() {
 	pages := flag.Int("pages", 2, "Chromium pages")
 	keep := flag.Bool("keep", false, "keep the run directory")
 	out := flag.String("out", "", "with -bench: the figures file whose -bench part to rewrite (bench/FLEET.md)")
+	presence := flag.Bool("presence", false, "the presence run (presence.go): pages on three Hosts see each other, a Host SIGKILL and a NATS leader kill")
 	flag.Parse()
+	if *presence {
+		f := &fleet{}
+		err := f.runPresence()
+		f.stopAll()
+		if !*keep && err == nil {
+			_ = os.RemoveAll(f.dir)
+		} else {
+			fmt.Fprintln(os.Stderr, "fleet -presence: logs in", f.dir)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL fleet -presence:", err)
+			os.Exit(1)
+		}
+		fmt.Println("PASS fleet -presence")
+		return
+	}
 	if *bench {
 		if err := benchTo(*out); err != nil {
 			fmt.Fprintln(os.Stderr, "fleet -bench:", err)
