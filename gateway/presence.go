@@ -1,9 +1,7 @@
 package gateway
 
 import (
-	"cmp"
 	"fmt"
-	"maps"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -187,8 +185,7 @@ func (g *Gateway) onPresence(s *session, f wire.HostFrame) {
 	if b != nil && (b.first.Epoch != f.Epoch || b.first.Seq != f.Seq || b.first.From != f.From || b.first.Snapshot != f.Snapshot) {
 		// A batch that changes course halfway: the Host broke it. Its state is unknown to
 		// the page: ask afresh, from no cursor.
-		g.log.Warn("gateway: a presence batch changed halfway; asking for a fresh snapshot",
-			"stream", f.Stream, "seq", f.Seq, "was", b.first.Seq)
+		g.log.Warn("gateway: a presence batch changed halfway; asking for a fresh snapshot", "stream", f.Stream)
 		w.batch = nil
 		s.wire[f.Stream] = w
 		g.presenceAfresh(sub)
@@ -256,8 +253,7 @@ func (g *Gateway) applyPresence(s *Subscription, f wire.HostFrame) {
 			return // a batch applied already (a replay across a reconnect)
 		case f.Epoch != p.epoch || f.From != p.seq:
 			// A gap: batches the page missed. Only a snapshot can say what they were.
-			g.log.Warn("gateway: presence jumped; asking for a fresh snapshot",
-				"stream", s.stream, "epoch", f.Epoch, "from", f.From, "cursor_epoch", p.epoch, "cursor", p.seq)
+			g.log.Warn("gateway: presence jumped past the page's cursor; asking for a fresh snapshot", "stream", s.stream)
 			g.presenceAfresh(s)
 			return
 		}
@@ -334,12 +330,16 @@ func (g *Gateway) reportLoop(s *Subscription, p *presence) {
 			return
 		}
 		p.dirty = false
-		now := Presence{
-			Stream:  s.stream,
-			Members: slices.SortedFunc(maps.Values(p.members), func(a, b Member) int { return cmp.Compare(a.ID, b.ID) }),
-			Total:   p.total + len(p.held),
-			Limit:   p.limit,
-			Reason:  p.reason,
+		// Ordered by ID through a sort of strings, which the program has anyway: a sort of
+		// Members would add its own copy of the sorting code to the wasm.
+		ids := make([]string, 0, len(p.members))
+		for id := range p.members {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		now := Presence{Stream: s.stream, Members: make([]Member, len(ids)), Total: p.total + len(p.held), Limit: p.limit, Reason: p.reason}
+		for i, id := range ids {
+			now.Members[i] = p.members[id]
 		}
 		fn := p.fn
 		g.mu.Unlock()
@@ -357,8 +357,12 @@ func (g *Gateway) reportLoop(s *Subscription, p *presence) {
 			}
 		}
 		if len(p.shown) > len(now.Members)-len(now.Joined) {
+			cur := make(map[string]struct{}, len(ids))
+			for _, id := range ids {
+				cur[id] = struct{}{}
+			}
 			for id := range p.shown {
-				if !listed(now.Members, id) {
+				if _, found := cur[id]; !found {
 					now.Left = append(now.Left, id)
 				}
 			}
@@ -375,12 +379,6 @@ func (g *Gateway) reportLoop(s *Subscription, p *presence) {
 		p.shownTotal, p.shownLimit, p.shownReason = now.Total, now.Limit, now.Reason
 		g.callPresence(s, fn, now)
 	}
-}
-
-// listed reports whether the members ordered by ID list id.
-func listed(ms []Member, id string) bool {
-	_, ok := slices.BinarySearchFunc(ms, id, func(m Member, id string) int { return cmp.Compare(m.ID, id) })
-	return ok
 }
 
 // callPresence runs the presence callback once, containing a panic.
