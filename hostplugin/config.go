@@ -14,6 +14,7 @@ import (
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/configdoc"
+	"github.com/lifeline-go/lifeline/internal/strictjson"
 )
 
 // ConfigFile is the Host's config as it is written: the JSON file, or a value built by embedding
@@ -85,6 +86,33 @@ type ConfigFile struct {
 	// within it is never shown, so a reconnect, a move or a restart shows no one leaving.
 	// Default 10000.
 	PresenceGraceMs *float64 `json:"presenceGraceMs,omitempty" validate:"omitnil,intrange=0..600000"`
+}
+
+// JSONFields lists the members a config file may have: each field, by its json tag
+// (internal/strictjson decodes the file by it; hostplugin's tests hold it to the tags).
+func (f *ConfigFile) JSONFields() []strictjson.Field {
+	return []strictjson.Field{
+		{Name: "recovery", Ptr: &f.Recovery},
+		{Name: "endpoint", Ptr: &f.Endpoint},
+		{Name: "heartbeatMs", Ptr: &f.HeartbeatMs},
+		{Name: "allowedOrigins", Ptr: &f.AllowedOrigins},
+		{Name: "ringSize", Ptr: &f.RingSize},
+		{Name: "maxSessions", Ptr: &f.MaxSessions},
+		{Name: "acceptRate", Ptr: &f.AcceptRate},
+		{Name: "acceptBurst", Ptr: &f.AcceptBurst},
+		{Name: "perIPRate", Ptr: &f.PerIPRate},
+		{Name: "perIPBurst", Ptr: &f.PerIPBurst},
+		{Name: "trustedProxies", Ptr: &f.TrustedProxies},
+		{Name: "maxFrameBytes", Ptr: &f.MaxFrameBytes},
+		{Name: "maxEventBytes", Ptr: &f.MaxEventBytes},
+		{Name: "callTimeoutMs", Ptr: &f.CallTimeoutMs},
+		{Name: "callRate", Ptr: &f.CallRate},
+		{Name: "callBurst", Ptr: &f.CallBurst},
+		{Name: "callDedupMs", Ptr: &f.CallDedupMs},
+		{Name: "drainTimeoutMs", Ptr: &f.DrainTimeoutMs},
+		{Name: "reports", Ptr: &f.Reports},
+		{Name: "presenceGraceMs", Ptr: &f.PresenceGraceMs},
+	}
 }
 
 // Defaults of the fields of [ConfigFile] that are not part of the recovery config.

@@ -17,11 +17,11 @@ import (
 // Presence turns on presence (Options.Presence): who is on a stream, on any Host of the fleet.
 // A session subscribed to a stream that carries presence is a member of it, under its
 // identity (what Authenticate returned): every session of one identity is one member, with a
-// count. A page that asks (lifeline.presence) is sent the stream's members and then every
+// count. A page that asks (its sub says so) is sent the stream's members and then every
 // change, in batches; the same Authorize that lets a session read a stream lets it see its
 // presence. A member leaves only once its last session has been gone for the config's
 // presenceGraceMs, so a reconnect, a move to another Host, a restart with a handoff or a change
-// of carrier shows no one leaving or joining. docs/presence.md is the guide.
+// of carrier shows no one leaving or joining. README ("Who is here") and docs/PROTOCOL.md §12 are the guide.
 type Presence struct {
 	// Streams says which streams carry presence. Required: New refuses a Presence without it.
 	// It is called on the session's reading goroutine for every sub; a panic counts as false.

@@ -29,10 +29,10 @@ func TestPagesOnTwoHostsSeeEachOther(t *testing.T) {
 		a, _ := presHost(t, quietHost, bus, nil)
 		b, _ := presHost(t, quietHost, bus, nil)
 		time.Sleep(warmUp)
-		alice := dialAs(t, a, "alice")
+		alice := dialPres(t, a, "alice")
 		alice.sub("room.1", true)
 		time.Sleep(flushBound)
-		bob := dialAs(t, b, "bob")
+		bob := dialPres(t, b, "bob")
 		start := time.Now()
 		bob.sub("room.1", true)
 		time.Sleep(fleetBound)
@@ -42,7 +42,7 @@ func TestPagesOnTwoHostsSeeEachOther(t *testing.T) {
 			t.Errorf("alice, on another Host, saw bob %v after he subscribed; want within %v", ch[len(ch)-1].at.Sub(start), fleetBound)
 		}
 		// One identity on both Hosts is one member, counted across the fleet.
-		bob2 := dialAs(t, a, "bob")
+		bob2 := dialPres(t, a, "bob")
 		bob2.sub("room.1", false)
 		time.Sleep(time.Second + fleetBound)
 		alice.expectWho("room.1", map[string]int{"alice": 1, "bob": 2})
@@ -58,9 +58,9 @@ func TestAHostThatDiesMakesItsMembersLeaveWithinTheGraceWindowAndAHeartbeat(t *t
 		a, _ := presHost(t, quietHost, bus, nil)
 		b, _ := presHost(t, quietHost, bus, nil)
 		time.Sleep(warmUp)
-		alice := dialAs(t, a, "alice")
+		alice := dialPres(t, a, "alice")
 		alice.sub("room.1", true)
-		bob := dialAs(t, b, "bob")
+		bob := dialPres(t, b, "bob")
 		bob.sub("room.1", true)
 		time.Sleep(300 * time.Millisecond) // the kill falls between two heartbeats
 		alice.expectWho("room.1", map[string]int{"alice": 1, "bob": 1})
@@ -85,7 +85,7 @@ func TestMovesBetweenHostsShowNothing(t *testing.T) {
 		move func(t *testing.T, to *hostplugin.Host, bob *ppage) *ppage
 	}{
 		{"make-before-break (a GOAWAY to another Host)", func(t *testing.T, to *hostplugin.Host, bob *ppage) *ppage {
-			next := dialAs(t, to, "bob")
+			next := dialPres(t, to, "bob")
 			next.shows, next.cursor = bob.shows, bob.cursor
 			next.sub("room.1", true)
 			time.Sleep(200 * time.Millisecond)
@@ -95,7 +95,7 @@ func TestMovesBetweenHostsShowNothing(t *testing.T) {
 		{"break-before-make, 8 s apart (its Host gone, a reconnect elsewhere)", func(t *testing.T, to *hostplugin.Host, bob *ppage) *ppage {
 			bob.close()
 			time.Sleep(8 * time.Second)
-			next := dialAs(t, to, "bob")
+			next := dialPres(t, to, "bob")
 			next.shows, next.cursor = bob.shows, bob.cursor
 			next.sub("room.1", true)
 			return next
@@ -108,11 +108,11 @@ func TestMovesBetweenHostsShowNothing(t *testing.T) {
 				a, _ := presHost(t, quietHost, bus, nil)
 				b, _ := presHost(t, quietHost, bus, nil)
 				time.Sleep(warmUp)
-				alice := dialAs(t, a, "alice")
+				alice := dialPres(t, a, "alice")
 				alice.sub("room.1", true)
-				carol := dialAs(t, b, "carol")
+				carol := dialPres(t, b, "carol")
 				carol.sub("room.1", true)
-				bob := dialAs(t, b, "bob")
+				bob := dialPres(t, b, "bob")
 				bob.sub("room.1", true)
 				time.Sleep(fleetBound)
 				want := map[string]int{"alice": 1, "bob": 1, "carol": 1}
@@ -150,7 +150,7 @@ func TestARollingRestartShowsNothing(t *testing.T) {
 		users := []string{"ann", "ben", "cat", "dan", "eve", "fay"}
 		pages := make([]*ppage, len(users))
 		for i, u := range users {
-			pages[i] = dialAs(t, hosts[i%3], u)
+			pages[i] = dialPres(t, hosts[i%3], u)
 			pages[i].sub("room.1", true)
 		}
 		time.Sleep(fleetBound)
@@ -170,7 +170,7 @@ func TestARollingRestartShowsNothing(t *testing.T) {
 				if j%3 != i {
 					continue
 				}
-				moved := dialAs(t, next, p.user)
+				moved := dialPres(t, next, p.user)
 				moved.shows, moved.cursor, moved.changes = p.shows, p.cursor, p.changes
 				moved.sub("room.1", true)
 				time.Sleep(50 * time.Millisecond)
@@ -212,9 +212,9 @@ func TestALostLinkThatComesBackMakesNoOneLeave(t *testing.T) {
 				a, _ := presHost(t, quietHost, bus, nil)
 				b, _ := presHost(t, quietHost, bus, nil)
 				time.Sleep(warmUp)
-				alice := dialAs(t, a, "alice")
+				alice := dialPres(t, a, "alice")
 				alice.sub("room.1", true)
-				bob := dialAs(t, b, "bob")
+				bob := dialPres(t, b, "bob")
 				bob.sub("room.1", true)
 				time.Sleep(fleetBound)
 				alice.expectWho("room.1", map[string]int{"alice": 1, "bob": 1})
@@ -223,7 +223,7 @@ func TestALostLinkThatComesBackMakesNoOneLeave(t *testing.T) {
 
 				tt.cut(bus, hostID(alice))
 				time.Sleep(tt.for_ / 2)
-				carol := dialAs(t, a, "carol") // joins while the link is out
+				carol := dialPres(t, a, "carol") // joins while the link is out
 				carol.sub("room.1", false)
 				time.Sleep(tt.for_ / 2)
 				tt.back(bus, hostID(alice))
@@ -252,11 +252,11 @@ func TestANewHostKnowsTheFleetBeforeItShowsAPageAnything(t *testing.T) {
 		bus := newMemBus()
 		a, _ := presHost(t, quietHost, bus, nil)
 		for _, u := range []string{"ann", "ben", "cat"} {
-			dialAs(t, a, u).sub("room.1", false)
+			dialPres(t, a, u).sub("room.1", false)
 		}
 		time.Sleep(warmUp)
 		c, _ := presHost(t, quietHost, bus, nil)
-		p := dialAs(t, c, "dan")
+		p := dialPres(t, c, "dan")
 		p.sub("room.1", true)
 		time.Sleep(warmUp)
 		p.pump()
@@ -272,9 +272,9 @@ func TestAHostThatLeavesSaysSoAndItsMembersLeaveAGraceWindowLater(t *testing.T) 
 		a, _ := presHost(t, quietHost, bus, nil)
 		b, _ := presHost(t, quietHost, bus, nil)
 		time.Sleep(warmUp)
-		alice := dialAs(t, a, "alice")
+		alice := dialPres(t, a, "alice")
 		alice.sub("room.1", true)
-		dialAs(t, b, "bob").sub("room.1", false)
+		dialPres(t, b, "bob").sub("room.1", false)
 		time.Sleep(fleetBound)
 		alice.expectWho("room.1", map[string]int{"alice": 1, "bob": 1})
 		_ = b.Close()
@@ -297,9 +297,9 @@ func TestAHostCutOffKeepsShowingTheOthers(t *testing.T) {
 		a, _ := presHost(t, quietHost, bus, nil)
 		b, _ := presHost(t, quietHost, bus, nil)
 		time.Sleep(warmUp)
-		alice := dialAs(t, a, "alice")
+		alice := dialPres(t, a, "alice")
 		alice.sub("room.1", true)
-		bob := dialAs(t, b, "bob")
+		bob := dialPres(t, b, "bob")
 		bob.sub("room.1", true)
 		time.Sleep(fleetBound)
 		alice.expectWho("room.1", map[string]int{"alice": 1, "bob": 1})

@@ -84,8 +84,8 @@ type ppage struct {
 	bytes   map[string]int // and their bytes
 }
 
-// dialAs opens a page of user on h, in memory, and reads its ready frame.
-func dialAs(t *testing.T, h *hostplugin.Host, user string) *ppage {
+// dialPres opens a page of user on h, in memory, and reads its ready frame.
+func dialPres(t *testing.T, h *hostplugin.Host, user string) *ppage {
 	t.Helper()
 	conn, _, err := websocket.Dial(t.Context(), "ws://host.invalid"+wire.DefaultPath, &websocket.DialOptions{
 		Subprotocols: []string{wire.Subprotocol},

@@ -25,15 +25,15 @@ const grace = hostplugin.DefaultPresenceGrace
 func TestAPageSeesWhoIsHereThenWhoJoinsAndWhoLeaves(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, _ := presHost(t, quietHost, nil, nil)
-		if !dialAs(t, h, "x").ready.HasPresence {
+		if !dialPres(t, h, "x").ready.HasPresence {
 			t.Fatal("the ready frame of a Host with presence does not say so")
 		}
-		alice := dialAs(t, h, "alice")
+		alice := dialPres(t, h, "alice")
 		alice.sub("room.1", true)
 		time.Sleep(flushBound)
 		alice.expectWho("room.1", map[string]int{"alice": 1})
 
-		bob := dialAs(t, h, "bob")
+		bob := dialPres(t, h, "bob")
 		start := time.Now()
 		bob.sub("room.1", true)
 		time.Sleep(flushBound)
@@ -63,9 +63,9 @@ func TestAPageSeesWhoIsHereThenWhoJoinsAndWhoLeaves(t *testing.T) {
 func TestSessionsOfOneIdentityAreOneMemberWithACount(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, _ := presHost(t, quietHost, nil, nil)
-		watcher := dialAs(t, h, "w")
+		watcher := dialPres(t, h, "w")
 		watcher.sub("room.1", true)
-		tab1, tab2 := dialAs(t, h, "alice"), dialAs(t, h, "alice")
+		tab1, tab2 := dialPres(t, h, "alice"), dialPres(t, h, "alice")
 		tab1.sub("room.1", false)
 		time.Sleep(flushBound)
 		watcher.expectWho("room.1", map[string]int{"w": 1, "alice": 1})
@@ -94,12 +94,12 @@ func TestReconnectsAndMovesWithinTheGraceWindowShowNothing(t *testing.T) {
 		{"a reconnect 9 s after the drop", func(t *testing.T, h *hostplugin.Host, bob *ppage) *ppage {
 			bob.close()
 			time.Sleep(9 * time.Second)
-			again := dialAs(t, h, "bob")
+			again := dialPres(t, h, "bob")
 			again.sub("room.1", true)
 			return again
 		}},
 		{"a move make-before-break (a GOAWAY, a carrier change)", func(t *testing.T, h *hostplugin.Host, bob *ppage) *ppage {
-			again := dialAs(t, h, "bob")
+			again := dialPres(t, h, "bob")
 			again.sub("room.1", true)
 			time.Sleep(300 * time.Millisecond)
 			bob.close()
@@ -114,7 +114,7 @@ func TestReconnectsAndMovesWithinTheGraceWindowShowNothing(t *testing.T) {
 			for range 5 {
 				bob.close()
 				time.Sleep(1500 * time.Millisecond)
-				bob = dialAs(t, h, "bob")
+				bob = dialPres(t, h, "bob")
 				bob.sub("room.1", true)
 				time.Sleep(500 * time.Millisecond)
 			}
@@ -125,9 +125,9 @@ func TestReconnectsAndMovesWithinTheGraceWindowShowNothing(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h, _ := presHost(t, quietHost, nil, nil)
-				alice := dialAs(t, h, "alice")
+				alice := dialPres(t, h, "alice")
 				alice.sub("room.1", true)
-				bob := dialAs(t, h, "bob")
+				bob := dialPres(t, h, "bob")
 				bob.sub("room.1", true)
 				time.Sleep(flushBound)
 				alice.expectWho("room.1", map[string]int{"alice": 1, "bob": 1})
@@ -146,20 +146,20 @@ func TestReconnectsAndMovesWithinTheGraceWindowShowNothing(t *testing.T) {
 func TestAPageThatComesBackCatchesUpByItsCursor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, _ := presHost(t, quietHost, nil, nil)
-		alice := dialAs(t, h, "alice")
+		alice := dialPres(t, h, "alice")
 		alice.sub("room.1", true)
 		for _, who := range []string{"bob", "carol", "dave"} {
-			dialAs(t, h, who).sub("room.1", false)
+			dialPres(t, h, who).sub("room.1", false)
 		}
 		time.Sleep(flushBound)
 		alice.expectWho("room.1", map[string]int{"alice": 1, "bob": 1, "carol": 1, "dave": 1})
 		alice.close()
 		cursor := alice.cursor["room.1"]
-		erin := dialAs(t, h, "erin")
+		erin := dialPres(t, h, "erin")
 		erin.sub("room.1", false)
 		time.Sleep(flushBound)
 
-		back := dialAs(t, h, "alice")
+		back := dialPres(t, h, "alice")
 		back.shows, back.cursor = alice.shows, alice.cursor // what the page held
 		back.sub("room.1", true)
 		time.Sleep(flushBound)
@@ -171,7 +171,7 @@ func TestAPageThatComesBackCatchesUpByItsCursor(t *testing.T) {
 
 		// A cursor of another history (another Host, a Host restarted) gets a snapshot, which
 		// the page applies as a diff: nothing it shows changes.
-		other := dialAs(t, h, "alice")
+		other := dialPres(t, h, "alice")
 		other.shows = back.shows
 		other.cursor = map[string]hostplugin.Cursor{"room.1": {Epoch: "another", Seq: 9}}
 		other.sub("room.1", true)
@@ -190,14 +190,14 @@ func TestABurstOfAThousandJoinsReachesAPageInAFewFrames(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, _ := presHost(t, `{"heartbeatMs":600000,"acceptRate":1000000,"acceptBurst":1000000}`, nil,
 			func(p *hostplugin.Presence) { p.MaxMembers = 2000 })
-		watcher := dialAs(t, h, "w")
+		watcher := dialPres(t, h, "w")
 		watcher.sub("room.1", true)
 		time.Sleep(flushBound)
 		watcher.pump()
 		before := watcher.frameN["room.1"]
 		start := time.Now()
 		for i := range 1000 {
-			dialAs(t, h, fmt.Sprintf("user-%04d", i)).sub("room.1", false)
+			dialPres(t, h, fmt.Sprintf("user-%04d", i)).sub("room.1", false)
 		}
 		time.Sleep(flushBound)
 		watcher.pump()
@@ -217,12 +217,12 @@ func TestAStreamOverItsCapListsTheFirstAndCountsEveryone(t *testing.T) {
 		h, logs := presHost(t, quietHost, nil, func(p *hostplugin.Presence) { p.MaxMembers = 3 })
 		var pages []*ppage
 		for _, who := range []string{"a", "b", "c", "d", "e"} {
-			p := dialAs(t, h, who)
+			p := dialPres(t, h, who)
 			p.sub("room.1", true)
 			pages = append(pages, p)
 			time.Sleep(flushBound)
 		}
-		late := dialAs(t, h, "f")
+		late := dialPres(t, h, "f")
 		late.sub("room.1", true)
 		time.Sleep(flushBound)
 		late.expectWho("room.1", map[string]int{"a": 1, "b": 1, "c": 1})
@@ -262,7 +262,7 @@ func TestBadMetadataJoinsWithoutItAndTellsThatPageAlone(t *testing.T) {
 				return json.RawMessage(`{"name":"` + strings.ToUpper(id) + `"}`), nil
 			}
 		})
-		alice := dialAs(t, h, "alice")
+		alice := dialPres(t, h, "alice")
 		alice.sub("room.1", true)
 		bad := map[string]string{
 			"big":       "its metadata is 102 bytes, over Presence.MaxMetaBytes (64)",
@@ -272,7 +272,7 @@ func TestBadMetadataJoinsWithoutItAndTellsThatPageAlone(t *testing.T) {
 		}
 		pages := map[string]*ppage{}
 		for who := range bad {
-			pages[who] = dialAs(t, h, who)
+			pages[who] = dialPres(t, h, who)
 			pages[who].sub("room.1", true)
 		}
 		time.Sleep(flushBound)
@@ -300,7 +300,7 @@ func TestBadMetadataJoinsWithoutItAndTellsThatPageAlone(t *testing.T) {
 func TestAStreamWithoutPresenceSaysSoAndAPageThatDoesNotAskGetsNone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, _ := presHost(t, quietHost, nil, nil)
-		p := dialAs(t, h, "alice")
+		p := dialPres(t, h, "alice")
 		p.sub("news", true)
 		time.Sleep(flushBound)
 		p.pump()
@@ -309,7 +309,7 @@ func TestAStreamWithoutPresenceSaysSoAndAPageThatDoesNotAskGetsNone(t *testing.T
 		}
 		// An older page never asks: it gets no presence frame on a stream that carries it,
 		// though it is a member.
-		old := dialAs(t, h, "old")
+		old := dialPres(t, h, "old")
 		old.sub("room.1", false)
 		time.Sleep(time.Second)
 		old.pump()
@@ -333,7 +333,7 @@ func TestAHostWithoutPresenceSaysNothingOfIt(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = h.Close() })
 		h.SetReady(true)
-		p := dialAs(t, h, "alice")
+		p := dialPres(t, h, "alice")
 		if p.ready.HasPresence {
 			t.Error("the ready frame of a Host without presence says it has some")
 		}
@@ -355,7 +355,7 @@ func TestANewLoneHostsSnapshotsHoldWhatTheyDoNotListForTheRestOfTheWindow(t *tes
 	synctest.Test(t, func(t *testing.T) {
 		h, _ := presHost(t, quietHost, nil, nil)
 		time.Sleep(4 * time.Second)
-		p := dialAs(t, h, "alice")
+		p := dialPres(t, h, "alice")
 		p.sub("room.1", true)
 		synctest.Wait()
 		time.Sleep(flushBound)
@@ -370,7 +370,7 @@ func TestANewLoneHostsSnapshotsHoldWhatTheyDoNotListForTheRestOfTheWindow(t *tes
 			t.Errorf("a snapshot %v after the Host started holds %d ms, want %d", 4*time.Second+flushBound, snap.HoldMs, (grace - 4*time.Second - flushBound).Milliseconds())
 		}
 		time.Sleep(grace)
-		late := dialAs(t, h, "bob")
+		late := dialPres(t, h, "bob")
 		late.sub("room.1", true)
 		time.Sleep(flushBound)
 		synctest.Wait()
@@ -407,9 +407,9 @@ func TestPresenceOptionsAreCheckedNamingFieldAndValue(t *testing.T) {
 func TestTheGraceWindowIsTheConfigs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, _ := presHost(t, `{"heartbeatMs":600000,"presenceGraceMs":2500}`, nil, nil)
-		alice := dialAs(t, h, "alice")
+		alice := dialPres(t, h, "alice")
 		alice.sub("room.1", true)
-		bob := dialAs(t, h, "bob")
+		bob := dialPres(t, h, "bob")
 		bob.sub("room.1", false)
 		time.Sleep(flushBound)
 		bob.close()

@@ -1,11 +1,11 @@
 package wire
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/lifeline-go/lifeline/internal/jsontok"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // Presence: who is on a stream (PROTOCOL.md §12). A page asks for it in its sub frame
@@ -138,7 +138,7 @@ func readMembers(d *jsontok.Decoder, dst *[]PresenceMember) error {
 					var n uint64
 					err = readUint(d, "a member's count", &n)
 					if err == nil && (n < 1 || n > maxPresenceCount) {
-						return fmt.Errorf("%w: a member's count must be in 1..%d, got %d", ErrFrame, maxPresenceCount, n)
+						return tinyfmt.Errorf("%w: a member's count must be in 1..%d, got %d", ErrFrame, maxPresenceCount, n)
 					}
 					m.Count = int(n)
 				}
@@ -151,7 +151,7 @@ func readMembers(d *jsontok.Decoder, dst *[]PresenceMember) error {
 				err = frameErr(d.SkipValue())
 			}
 			if dup {
-				return fmt.Errorf("%w: a member gives %s twice", ErrFrame, key)
+				return tinyfmt.Errorf("%w: a member gives %s twice", ErrFrame, key)
 			}
 			if err != nil {
 				return err
@@ -161,7 +161,7 @@ func readMembers(d *jsontok.Decoder, dst *[]PresenceMember) error {
 			return frameErr(err)
 		}
 		if !seenID || !seenCount {
-			return fmt.Errorf("%w: a member needs an id and a count", ErrFrame)
+			return tinyfmt.Errorf("%w: a member needs an id and a count", ErrFrame)
 		}
 		members = append(members, m)
 	}
@@ -213,7 +213,7 @@ func readCount(d *jsontok.Decoder, key string, dst *int) error {
 		return err
 	}
 	if n > maxPresenceCount {
-		return fmt.Errorf("%w: %s must be in 0..%d, got %d", ErrFrame, key, maxPresenceCount, n)
+		return tinyfmt.Errorf("%w: %s must be in 0..%d, got %d", ErrFrame, key, maxPresenceCount, n)
 	}
 	*dst = int(n)
 	return nil
@@ -228,46 +228,46 @@ func (f HostFrame) validatePresence() error {
 	}
 	if f.Reason != "" {
 		if f.Epoch != "" || f.Seq != 0 || f.From != 0 || f.Snapshot || f.More || f.Total != 0 || f.Limit != 0 || f.Members != nil || f.Left != nil || f.HoldMs != 0 {
-			return fmt.Errorf("%w: presence on %q refused with a reason carries nothing else", ErrFrame, Truncate(f.Stream))
+			return tinyfmt.Errorf("%w: presence on %q refused with a reason carries nothing else", ErrFrame, Truncate(f.Stream))
 		}
 		return nil
 	}
 	if f.Epoch == "" {
-		return fmt.Errorf("%w: presence on %q without an epoch", ErrFrame, Truncate(f.Stream))
+		return tinyfmt.Errorf("%w: presence on %q without an epoch", ErrFrame, Truncate(f.Stream))
 	}
 	switch {
 	case f.Snapshot && f.From != 0:
-		return fmt.Errorf("%w: a presence snapshot of %q has from=%d: a snapshot is from nothing", ErrFrame, Truncate(f.Stream), f.From)
+		return tinyfmt.Errorf("%w: a presence snapshot of %q has from=%d: a snapshot is from nothing", ErrFrame, Truncate(f.Stream), f.From)
 	case !f.Snapshot && f.From >= f.Seq:
-		return fmt.Errorf("%w: a presence diff of %q goes from %d to %d: it must go forward", ErrFrame, Truncate(f.Stream), f.From, f.Seq)
+		return tinyfmt.Errorf("%w: a presence diff of %q goes from %d to %d: it must go forward", ErrFrame, Truncate(f.Stream), f.From, f.Seq)
 	case f.HoldMs < 0 || f.HoldMs > MaxPresenceHold.Milliseconds():
-		return fmt.Errorf("%w: presence of %q holds for %d ms: must be in 0..%d", ErrFrame, Truncate(f.Stream), f.HoldMs, MaxPresenceHold.Milliseconds())
+		return tinyfmt.Errorf("%w: presence of %q holds for %d ms: must be in 0..%d", ErrFrame, Truncate(f.Stream), f.HoldMs, MaxPresenceHold.Milliseconds())
 	case f.HoldMs != 0 && !f.Snapshot:
-		return fmt.Errorf("%w: a presence diff of %q holds: only a snapshot does", ErrFrame, Truncate(f.Stream))
+		return tinyfmt.Errorf("%w: a presence diff of %q holds: only a snapshot does", ErrFrame, Truncate(f.Stream))
 	case f.Limit != 0 && len(f.Members) > f.Limit:
-		return fmt.Errorf("%w: presence of %q lists %d members, over its limit %d", ErrFrame, Truncate(f.Stream), len(f.Members), f.Limit)
+		return tinyfmt.Errorf("%w: presence of %q lists %d members, over its limit %d", ErrFrame, Truncate(f.Stream), len(f.Members), f.Limit)
 	}
 	seen := make(map[string]struct{}, len(f.Members)+len(f.Left))
 	for _, m := range f.Members {
 		if len(m.ID) > MaxPresenceID {
-			return fmt.Errorf("%w: a presence member's id must be at most %d bytes, got %d", ErrFrame, MaxPresenceID, len(m.ID))
+			return tinyfmt.Errorf("%w: a presence member's id must be at most %d bytes, got %d", ErrFrame, MaxPresenceID, len(m.ID))
 		}
 		if _, dup := seen[m.ID]; dup {
-			return fmt.Errorf("%w: presence of %q names %q twice", ErrFrame, Truncate(f.Stream), Truncate(m.ID))
+			return tinyfmt.Errorf("%w: presence of %q names %q twice", ErrFrame, Truncate(f.Stream), Truncate(m.ID))
 		}
 		seen[m.ID] = struct{}{}
 	}
 	for _, id := range f.Left {
 		if len(id) > MaxPresenceID {
-			return fmt.Errorf("%w: a presence member's id must be at most %d bytes, got %d", ErrFrame, MaxPresenceID, len(id))
+			return tinyfmt.Errorf("%w: a presence member's id must be at most %d bytes, got %d", ErrFrame, MaxPresenceID, len(id))
 		}
 		if _, dup := seen[id]; dup {
-			return fmt.Errorf("%w: presence of %q names %q twice", ErrFrame, Truncate(f.Stream), Truncate(id))
+			return tinyfmt.Errorf("%w: presence of %q names %q twice", ErrFrame, Truncate(f.Stream), Truncate(id))
 		}
 		seen[id] = struct{}{}
 	}
 	if f.Snapshot && f.Left != nil {
-		return fmt.Errorf("%w: a presence snapshot of %q lists who left: a snapshot lists who is there", ErrFrame, Truncate(f.Stream))
+		return tinyfmt.Errorf("%w: a presence snapshot of %q lists who left: a snapshot lists who is there", ErrFrame, Truncate(f.Stream))
 	}
 	return nil
 }
@@ -277,15 +277,15 @@ func (f HostFrame) validatePresence() error {
 func (f PageFrame) checkPresenceSub() error {
 	if f.T != TypeSub {
 		if f.Presence || f.PresenceEpoch != "" || f.PresenceAfter != 0 {
-			return fmt.Errorf("%w: %s carries no presence, presenceEpoch or presenceAfter", ErrFrame, Truncate(f.T))
+			return tinyfmt.Errorf("%w: %s carries no presence, presenceEpoch or presenceAfter", ErrFrame, Truncate(f.T))
 		}
 		return nil
 	}
 	switch {
 	case !f.Presence && (f.PresenceEpoch != "" || f.PresenceAfter != 0):
-		return fmt.Errorf("%w: sub %q has a presence cursor without presence", ErrFrame, Truncate(f.Stream))
+		return tinyfmt.Errorf("%w: sub %q has a presence cursor without presence", ErrFrame, Truncate(f.Stream))
 	case f.PresenceEpoch == "" && f.PresenceAfter != 0:
-		return fmt.Errorf("%w: sub %q has presenceAfter=%d without a presenceEpoch", ErrFrame, Truncate(f.Stream), f.PresenceAfter)
+		return tinyfmt.Errorf("%w: sub %q has presenceAfter=%d without a presenceEpoch", ErrFrame, Truncate(f.Stream), f.PresenceAfter)
 	}
 	return nil
 }
