@@ -1,12 +1,11 @@
 package gateway
 
 import (
-	"fmt"
-	"runtime/debug"
 	"slices"
 	"time"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // Presence, the page's side (PROTOCOL.md §12): a subscription that asks for it keeps the
@@ -386,7 +385,7 @@ func (g *Gateway) callPresence(s *Subscription, fn func(Presence), p Presence) {
 	defer func() {
 		if v := recover(); v != nil {
 			g.log.Error("gateway: presence callback panicked; presence continues",
-				"stream", s.stream, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				"stream", s.stream, "panic", tinyfmt.Sprint(v), "stack", stack())
 		}
 	}()
 	fn(p)
