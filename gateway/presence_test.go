@@ -14,6 +14,7 @@ import (
 
 	"github.com/lifeline-go/lifeline/gateway"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	ts "github.com/lifeline-go/lifeline/internal/test/testserver"
 )
 
 // presenceRec records what a presence callback is told.
@@ -329,4 +330,37 @@ func TestPresenceCallbackPanicIsContained(t *testing.T) {
 	waitClosed(t, "the first call", first)
 	feed(t, s, pframe("room", "P", 1, 2, `,"total":2,"members":[{"id":"bob","count":1}]`))
 	wantShow(t, rec.wait(t, 1), "alice×1 bob×1 | 2 +bob")
+}
+
+// Over a socket (the scriptable test Host: in a bubble natively, the browser's WebSocket under
+// js/wasm): a Host that carries presence lists the members; the page's link drops; the next
+// session asks from the cursor, and the Host's diff from it is applied with nothing else told.
+func TestPresenceOverASocketResumesByCursor(t *testing.T) {
+	inBubble(t, func(t *testing.T) {
+		sc := newScenario(t)
+		ready := ts.Step{Send: `{"t":"ready","session":"s","heartbeatMs":1000,"presence":true}`}
+		script(t, sc, "a",
+			[]ts.Step{ready, {Serve: true}, {SleepMs: 300},
+				{Send: pframe("room", "P", 0, 4, `,"snapshot":true,"total":2,"members":[{"id":"alice","count":1},{"id":"bob","count":1,"meta":{"n":"B"}}]`)},
+				{SleepMs: 300}, {Drop: true}},
+			[]ts.Step{ready, {Serve: true}, {SleepMs: 300},
+				{Send: pframe("room", "P", 4, 6, `,"total":2,"members":[{"id":"carol","count":1}],"left":["alice"]`)}},
+		)
+		r := newRig(t, sc.URL("a"), fast(), nil)
+		rec := newPresenceRec()
+		r.gw.SubscribeWith("room", newRecorder().handle, gateway.SubscribeOptions{Presence: rec.fn})
+		r.ctl.Start()
+		wantShow(t, rec.wait(t, 1), `alice×1 bob×1{"n":"B"} | 2 +alice +bob`)
+		wantShow(t, rec.wait(t, 2), `bob×1{"n":"B"} carol×1 | 2 +carol -alice`)
+		var subs []string
+		for _, f := range stats(t, sc).Hosts["a"].Received {
+			if f.T == wire.TypeSub {
+				subs = append(subs, subFrames([]wire.PageFrame{f}))
+			}
+		}
+		if got := strings.Join(subs, ", "); !strings.HasPrefix(got, "sub room +P, sub room") || !strings.HasSuffix(got, "+PP@4") {
+			t.Fatalf("the page subscribed %s, want presence asked, then asked again from its cursor P@4", got)
+		}
+		r.ctl.Stop()
+	})
 }
