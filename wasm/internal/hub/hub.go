@@ -404,7 +404,7 @@ type stream struct {
 	members  map[*member]struct{}
 	base     *gateway.Delivery // the last baseline delivered
 	since    []gateway.Delivery
-	overflow bool // more than maxReplay events since base: a late joiner needs a fresh one
+	overflow bool              // more than maxReplay events since base: a late joiner needs a fresh one
 	watching bool              // the wire subscription follows presence (once asked, for its life)
 	pres     *gateway.Presence // the last presence reported; nil before the first
 }
