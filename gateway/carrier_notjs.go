@@ -149,5 +149,5 @@ func unanswered(err error) bool {
 // earlyOpen: natively no loader opened a socket ahead of the program (see carrier_js.go).
 func earlyOpen(string) bool { return false }
 
-// LeaveEarly: natively there is no early socket to leave (see carrier_js.go).
-func LeaveEarly() {}
+// DropEarly does nothing: only a browser's loader opens a socket early (carrier_js.go).
+func DropEarly() {}

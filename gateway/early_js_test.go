@@ -135,20 +135,21 @@ func TestARememberedBlockedPathGivesWayToAnEarlySocketThatOpened(t *testing.T) {
 	}
 }
 
-// A hub that refuses its config never dials: it leaves the loader's early socket at once
-// (gateway.LeaveEarly) instead of leaving the Host a session for the loader's 30 s.
-func TestLeaveEarlyClosesTheSocketNoDialTook(t *testing.T) {
+func TestDropEarlyClosesTheLoadersSocketThatNoDialTook(t *testing.T) {
 	sc := newScenario(t)
 	script(t, sc, "a", readyServe)
 	e := openEarly(t, inPage(sc.URL("a")))
 	waitEvents(t, e, 2, "the open and the ready frame")
-	gateway.LeaveEarly()
-	if st := e.Get("ws").Get("readyState").Int(); st != 2 && st != 3 {
-		t.Fatalf("the early socket has readyState %d after LeaveEarly, want CLOSING (2) or CLOSED (3)", st)
+	gateway.DropEarly() // as a hub whose settings are invalid does
+	if js.Global().Get("__lifelineEarly").Type() != js.TypeUndefined {
+		t.Fatal("the early socket is still offered after DropEarly")
 	}
-	if js.Global().Get("__lifelineEarly").Truthy() {
-		t.Fatal("the early socket is still on offer after LeaveEarly")
+	deadline := time.Now().Add(bound)
+	for e.Get("ws").Get("readyState").Int() != 3 { // CLOSED
+		if time.Now().After(deadline) {
+			t.Fatalf("the early socket's readyState is %d after %v, want 3 (closed)", e.Get("ws").Get("readyState").Int(), bound)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	waitHost(t, sc, "a", "live", "==", 0)
-	gateway.LeaveEarly() // none left: nothing to do
+	gateway.DropEarly() // twice, or with none, does nothing
 }

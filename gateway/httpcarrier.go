@@ -38,9 +38,6 @@ const (
 var (
 	errStreamEnded = errors.New("gateway: the host's stream ended without a close")
 	errSessionGone = errors.New("gateway: the host no longer has the session")
-	// errPollMovedOn is poll's word to read that a poll found the session gone from a Host
-	// that is up: read hands the session a goaway to its own place (goAwayHere).
-	errPollMovedOn = errors.New("gateway: the session moved on")
 )
 
 // Frames the carrier reads itself, by their start (the Host writes "t" first).
@@ -48,8 +45,6 @@ var (
 	readyPrefix = []byte(`{"t":"` + wire.TypeReady + `"`)
 	closePrefix = []byte(`{"t":"` + wire.TypeClose + `"`)
 	pingFrame   = []byte(`{"t":"` + wire.TypePing + `"}`)
-	// goAwayHere is the goaway a poll that found the session gone reads as (errPollMovedOn).
-	goAwayHere = `{"t":"` + wire.TypeGoAway + `","uri":""}`
 )
 
 // httpCarrier carries one session over HTTP.
@@ -64,10 +59,9 @@ type httpCarrier struct {
 	end  context.CancelCauseFunc
 
 	// The pump's: read's state.
-	down    *httpAnswer // the stream, or the poll answer being read
-	scan    wire.EventScanner
-	frames  uint64 // frames read: a poll's ack
-	movedOn bool   // a poll found the session gone and read a goaway for it (once)
+	down   *httpAnswer // the stream, or the poll answer being read
+	scan   wire.EventScanner
+	frames uint64 // frames read: a poll's ack
 
 	mu        sync.Mutex
 	session   string // the ready frame's
@@ -163,9 +157,6 @@ func (c *httpCarrier) read() (frameKind, []byte, error) {
 				return 0, nil, c.cause(errStreamEnded)
 			}
 			if c.down, err = c.poll(); err != nil {
-				if err == errPollMovedOn {
-					return textFrame, []byte(goAwayHere), nil
-				}
 				return 0, nil, err
 			}
 			continue // nil: the poll came back empty; poll again
@@ -216,23 +207,13 @@ func (c *httpCarrier) poll() (*httpAnswer, error) {
 		return nil, tinyfmt.Errorf("%w: the first answer of the polls carried no ready frame", ErrProtocol)
 	}
 	a, err := c.post(wire.AppendLine(nil, env.Encode()))
-	if err != nil && errors.Is(err, errSessionGone) && c.life.Err() == nil {
-		// Each poll is a new request: once a restarting Host has handed its listening socket
-		// on, the session's next poll reaches the successor, which does not know it, often
-		// before the goaway its predecessor queued for the next poll could be read. That is
-		// no end of the page's connection: the Host is up, and the session to move to is a
-		// moment away. The first such answer reads as that goaway ("come back here"); once
-		// the session drains, it waits to be replaced (or for the watchdog, if no
-		// replacement comes). Ending it here showed the page connecting, then connected, on
-		// every restart (WebKitGTK behind a buffering proxy).
-		if !c.isDraining() && !c.movedOn {
-			c.movedOn = true
-			return nil, errPollMovedOn
-		}
-		if c.isDraining() {
-			<-c.life.Done()
-			return nil, c.cause(err)
-		}
+	if err != nil && c.isDraining() && c.life.Err() == nil {
+		// A draining session's Host may be a successor that does not know it (a restart that
+		// handed the listening socket on): its polls fail while the page's next session is
+		// being made. The session holds, silent, make-before-break, until that session
+		// replaces it, or the dead-link probe ends it; it is not a lost connection.
+		<-c.life.Done()
+		return nil, c.cause(err)
 	}
 	if err != nil {
 		c.end(err)
