@@ -123,6 +123,43 @@ func TestCallFailuresAreRepliesAndTheSessionLivesOn(t *testing.T) {
 	}
 }
 
+// Every call frame with a readable id gets a reply to that id, whatever else is wrong with it:
+// a name or key of the wrong JSON type, a member given twice, anything after the frame. So
+// every call a page makes settles. A frame that names no id gets an error frame.
+func TestEveryCallFrameWithAReadableIDGetsAReplyToIt(t *testing.T) {
+	f, l := callFixture(t, `{}`)
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+	for _, tc := range []struct {
+		frame string
+		id    uint64
+	}{
+		{`{"t":"call","id":1,"name":5}`, 1},
+		{`{"t":"call","id":2,"name":{"n":"echo"}}`, 2},
+		{`{"t":"call","id":3,"name":"echo","key":7}`, 3},
+		{`{"t":"call","id":4,"name":"echo","key":{"k":1}}`, 4},
+		{`{"key":["k"],"name":null,"id":5,"t":"call"}`, 5},
+		{`{"t":"call","id":6,"name":"echo","name":"echo"}`, 6},
+		{`{"t":"call","id":7,"name":"echo"} {}`, 7},
+	} {
+		c.send(tc.frame)
+		if r := c.expect(wire.TypeReply); r.ID != tc.id || r.Code != wire.CodeBadRequest {
+			t.Errorf("%s: %+v, want a bad-request reply to call %d", tc.frame, r, tc.id)
+		}
+	}
+	c.send(`{"t":"call","id":"8","name":"echo"}`) // an id of the wrong type is no id
+	if r := c.expect(wire.TypeError); !strings.Contains(r.Message, "id must be a number") {
+		t.Errorf("a call frame with no readable id: %+v, want an error frame", r)
+	}
+	if l.count("|null") != 0 {
+		t.Errorf("a bad call frame ran its handler")
+	}
+	c.send(`{"t":"call","id":9,"name":"echo","data":1}`)
+	if r := c.expect(wire.TypeReply); r.ID != 9 || string(r.Data) == "" {
+		t.Errorf("after the bad frames: %+v, want call 9's reply: the session lives on", r)
+	}
+}
+
 func TestAKeyedCallRunsOncePerIdentityAndKeyAndAReSendGetsTheFirstOutcome(t *testing.T) {
 	f, l := callFixture(t, `{}`)
 	a := f.dialUser(t, "alice")

@@ -63,7 +63,7 @@ func DecodeRefusal(b []byte) (Refusal, error) {
 			return readInt(d, key, &r.RetryAfterMs)
 		}
 		return frameErr(d.SkipValue())
-	})
+	}, nil)
 	if err != nil {
 		return Refusal{}, fmt.Errorf("%w (in a refusal's body)", err)
 	}

@@ -142,7 +142,8 @@ func readKinds(d *jsontok.Decoder, dst *[]string) error {
 			return fmt.Errorf("%w: must name 1..%d kinds, got more", ErrReportKinds, len(ReportKinds))
 		}
 		if d.PeekKind() != '"' {
-			return wrongKind(d, "each of kinds", "a string")
+			// Not a value error: the decoder stands inside the array, and the frame ends here.
+			return final(wrongKind(d, "each of kinds", "a string"))
 		}
 		tok, err := d.ReadToken()
 		if err != nil {

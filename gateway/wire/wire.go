@@ -286,9 +286,10 @@ type frameDecoder struct {
 }
 
 // decodeObject reads b as one JSON object and calls member for each key, with the decoder
-// positioned at the value, which member must read. Duplicate keys and anything after the
-// object are errors.
-func decodeObject(b []byte, member func(key string, d *jsontok.Decoder) error) error {
+// positioned at the value, which member must read. A key given twice is an error, unless dup
+// is set: then dup is called in member's place (it must read the value too) and decides.
+// Anything after the object is an error.
+func decodeObject(b []byte, member, dup func(key string, d *jsontok.Decoder) error) error {
 	fd := decoders.Get().(*frameDecoder)
 	defer decoders.Put(fd)
 	fd.dec.Reset(b)
@@ -310,11 +311,15 @@ func decodeObject(b []byte, member func(key string, d *jsontok.Decoder) error) e
 			return frameErr(err)
 		}
 		key := tok.String()
+		read := member
 		if slices.Contains(fd.seen, key) {
-			return fmt.Errorf("%w: duplicate key %s", ErrFrame, Truncate(string(tok.Raw)))
+			if dup == nil {
+				return fmt.Errorf("%w: duplicate key %s", ErrFrame, Truncate(string(tok.Raw)))
+			}
+			read = dup
 		}
 		fd.seen = append(fd.seen, key)
-		if err := member(key, d); err != nil {
+		if err := read(key, d); err != nil {
 			return err
 		}
 	}
@@ -325,6 +330,23 @@ func decodeObject(b []byte, member func(key string, d *jsontok.Decoder) error) e
 		return fmt.Errorf("%w: trailing data after the frame", ErrFrame)
 	}
 	return nil
+}
+
+// valueError is a member that reads as JSON but breaks the frame's rules (a string where a
+// number belongs, a key given twice): the decoder is past it, so the rest of the frame can
+// still be read, and a bad call still names its id. Errors of JSON itself end the reading.
+type valueError struct{ err error }
+
+func (e *valueError) Error() string { return e.err.Error() }
+func (e *valueError) Unwrap() error { return e.err }
+
+// final is err as an error that ends the reading: for a value error inside a member, where
+// the decoder does not stand at the next member.
+func final(err error) error {
+	if ve, ok := err.(*valueError); ok {
+		return ve.err
+	}
+	return err
 }
 
 func frameErr(err error) error {
@@ -366,7 +388,7 @@ func readUint(d *jsontok.Decoder, key string, dst *uint64) error {
 	}
 	v, err := strconv.ParseUint(string(raw), 10, 64)
 	if err != nil {
-		return fmt.Errorf("%w: %s must be an integer in 0..%d, got %s", ErrFrame, key, uint64(1<<64-1), Truncate(string(raw)))
+		return &valueError{fmt.Errorf("%w: %s must be an integer in 0..%d, got %s", ErrFrame, key, uint64(1<<64-1), Truncate(string(raw)))}
 	}
 	*dst = v
 	return nil
@@ -386,7 +408,7 @@ func readInt(d *jsontok.Decoder, key string, dst *int64) error {
 	}
 	v, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil {
-		return fmt.Errorf("%w: %s must be an integer, got %s", ErrFrame, key, Truncate(string(raw)))
+		return &valueError{fmt.Errorf("%w: %s must be an integer, got %s", ErrFrame, key, Truncate(string(raw)))}
 	}
 	*dst = v
 	return nil
@@ -410,8 +432,10 @@ func readRaw(d *jsontok.Decoder, dst *RawJSON, nullIsNone bool) error {
 
 func wrongKind(d *jsontok.Decoder, key, want string) error {
 	k := d.PeekKind()
-	_ = d.SkipValue()
-	return fmt.Errorf("%w: %s must be %s, got %s", ErrFrame, key, want, kindName(k))
+	if err := d.SkipValue(); err != nil {
+		return frameErr(err)
+	}
+	return &valueError{fmt.Errorf("%w: %s must be %s, got %s", ErrFrame, key, want, kindName(k))}
 }
 
 func kindName(k jsontok.Kind) string {
@@ -477,7 +501,7 @@ func DecodeHost(b []byte) (HostFrame, error) {
 			return readBool(d, key, &f.Report)
 		}
 		return frameErr(d.SkipValue())
-	})
+	}, nil)
 	if err != nil {
 		return HostFrame{}, err
 	}
@@ -544,12 +568,16 @@ func (f HostFrame) Validate() error {
 	return nil
 }
 
-// DecodePage decodes and validates a page → Host frame. When a frame that reads as JSON breaks
-// a rule, the frame returned with the error carries its type and id, so that the Host can
-// answer a bad call by its id.
+// DecodePage decodes and validates a page → Host frame. When a frame breaks a rule, the frame
+// returned with the error carries what could be read of its type and, for a call, its id, so
+// that the Host can answer a bad call by its id: a member of the wrong type or given twice, or
+// anything wrong after the id, does not hide it. An id of the wrong type, or given twice,
+// names no call.
 func DecodePage(b []byte) (PageFrame, error) {
 	var f PageFrame
-	err := decodeObject(b, func(key string, d *jsontok.Decoder) error {
+	var bad error  // the first member that broke a rule; the others are read on
+	badID := false // "t" or "id" broke a rule: the frame names no call
+	member := func(key string, d *jsontok.Decoder) error {
 		switch key {
 		case "t":
 			return readString(d, key, &f.T)
@@ -575,11 +603,36 @@ func DecodePage(b []byte) (PageFrame, error) {
 			return readKinds(d, &f.Kinds)
 		}
 		return frameErr(d.SkipValue())
-	})
-	if err != nil {
-		return PageFrame{}, err
 	}
-	read := PageFrame{T: f.T, ID: f.ID}
+	keep := func(key string, err error) error {
+		var ve *valueError
+		if !errors.As(err, &ve) {
+			return err // JSON itself is broken: nothing after it can be read
+		}
+		badID = badID || key == "t" || key == "id"
+		if bad == nil {
+			bad = err
+		}
+		return nil
+	}
+	err := decodeObject(b, func(key string, d *jsontok.Decoder) error {
+		return keep(key, member(key, d))
+	}, func(key string, d *jsontok.Decoder) error {
+		if err := d.SkipValue(); err != nil {
+			return frameErr(err)
+		}
+		return keep(key, &valueError{fmt.Errorf("%w: duplicate key %q", ErrFrame, Truncate(key))})
+	})
+	read := PageFrame{T: f.T}
+	if f.T == TypeCall && !badID {
+		read.ID = f.ID
+	}
+	if err == nil {
+		err = bad
+	}
+	if err != nil {
+		return read, err
+	}
 	if f.T != TypeCall && (f.ID != 0 || f.Name != "" || len(f.Data) != 0 || f.Key != "") {
 		return read, fmt.Errorf("%w: %s carries no id, name, data or key", ErrFrame, Truncate(f.T))
 	}

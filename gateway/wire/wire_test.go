@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/jsontok"
 )
 
 var hostCases = []struct {
@@ -196,6 +199,44 @@ func TestDecodePage(t *testing.T) {
 		}
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: DecodePage(%.60s) = %+v, %v; want %+v", tc.name, tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// A call frame that breaks a rule but names its id, whatever the rule and wherever the id
+// stands in the frame, is read far enough to name that call: the Host answers it with a
+// reply to its id (bad-request), and the call settles on the page. One that names no id, or
+// names two, or one of the wrong type, names no call.
+func TestABadCallFrameStillNamesItsCall(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		id       uint64 // 0: the frame names no call
+		err      string
+	}{
+		{"a name that is a number", `{"t":"call","id":3,"name":5}`, 3, "name must be a string, got a number"},
+		{"a key that is an object", `{"t":"call","id":3,"name":"n","key":{"a":1}}`, 3, "key must be a string, got an object"},
+		{"a key that is an array, before the id", `{"t":"call","key":["k"],"id":4,"name":"n"}`, 4, "key must be a string, got an array"},
+		{"every member of the wrong type, the type last", `{"name":[1],"key":true,"stream":2,"id":4,"t":"call"}`, 4, "name must be a string, got an array"},
+		{"a name given twice", `{"t":"call","id":5,"name":"n","name":"m"}`, 5, "duplicate key"},
+		{"a stream of the wrong type", `{"t":"call","id":8,"stream":5,"name":"n"}`, 8, "stream must be a string, got a number"},
+		{"a frame that ends too soon after its id", `{"t":"call","id":6,"name":"n","data":`, 6, "ends too soon"},
+		{"trailing data", `{"t":"call","id":7,"name":"n"} x`, 7, "trailing data"},
+		{"an id given twice", `{"t":"call","id":5,"id":6,"name":"n"}`, 0, "duplicate key"},
+		{"an id that is a string", `{"t":"call","id":"5","name":"n"}`, 0, "id must be a number, got a string"},
+		{"an id that is not an integer", `{"t":"call","id":1.5,"name":5}`, 0, "id must be an integer"},
+		{"a negative id", `{"t":"call","id":-2,"name":"n"}`, 0, "id must be an integer"},
+		{"a type that is a number", `{"t":1,"id":5,"name":"n"}`, 0, "t must be a string, got a number"},
+	} {
+		got, err := wire.DecodePage([]byte(tc.in))
+		if !errors.Is(err, wire.ErrFrame) || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: DecodePage(%s) error = %v, want ErrFrame containing %q", tc.name, tc.in, err, tc.err)
+		}
+		want := wire.PageFrame{T: wire.TypeCall, ID: tc.id}
+		if tc.id == 0 {
+			want = wire.PageFrame{T: got.T} // no id, so no call to answer, whatever the type read
+		}
+		if got.ID != want.ID || (tc.id != 0 && got.T != wire.TypeCall) {
+			t.Errorf("%s: DecodePage(%s) read %+v, want %+v with the error", tc.name, tc.in, got, want)
 		}
 	}
 }
@@ -402,11 +443,21 @@ func FuzzDecodePage(f *testing.F) {
 		`{"t":"sub","stream":"\u0000"}`, `{"t":"ping","after":0}`} {
 		f.Add([]byte(s))
 	}
+	for _, s := range []string{`{"t":"call","id":3,"name":5}`, `{"key":{},"id":9,"t":"call"}`, `{"t":"call","id":2,"name":"n","name":1}`} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr, err := wire.DecodePage(b)
 		if err != nil {
 			if !errors.Is(err, wire.ErrFrame) {
 				t.Fatalf("DecodePage(%q) error %v does not wrap ErrFrame", b, err)
+			}
+			// Every call frame with a readable id names it, so that the Host can answer it.
+			if id, ok := callID(b); ok && (fr.T != wire.TypeCall || fr.ID != id) {
+				t.Fatalf("DecodePage(%q) = %+v, %v: a call frame whose id %d reads, returned without it", b, fr, err, id)
+			}
+			if fr.ID != 0 && fr.T != wire.TypeCall {
+				t.Fatalf("DecodePage(%q) = %+v, %v: an id returned for a frame that is no call", b, fr, err)
 			}
 			return
 		}
@@ -448,4 +499,40 @@ func FuzzDecodePage(f *testing.F) {
 			t.Fatalf("round trip of %q: %+v then %+v", b, fr, fr2)
 		}
 	})
+}
+
+// callID reads b the way a reader that knows JSON and nothing of the protocol would: when b is
+// one JSON object (by the strict rules frames are read with) whose "t" is "call" and whose
+// "id", given once, is a positive integer, it returns that id.
+func callID(b []byte) (uint64, bool) {
+	if !utf8.Valid(b) || !json.Valid(b) || jsontok.NewDecoder(b).SkipValue() != nil {
+		return 0, false
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+		return 0, false
+	}
+	var typ, id []json.RawMessage
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			return 0, false
+		}
+		var v json.RawMessage
+		if d.Decode(&v) != nil {
+			return 0, false
+		}
+		switch k {
+		case "t":
+			typ = append(typ, v)
+		case "id":
+			id = append(id, v)
+		}
+	}
+	if len(typ) != 1 || string(typ[0]) != `"call"` || len(id) != 1 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(id[0]), 10, 64)
+	return n, err == nil && n != 0
 }
