@@ -96,9 +96,16 @@ type CallStore interface {
 	// Do runs run for (identity, key) unless it ran, or runs, within the window: then it
 	// waits for that run and returns its outcome instead. A run it cannot vouch for (its
 	// Host died while it ran) ends with the code wire.CodeInterrupted, never a second run.
-	// An error means the store cannot say (it is unreachable): the call must not run.
+	// If ctx ends while it waits for a run still going, it returns an error wrapping
+	// [ErrCallRunning] (the Host answers timeout: it may still run, once). Any other error
+	// means the store cannot say (it is unreachable): the call must not run (busy).
 	Do(ctx context.Context, identity, key string, run func() CallOutcome) (CallOutcome, error)
 }
+
+// ErrCallRunning is the error of a [CallStore]'s Do whose context ended while it waited for
+// the run of its (identity, key) that is still going: the Host answers the call timeout ("it
+// may still run, at most once"), never busy ("it did not run").
+var ErrCallRunning = errors.New("hostplugin: the call's first run is still going")
 
 // ErrCallStoreFull is the error of a [MemoryCallStore] that holds as many outcomes as it may,
 // none expired: a keyed call is then refused as busy rather than run without its guarantee.
@@ -162,7 +169,7 @@ func (m *MemoryCallStore) Do(ctx context.Context, identity, key string, run func
 		case <-e.done:
 			return e.outcome, nil
 		case <-ctx.Done():
-			return CallOutcome{}, context.Cause(ctx)
+			return CallOutcome{}, fmt.Errorf("%w: %w", ErrCallRunning, context.Cause(ctx))
 		}
 	}
 	if len(m.entries) >= m.max {
@@ -316,6 +323,14 @@ func (h *Host) runCall(s *session, f wire.PageFrame) CallOutcome {
 		return CallOutcome{Code: wire.CodeInterrupted, Message: "the Host's dedup store changed since this connection began; whether the call ran is unknown"}
 	}
 	out, err := h.callStore.Do(ctx, c.Identity, c.Key, func() CallOutcome { return h.handle(ctx, c) })
+	if errors.Is(err, ErrCallRunning) {
+		// The first run of this key (another session's, or this page's before a reconnect)
+		// outlasted this call's timeout: its handler runs past its own. It ran, or runs, once:
+		// busy would tell the page it did not.
+		return CallOutcome{Code: wire.CodeTimeout, Message: fmt.Sprintf(
+			"the first run of this call is still running past the Host's call timeout (%v); it runs once: send it again with the same key for its outcome",
+			h.Config().callTimeout)}
+	}
 	if err != nil {
 		h.thin.callStore.Do(func() {
 			h.logger.Error("hostplugin: the call dedup store cannot say whether a keyed call ran; refused as busy",

@@ -298,6 +298,79 @@ func TestAHandlersContextOutlivesThePageAndItsKeyedOutcomeIsKept(t *testing.T) {
 	}
 }
 
+// A re-send of a keyed call whose first run is still going waits for that run; a run that
+// outlasts the re-send's own call timeout (its handler ignores its context) is still running,
+// so the re-send is answered timeout ("it may still run, at most once"), never busy ("it did
+// not run"). Once the run ends, a re-send gets its outcome, and it ran once.
+func TestAReSendWhileTheFirstRunIsStillGoingIsATimeoutNeverBusy(t *testing.T) {
+	f := newFixtureWith(t, `{"callTimeoutMs":100}`, true, hostplugin.Options{})
+	var runs atomic.Int32
+	entered, gate := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release)
+	f.h.HandleCall("overrun", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
+		runs.Add(1)
+		close(entered)
+		<-gate // past the call timeout: it ignores its context
+		return json.RawMessage(`"done"`), nil
+	})
+	a := f.dial(t)
+	a.expect(wire.TypeReady)
+	a.send(`{"t":"call","id":1,"name":"overrun","key":"k"}`)
+	<-entered
+	b := f.dial(t) // the page, back after a reconnect, sends it again
+	b.expect(wire.TypeReady)
+	b.send(`{"t":"call","id":1,"name":"overrun","key":"k"}`)
+	if r := b.expect(wire.TypeReply); r.Code != wire.CodeTimeout || !strings.Contains(r.Error, "still running") {
+		t.Fatalf("a re-send while the first run is still going, past its call timeout: %+v, want timeout saying it is still running (busy says it did not run)", r)
+	}
+	if f.logs.Has("refused as busy") {
+		t.Errorf("the Host logged the running call as one the store cannot say about")
+	}
+	release()
+	if r := a.expect(wire.TypeReply); string(r.Data) != `"done"` {
+		t.Fatalf("the first run's own page: %+v, want its reply", r)
+	}
+	c := f.dial(t)
+	c.expect(wire.TypeReady)
+	c.send(`{"t":"call","id":1,"name":"overrun","key":"k"}`)
+	if r := c.expect(wire.TypeReply); string(r.Data) != `"done"` || runs.Load() != 1 {
+		t.Fatalf("a re-send after the run ended: %+v after %d runs, want the first outcome and one run", r, runs.Load())
+	}
+}
+
+// The store's side of it: a Do whose context ends while the first run of its key is still
+// going says so (ErrCallRunning), and a later Do gets that run's outcome.
+func TestTheMemoryStoreSaysARunIsStillGoingWhenAWaitersContextEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := hostplugin.NewMemoryCallStore(time.Minute, 0)
+		gate := make(chan struct{})
+		release := sync.OnceFunc(func() { close(gate) })
+		defer release() // a failure must not leave the run blocked in the bubble
+		first := make(chan hostplugin.CallOutcome, 1)
+		go func() {
+			out, _ := s.Do(t.Context(), "u", "k", func() hostplugin.CallOutcome {
+				<-gate
+				return hostplugin.CallOutcome{Reply: json.RawMessage(`"first"`)}
+			})
+			first <- out
+		}()
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		ran := false
+		again := func() hostplugin.CallOutcome { ran = true; return hostplugin.CallOutcome{} }
+		if out, err := s.Do(ctx, "u", "k", again); !errors.Is(err, hostplugin.ErrCallRunning) || ran {
+			t.Fatalf("a waiter at its deadline: %+v, %v (ran %v); want ErrCallRunning and no run", out, err, ran)
+		}
+		release()
+		<-first
+		if out, err := s.Do(t.Context(), "u", "k", again); err != nil || string(out.Reply) != `"first"` || ran {
+			t.Fatalf("after the run: %+v, %v (ran %v); want its outcome", out, err, ran)
+		}
+	})
+}
+
 func TestAReplyThePageCouldNotTakeIsAnInternalError(t *testing.T) {
 	f := newFixtureWith(t, `{"maxEventBytes":16}`, true, hostplugin.Options{})
 	f.h.HandleCall("big", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {

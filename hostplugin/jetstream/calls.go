@@ -76,10 +76,11 @@ var errBucketUnusable = errors.New("jetstream: the call store's bucket cannot se
 // over its claim (an update on the claim's revision). A Do that finds a claim waits for the
 // outcome (a KV watch of that key). If the claim is older than its lease (the claimant's
 // call timeout, which it writes into the claim, plus its NATS timeout to store the outcome)
-// with no outcome, or the waiting call's own deadline comes first (the Hosts of a fleet give
-// calls one timeout, and the waiter started after the claimant), the claimant's Host died
-// while it ran: the Do stores and returns wire.CodeInterrupted over the claim, and the call
-// never runs a second time. Both writes are conditional on the claim's revision, so the
+// with no outcome, the claimant's Host died while it ran: the Do stores and returns
+// wire.CodeInterrupted over the claim, and the call never runs a second time. If the waiting
+// call's own deadline comes first, the run may be going still (a handler past its timeout):
+// the Do returns an error wrapping hostplugin.ErrCallRunning (the Host answers timeout) and
+// stores nothing. Both writes are conditional on the claim's revision, so the
 // claimant's outcome and a waiter's interrupted cannot both be kept. Outcomes expire after
 // the window (a per-message TTL): the bucket's config is the same on every Host, and each
 // Host's window is its own.
@@ -499,11 +500,14 @@ func (s *CallStore) await(ctx context.Context, kv natsjs.KeyValue, k string) (ou
 	if r.Outcome != nil {
 		return *r.Outcome, true, nil
 	}
-	// The wait ends with the lease, or with this call's own deadline: its Host gives every
-	// call the same timeout, so by then the claimant's run is over too (or its Host is gone).
-	end := e.Created().Add(time.Duration(r.LeaseMs) * time.Millisecond)
+	// The wait ends with the lease, or with this call's own deadline. Only the lease's end
+	// says the claimant's Host is gone (its run would have stored an outcome by then); at this
+	// call's own deadline the run may well be going still (a handler past its timeout), and
+	// this call is told so: nothing is stored, and the claimant's outcome stands.
+	lease := e.Created().Add(time.Duration(r.LeaseMs) * time.Millisecond)
+	end, own := lease, false
 	if d, ok := ctx.Deadline(); ok && d.Before(end) {
-		end = d
+		end, own = d, true
 	}
 	if time.Now().Before(end) {
 		select {
@@ -522,6 +526,10 @@ func (s *CallStore) await(ctx context.Context, kv natsjs.KeyValue, k string) (ou
 		case seen == keyChanged:
 			return out, false, nil
 		}
+	}
+	if own {
+		return out, false, fmt.Errorf("%w: bucket %q: key %s, claimed by %q, whose lease runs %v more",
+			hostplugin.ErrCallRunning, s.opts.Bucket, k, r.Host, time.Until(lease).Round(time.Millisecond))
 	}
 	return s.interrupt(context.WithoutCancel(ctx), k, e.Revision(), r)
 }

@@ -260,14 +260,17 @@ func TestCallStoreAnswersInterruptedForARunWhoseHostDied(t *testing.T) {
 	}
 }
 
-// A waiting call whose own deadline comes before the claim's lease is over answers
-// interrupted then, and stores it: the claimant's outcome, stored later, reaches its own
-// caller only, and the call still runs once.
-func TestCallStoreAnswersInterruptedAtTheWaitersDeadline(t *testing.T) {
+// A waiting call whose own deadline comes before the claim's lease is over says the run is
+// still going (hostplugin.ErrCallRunning: the Host answers timeout, never busy) and stores
+// nothing: the claimant's outcome, stored later, is the one every later re-send gets, and the
+// call runs once.
+func TestCallStoreTellsAWaiterAtItsDeadlineThatTheRunIsStillGoing(t *testing.T) {
 	ns := startNATS(t)
 	admin := natsAdmin(t, ns)
 	a, b := newCallStore(t, ns.connect(t, nil), nil), newCallStore(t, ns.connect(t, nil), nil)
 	gate, running := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release)
 	aDone := make(chan hostplugin.CallOutcome, 1)
 	go func() {
 		// No deadline: the claim's lease is the default 30 s.
@@ -282,22 +285,80 @@ func TestCallStoreAnswersInterruptedAtTheWaitersDeadline(t *testing.T) {
 	r := &runner{out: reply(`"again"`)}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	out, err := b.Do(ctx, "alice", "k", r.run)
-	if err != nil || out.Code != wire.CodeInterrupted {
-		t.Errorf("a waiter at its deadline: %+v, %v; want code %q", out, err, wire.CodeInterrupted)
+	if out, err := b.Do(ctx, "alice", "k", r.run); !errors.Is(err, hostplugin.ErrCallRunning) {
+		t.Errorf("a waiter at its deadline: %+v, %v; want ErrCallRunning (the run is still going)", out, err)
 	}
-	close(gate)
+	release()
 	if out := <-aDone; string(out.Reply) != `"late"` {
 		t.Errorf("the claimant's own caller: %+v, want its run's reply", out)
 	}
-	if out := do(t, b, "alice", "k", r.run); out.Code != wire.CodeInterrupted {
-		t.Errorf("a re-send after both: %+v, want the stored code %q", out, wire.CodeInterrupted)
+	if out := do(t, b, "alice", "k", r.run); string(out.Reply) != `"late"` {
+		t.Errorf("a re-send after the run: %+v, want its outcome", out)
 	}
 	if n := r.runs.Load(); n != 0 {
 		t.Errorf("the waiters ran the handler %d times, want 0", n)
 	}
 	if n := consumers(t, admin); n != 0 {
 		t.Errorf("%d watches left on the bucket, want 0", n)
+	}
+}
+
+// Through two Hosts of the fleet: a keyed call re-sent to the other Host while its first run
+// outlasts the re-send's call timeout is answered timeout, never busy, and a re-send after the
+// run gets its reply; it ran once.
+func TestAReSendToAnotherHostWhileTheFirstRunIsStillGoingIsATimeoutNeverBusy(t *testing.T) {
+	ns := startNATS(t)
+	var runs atomic.Int32
+	entered, gate := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release)
+	cfg, err := hostplugin.ParseConfig([]byte(`{"callTimeoutMs":200}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := func() *fixture {
+		log := ns.connect(t, nil)
+		calls := newCallStore(t, log, &jetstream.CallOptions{Lease: cfg.CallTimeout()})
+		l := &logs{}
+		h, err := hostplugin.New(cfg, &hostplugin.Options{Logger: slog.New(l), Log: log, Calls: calls, Authorize: hostplugin.PublicStreams})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.HandleCall("overrun", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
+			if runs.Add(1) == 1 {
+				close(entered)
+			}
+			<-gate // past the call timeout: it ignores its context
+			return json.RawMessage(`"done"`), nil
+		})
+		h.SetReady(true)
+		srv := httptest.NewServer(h.Handler(http.NotFoundHandler()))
+		t.Cleanup(func() {
+			release()
+			_ = h.Close()
+			srv.Close()
+		})
+		return &fixture{h: h, srv: srv, logs: l}
+	}
+	hostA, hostB := host(), host()
+	const call = `{"t":"call","id":1,"name":"overrun","key":"k"}`
+	a := hostA.dial(t)
+	a.expect("ready")
+	a.send(call)
+	<-entered
+	b := hostB.dial(t)
+	b.expect("ready")
+	b.send(call)
+	if r := b.expect("reply"); r.Code != wire.CodeTimeout || !strings.Contains(r.Error, "still running") {
+		t.Fatalf("the re-send on the other Host: %+v, want timeout saying it is still running", r)
+	}
+	release()
+	if r := a.expect("reply"); string(r.Data) != `"done"` {
+		t.Fatalf("the first run's own page: %+v, want its reply", r)
+	}
+	b.send(call)
+	if r := b.expect("reply"); string(r.Data) != `"done"` || runs.Load() != 1 {
+		t.Fatalf("a re-send after the run: %+v after %d runs, want the first reply and one run", r, runs.Load())
 	}
 }
 
