@@ -87,6 +87,9 @@ type CallOptions struct {
 	// shared hub crashed): the dedup epoch it was sent under. It is then sent only to a Host
 	// of that epoch, and fails with [CallInterrupted] elsewhere. "" for a call never sent.
 	Epoch string
+	// SentAt, with Epoch, is when the call was first sent. It is sent again only within half
+	// the Host's dedup window from then (see [Gateway.Call]); zero, it is not sent again.
+	SentAt time.Time
 	// OnSent, when set, is called with the dedup epoch just before the call is written to a
 	// socket (on the gateway's writer goroutine: it must not block). A tab records it, so that
 	// after a crash of its hub it knows which calls were sent and under which epoch.
@@ -114,12 +117,33 @@ type call struct {
 	sent   bool   // written to a socket at least once (or CallOptions.Epoch given)
 	onSent func(string)
 
+	// firstSent is when it was first written (CallOptions.SentAt for one made again), and
+	// window the smallest dedup window of the Hosts it was written to (0: none known yet):
+	// a keyed call goes out again only within half of it (resendable).
+	firstSent time.Time
+	window    time.Duration
+
 	s  *session // the session it is in flight on; nil while queued
 	id uint64   // its id on s
 
 	done  chan struct{} // closed with reply or err set
 	reply wire.RawJSON
 	err   error
+}
+
+// callSession is what a session's ready frame said of calls beyond its dedup epoch and read
+// limit. Guarded by Gateway.mu.
+type callSession struct {
+	window time.Duration // the dedup store's window (dedupMs); 0: not said, so nothing is sent again there
+}
+
+// readied records what s's ready frame f says, once gen.Ready took it: s may now send.
+func (g *Gateway) readied(s *session, f wire.HostFrame) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s.ready = true
+	s.dedup, s.maxFrame, s.reportOK = f.Dedup, f.MaxFrameBytes, f.Report
+	s.callsOn = callSession{window: time.Duration(f.DedupMs) * time.Millisecond}
 }
 
 // calls is the gateway's state of the calls made on it, guarded by Gateway.mu. Calls reach
@@ -173,7 +197,7 @@ func (g *Gateway) queue(name string, data wire.RawJSON, opts CallOptions) (*call
 	if len(data) == 0 {
 		data = wire.RawJSON("null")
 	}
-	c := &call{name: name, data: data, key: opts.Key, epoch: opts.Epoch, sent: opts.Epoch != "", onSent: opts.OnSent, done: make(chan struct{})}
+	c := &call{name: name, data: data, key: opts.Key, epoch: opts.Epoch, sent: opts.Epoch != "", onSent: opts.OnSent, firstSent: opts.SentAt, done: make(chan struct{})}
 	if err := checkCall(c); err != nil {
 		return nil, 0, err
 	}
@@ -296,6 +320,11 @@ func (g *Gateway) sendable(s *session) (frames [][]byte, onSent []func()) {
 			g.settle(c, nil, &CallError{Kind: CallInterrupted, Sent: true, Message: fmt.Sprintf(
 				"the Host's dedup store is %q, not %q the call was sent to: whether it ran is unknown, and it is not sent again", s.dedup, c.epoch)})
 			continue
+		case c.sent:
+			if err := resendable(c, s); err != nil {
+				g.settle(c, nil, err)
+				continue
+			}
 		}
 		s.nextCall++
 		b, _ := wire.PageFrame{T: wire.TypeCall, ID: s.nextCall, Name: c.name, Data: c.data, Key: c.key}.Encode()
@@ -306,6 +335,12 @@ func (g *Gateway) sendable(s *session) (frames [][]byte, onSent []func()) {
 		}
 		g.calls.queued = g.calls.queued[1:]
 		g.calls.bytes -= len(c.data)
+		if !c.sent {
+			c.firstSent = time.Now()
+		}
+		if w := s.callsOn.window; c.window == 0 || w < c.window {
+			c.window = w
+		}
 		c.s, c.id, c.sent, c.epoch = s, s.nextCall, true, s.dedup
 		s.inflight[c.id] = c
 		frames = append(frames, b)
@@ -317,6 +352,29 @@ func (g *Gateway) sendable(s *session) (frames [][]byte, onSent []func()) {
 		}
 	}
 	return frames, onSent
+}
+
+// resendable says why keyed call c, sent before, may not go out again on s, or nil. Its Host
+// keeps its outcome for the window from the end of its run, which came after its first send:
+// a re-send within the window from that send finds it. Within half of it, so that the other
+// half absorbs a re-send slow to arrive; the page knows the window only from the ready frames
+// (the smaller of the Host it was sent to and s), and without one it sends nothing again.
+func resendable(c *call, s *session) error {
+	w := s.callsOn.window
+	if c.window != 0 && c.window < w {
+		w = c.window
+	}
+	switch since := time.Since(c.firstSent); {
+	case w <= 0:
+		return &CallError{Kind: CallTimeout, Sent: true, Message: "not sent again: the Host names no dedup window, so whether it still keeps the call's outcome is unknown; it may have run, at most once"}
+	case c.firstSent.IsZero():
+		return &CallError{Kind: CallTimeout, Sent: true, Message: "not sent again: when it was first sent is unknown (CallOptions.SentAt), so whether the Host still keeps its outcome is too; it may have run, at most once"}
+	case since >= w/2:
+		return &CallError{Kind: CallTimeout, Sent: true, Message: fmt.Sprintf(
+			"not sent again: it was first sent %v ago, and the Host's dedup window is %v (a call goes out again within half of it); it may have run, at most once",
+			since.Round(time.Millisecond), w)}
+	}
+	return nil
 }
 
 // replied settles the call s sent as id with the Host's reply f. A reply to a call no longer

@@ -89,57 +89,6 @@ func (w *callWorld) ran(data string) int {
 	return w.runs[data]
 }
 
-// call is one Call made on its own goroutine; its result arrives on done.
-type pendingCall struct {
-	done  chan struct{}
-	reply wire.RawJSON
-	err   error
-	sent  chan string // the epoch of the last OnSent
-}
-
-func startCall(gw *gateway.Gateway, name, data string, o gateway.CallOptions) *pendingCall {
-	p := &pendingCall{done: make(chan struct{}), sent: make(chan string, 1)}
-	o.OnSent = func(epoch string) { // once per write: a keyed call re-sent is told again
-		select {
-		case <-p.sent:
-		default:
-		}
-		p.sent <- epoch
-	}
-	go func() {
-		defer close(p.done)
-		p.reply, p.err = gw.Call(context.Background(), name, wire.RawJSON(data), o)
-	}()
-	return p
-}
-
-func (p *pendingCall) result(t *testing.T) (string, *gateway.CallError) {
-	t.Helper()
-	synctest.Wait()
-	select {
-	case <-p.done:
-	default:
-		t.Fatal("the call has not returned")
-	}
-	if p.err == nil {
-		return string(p.reply), nil
-	}
-	var ce *gateway.CallError
-	if !errors.As(p.err, &ce) {
-		t.Fatalf("call error %v (%T), want a *gateway.CallError", p.err, p.err)
-	}
-	return "", ce
-}
-
-func wantKind(t *testing.T, p *pendingCall, kind string, sent bool) *gateway.CallError {
-	t.Helper()
-	reply, ce := p.result(t)
-	if ce == nil || ce.Kind != kind || ce.Sent != sent {
-		t.Fatalf("call: reply %s, error %v; want a %s error with Sent %v", reply, ce, kind, sent)
-	}
-	return ce
-}
-
 func callRig(t *testing.T, o *gateway.Options) *rig {
 	return newRig(t, "ws://a.invalid/_lifeline/events", controller.Recovery{InitialDelayMs: new(100.0)}, o)
 }
@@ -297,6 +246,32 @@ func TestAKeyedCallCutOffIsReSentToTheSameStoreAndRunsOnce(t *testing.T) {
 	})
 }
 
+// The black-box case: the page comes back after its Host's dedup window has passed since the
+// keyed call's run. Sent again, it would run again, silently (the store has forgotten it);
+// the page knows the window from the ready frame and does not send it: timeout, and one run.
+func TestAKeyedCallIsNotSentAgainPastTheHostsDedupWindowAndRunsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newCallWorld(t)
+		store := hostplugin.NewMemoryCallStore(10*time.Second, 0)
+		a := w.start("a.invalid", store, `{}`)
+		r := callRig(t, nil)
+		r.ctl.Start()
+		r.waitConnected()
+		p := startCall(r.gw, "hold", `"windowed"`, gateway.CallOptions{Key: "w-1", Timeout: time.Minute})
+		synctest.Wait()
+		a.Stop(context.Background(), 0) // the session ends before the reply
+		close(w.gate)                   // and the run ends: its outcome is kept for 10 s
+		time.Sleep(20 * time.Second)    // the Host is away for longer
+		w.start("a.invalid", store, `{}`)
+		r.waitConnected()
+		ce := wantKind(t, p, gateway.CallTimeout, true)
+		if n := w.ran(`"windowed"`); n != 1 {
+			t.Fatalf("the handler ran %d times, want once: a re-send past the window runs again (%v)", n, ce)
+		}
+		r.ctl.Stop()
+	})
+}
+
 func TestAKeyedCallIsNotReSentToAHostOfAnotherStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newCallWorld(t)
@@ -420,12 +395,12 @@ func TestAKeyedCallMadeAgainWithItsEpochGoesOnlyToThatStore(t *testing.T) {
 		if _, ce := first.result(t); ce != nil {
 			t.Fatal(ce)
 		}
-		epoch := <-first.sent
-		again := startCall(r.gw, "echo", `"once"`, gateway.CallOptions{Key: "tab-1", Epoch: epoch})
+		epoch, at := <-first.sent, time.Now()
+		again := startCall(r.gw, "echo", `"once"`, gateway.CallOptions{Key: "tab-1", Epoch: epoch, SentAt: at})
 		if reply, ce := again.result(t); ce != nil || reply != `"once"` || w.ran(`"once"`) != 1 {
 			t.Fatalf("made again under its epoch: %s, %v after %d runs; want the first outcome", reply, ce, w.ran(`"once"`))
 		}
-		wantKind(t, startCall(r.gw, "echo", `"elsewhere"`, gateway.CallOptions{Key: "tab-2", Epoch: "another-store"}), gateway.CallInterrupted, true)
+		wantKind(t, startCall(r.gw, "echo", `"elsewhere"`, gateway.CallOptions{Key: "tab-2", Epoch: "another-store", SentAt: at}), gateway.CallInterrupted, true)
 		if w.ran(`"elsewhere"`) != 0 {
 			t.Fatal("a call sent under another store's epoch ran here")
 		}

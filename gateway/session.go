@@ -42,6 +42,7 @@ type session struct {
 	maxFrame int64              // the ready frame's maxFrameBytes (0: not said)
 	nextCall uint64             // the id of the last call sent
 	inflight map[uint64]*call   // calls sent on it without their reply, by id
+	callsOn  callSession        // the rest of what the ready frame said of calls (call.go)
 	report   *wire.PageFrame    // the report of the outage it ended, until written (report.go)
 	reportOK bool               // the ready frame asked for reports
 
@@ -154,10 +155,7 @@ func (s *session) handle(f wire.HostFrame) error {
 		if err := s.gen.Ready(nil); err != nil {
 			return err
 		}
-		s.g.mu.Lock()
-		s.ready = true
-		s.dedup, s.maxFrame, s.reportOK = f.Dedup, f.MaxFrameBytes, f.Report
-		s.g.mu.Unlock()
+		s.g.readied(s, f)
 		s.kickWriter()
 		return nil
 	}

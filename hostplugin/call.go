@@ -93,6 +93,10 @@ type CallStore interface {
 	// store has the epoch of the Host it sent it to, so the epoch must change whenever the
 	// store may have forgotten an outcome it held (a restart of an in-memory store).
 	Epoch() string
+	// Window is how long the store keeps an outcome from the end of its run, at least. The
+	// ready frame names it (dedupMs), and a page sends a keyed call again only within half of
+	// it from its first send, so that a re-send never finds its outcome forgotten.
+	Window() time.Duration
 	// Do runs run for (identity, key) unless it ran, or runs, within the window: then it
 	// waits for that run and returns its outcome instead. A run it cannot vouch for (its
 	// Host died while it ran) ends with the code wire.CodeInterrupted, never a second run.
@@ -143,6 +147,13 @@ func NewMemoryCallStore(window time.Duration, max int) *MemoryCallStore {
 
 // Epoch implements [CallStore].
 func (m *MemoryCallStore) Epoch() string { return m.epoch }
+
+// Window implements [CallStore].
+func (m *MemoryCallStore) Window() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.window
+}
 
 // SetWindow changes how long outcomes are kept from now on; the ones kept stay as long as
 // they were to.
@@ -379,3 +390,10 @@ func (h *Host) handle(ctx context.Context, c *Call) (out CallOutcome) {
 }
 
 func replyFrame(f wire.HostFrame) message { return mustEncode(f) }
+
+// callsReady fills in what the ready frame rf tells the page of calls, and records the dedup
+// epoch it announces. s.mu is held.
+func (s *session) callsReady(rf *wire.HostFrame) {
+	s.dedup = s.h.callStore.Epoch()
+	rf.Dedup, rf.DedupMs = s.dedup, s.h.callStore.Window().Milliseconds()
+}

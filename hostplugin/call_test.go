@@ -67,11 +67,11 @@ func (f *fixture) dialUser(t *testing.T, user string) *client {
 	return c
 }
 
-func TestAReadyFrameNamesTheDedupStoreAndTheReadLimit(t *testing.T) {
-	f, _ := callFixture(t, `{"maxFrameBytes":8192}`)
+func TestAReadyFrameNamesTheDedupStoreItsWindowAndTheReadLimit(t *testing.T) {
+	f, _ := callFixture(t, `{"maxFrameBytes":8192,"callDedupMs":90000}`)
 	r := f.dial(t).expect(wire.TypeReady)
-	if r.Dedup == "" || r.MaxFrameBytes != 8192 {
-		t.Fatalf("ready %+v, want the dedup store's epoch and maxFrameBytes 8192", r)
+	if r.Dedup == "" || r.DedupMs != 90000 || r.MaxFrameBytes != 8192 {
+		t.Fatalf("ready %+v, want the dedup store's epoch, its window 90000 ms and maxFrameBytes 8192", r)
 	}
 	if r2 := f.dial(t).expect(wire.TypeReady); r2.Dedup != r.Dedup {
 		t.Fatalf("two sessions of one Host name two dedup stores: %q, %q", r.Dedup, r2.Dedup)

@@ -260,8 +260,8 @@ func (s *session) sendReady() {
 	}
 	s.ready = true
 	rf := wire.Ready(s.id, s.heartbeat)
-	s.dedup = s.h.callStore.Epoch()
-	rf.Dedup, rf.MaxFrameBytes, rf.Report = s.dedup, s.readLimit, s.watch.reports
+	s.callsReady(&rf)
+	rf.MaxFrameBytes, rf.Report = s.readLimit, s.watch.reports
 	s.queue = slices.Insert(s.queue, 0, mustEncode(rf).b)
 	start := s.startWriterLocked()
 	s.wrote = time.Now()

@@ -15,7 +15,7 @@ import (
 //
 // Tab → hub: {t:"hello", bootstrap, options, href, online}, {t:"command", command},
 // {t:"online", online}, {t:"subscribe", id, stream}, {t:"unsubscribe", id},
-// {t:"life", event}, {t:"call", id, name, data (JSON text), key, timeoutMs, epoch},
+// {t:"life", event}, {t:"call", id, name, data (JSON text), key, timeoutMs, epoch, sentAgoMs},
 // {t:"cancel", id}, {t:"ping"}, {t:"bye"} (hub.Msg, hub.Command and hub.Event name them).
 // Hub → tab: {t:"status", state, slow, attempt, failures, nextAttempt (ms since the epoch, 0
 // for none), error, kind, retryAfter (ms)}, {t:"delivery", id, stream, seq, reset, epoch,
@@ -82,6 +82,7 @@ func inbound(d js.Value) hub.In {
 		Key:       str("key"),
 		Epoch:     str("epoch"),
 		TimeoutMs: num("timeoutMs"),
+		SentAgoMs: num("sentAgoMs"),
 	}
 }
 

@@ -53,9 +53,10 @@
   const listeners = new Set();
   const subs = new Map(); // id → {stream, fn}
   let nextID = 1;
-  // Calls not yet answered: id → {name, data (JSON text), key, deadline, sent, epoch, resolve,
-  // reject, timer}. sent and epoch are what the hub said before the call's write: a call
-  // the hub never said it sent never went out, so after a lost hub it is made again as new.
+  // Calls not yet answered: id → {name, data (JSON text), key, deadline, sent, epoch, sentAt,
+  // resolve, reject, timer}. sent and epoch are what the hub said before the call's write (and
+  // sentAt when it first said so): a call the hub never said it sent never went out, so after
+  // a lost hub it is made again as new.
   const calls = new Map();
   let nextCallID = 1;
   let defaultCallTimeout = 30000; // the bootstrap's callTimeoutMs, read at hello
@@ -158,7 +159,11 @@
         break;
       case 'sent': {
         const c = calls.get(m.id);
-        if (c) { c.sent = true; c.epoch = m.epoch || ''; }
+        if (c) {
+          if (!c.sent) c.sentAt = Date.now(); // its first send: a keyed re-send is bounded by the Host's dedup window from it
+          c.sent = true;
+          c.epoch = m.epoch || '';
+        }
         break;
       }
       case 'reply': {
@@ -229,6 +234,7 @@
     return {
       t: 'call', id: c.id, name: c.name, data: c.data, key: c.key,
       timeoutMs: Math.max(1, Math.ceil(c.deadline - Date.now())), epoch: c.sent ? c.epoch : '',
+      sentAgoMs: c.sent ? Math.max(0, Date.now() - c.sentAt) : 0,
     };
   }
 
@@ -315,7 +321,7 @@
       if (dead) return Promise.reject(callError('failed', 'the Lifeline program has stopped; reload the page', false, '', 0));
       return new Promise((resolve, reject) => {
         const timeoutMs = o.timeoutMs || defaultCallTimeout;
-        const c = { id: nextCallID++, name, data: text, key: o.key || '', deadline: Date.now() + timeoutMs, sent: false, epoch: '', resolve, reject };
+        const c = { id: nextCallID++, name, data: text, key: o.key || '', deadline: Date.now() + timeoutMs, sent: false, epoch: '', sentAt: 0, resolve, reject };
         // The hub times the call; this timer, a little later, covers a hub that went silent.
         c.timer = setTimeout(() => {
           send({ t: 'cancel', id: c.id });

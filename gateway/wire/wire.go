@@ -122,6 +122,10 @@ type HostFrame struct {
 	// calls sends neither.
 	Dedup         string `json:"dedup,omitempty"`
 	MaxFrameBytes int64  `json:"maxFrameBytes,omitempty"`
+	// ready: DedupMs is how long the dedup store keeps a keyed call's outcome from the end of
+	// its run (its window). A page sends a keyed call again only within half of it from its
+	// first send, and never to a Host that names none (PROTOCOL.md §9.2).
+	DedupMs int64 `json:"dedupMs,omitempty"`
 	// ready: Report asks the page for a report frame after a reconnect (report.go).
 	Report bool `json:"report,omitempty"`
 	// reply: the call's id; Data the handler's reply (success), or Error and Code (failure),
@@ -206,6 +210,9 @@ func (f HostFrame) Append(b []byte) ([]byte, error) {
 		b = strconv.AppendInt(append(b, `,"heartbeatMs":`...), f.HeartbeatMs, 10)
 	}
 	b = optStr(b, "dedup", f.Dedup)
+	if f.DedupMs != 0 {
+		b = strconv.AppendInt(append(b, `,"dedupMs":`...), f.DedupMs, 10)
+	}
 	if f.MaxFrameBytes != 0 {
 		b = strconv.AppendInt(append(b, `,"maxFrameBytes":`...), f.MaxFrameBytes, 10)
 	}
@@ -489,6 +496,8 @@ func DecodeHost(b []byte) (HostFrame, error) {
 			return readString(d, key, &f.Dedup)
 		case "maxFrameBytes":
 			return readInt(d, key, &f.MaxFrameBytes)
+		case "dedupMs":
+			return readInt(d, key, &f.DedupMs)
 		case "id":
 			return readUint(d, key, &f.ID)
 		case "error":
@@ -524,6 +533,9 @@ func (f HostFrame) Validate() error {
 		}
 		if f.MaxFrameBytes < 0 {
 			return fmt.Errorf("%w: ready maxFrameBytes must be at least 0, got %d", ErrFrame, f.MaxFrameBytes)
+		}
+		if f.DedupMs < 0 {
+			return fmt.Errorf("%w: ready dedupMs must be at least 0, got %d", ErrFrame, f.DedupMs)
 		}
 	case TypeHeartbeat, TypeGoAway, TypeError:
 	case TypeEvent:

@@ -25,6 +25,8 @@ var hostCases = []struct {
 	{"a ready at the heartbeat floor decodes", `{"t":"ready","session":"s","heartbeatMs":100}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 100}, ""},
 	{"a ready at the heartbeat ceiling decodes", `{"t":"ready","session":"s","heartbeatMs":600000}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 600000}, ""},
 	{"a ready with calls decodes", `{"t":"ready","session":"s","heartbeatMs":100,"dedup":"d1","maxFrameBytes":4096}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 100, Dedup: "d1", MaxFrameBytes: 4096}, ""},
+	{"a ready naming the dedup window decodes", `{"t":"ready","session":"s","heartbeatMs":100,"dedup":"d1","dedupMs":600000}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 100, Dedup: "d1", DedupMs: 600000}, ""},
+	{"a ready with a negative dedup window is refused", `{"t":"ready","session":"s","heartbeatMs":100,"dedup":"d1","dedupMs":-1}`, wire.HostFrame{}, "dedupMs must be at least 0, got -1"},
 	{"a ready asking for reports decodes", `{"t":"ready","session":"s","heartbeatMs":100,"report":true}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 100, Report: true}, ""},
 	{"a ready with a report that is no boolean is refused", `{"t":"ready","session":"s","heartbeatMs":100,"report":1}`, wire.HostFrame{}, "report must be a boolean, got a number"},
 	{"a ready with a negative maxFrameBytes is refused", `{"t":"ready","session":"s","heartbeatMs":100,"maxFrameBytes":-1}`, wire.HostFrame{}, "maxFrameBytes must be at least 0, got -1"},
@@ -358,7 +360,7 @@ func FuzzParseRestart(f *testing.F) {
 func TestEncodeDecodeRoundTrip(t *testing.T) {
 	frames := []wire.HostFrame{
 		wire.Ready("s1", 15*time.Second),
-		{T: wire.TypeReady, Session: "s2", HeartbeatMs: 100, Dedup: "d", MaxFrameBytes: 4096, Report: true},
+		{T: wire.TypeReady, Session: "s2", HeartbeatMs: 100, Dedup: "d", DedupMs: 600000, MaxFrameBytes: 4096, Report: true},
 		{T: wire.TypeHeartbeat},
 		{T: wire.TypeEvent, Stream: "S", Seq: 1, Data: []byte(`{"v":1}`)},
 		{T: wire.TypeReset, Stream: "S", Epoch: "E", Seq: 9, Baseline: []byte(`[1,2,3]`)},

@@ -215,6 +215,11 @@ func (s *CallStore) Epoch() string {
 	return s.epoch
 }
 
+// Window implements [hostplugin.CallStore]: the window of the outcomes this Host stores.
+// Every Host of a fleet should have the same one: a page takes the smaller of the Host it
+// sent a call to and the Host it sends it to again.
+func (s *CallStore) Window() time.Duration { return time.Duration(s.window.Load()) }
+
 // SetWindow changes the window of the outcomes this Host stores from now on (a config
 // reload); those stored keep theirs.
 func (s *CallStore) SetWindow(window time.Duration) {

@@ -571,8 +571,8 @@ func TestPagesKeyedCallReSentToAnotherHostGetsTheFirstReply(t *testing.T) {
 	var replies []string
 	for _, f := range []*fixture{hostA, hostB} {
 		c := f.dial(t)
-		if ready := c.expect("ready"); ready.Dedup != calls.Epoch() {
-			t.Errorf("ready frame's dedup %q, want the bucket's epoch %q", ready.Dedup, calls.Epoch())
+		if ready := c.expect("ready"); ready.Dedup != calls.Epoch() || ready.DedupMs != calls.Window().Milliseconds() {
+			t.Errorf("ready frame's dedup %q, window %d ms; want the bucket's epoch %q and the store's window %v", ready.Dedup, ready.DedupMs, calls.Epoch(), calls.Window())
 		}
 		c.send(call)
 		r := c.expect("reply")

@@ -1,0 +1,139 @@
+package gateway_test
+
+// Calls without a socket: what a session's ready frame lets the page send, and what it sends
+// again after a session ended, fed frame by frame. These run everywhere, also under js/wasm
+// without a test Host; call_notjs_test.go has the same rules against the real Host.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/lifeline-go/lifeline/gateway"
+	"github.com/lifeline-go/lifeline/gateway/wire"
+)
+
+// call is one Call made on its own goroutine; its result arrives on done.
+type pendingCall struct {
+	done  chan struct{}
+	reply wire.RawJSON
+	err   error
+	sent  chan string // the epoch of the last OnSent
+}
+
+func startCall(gw *gateway.Gateway, name, data string, o gateway.CallOptions) *pendingCall {
+	p := &pendingCall{done: make(chan struct{}), sent: make(chan string, 1)}
+	o.OnSent = func(epoch string) { // once per write: a keyed call re-sent is told again
+		select {
+		case <-p.sent:
+		default:
+		}
+		p.sent <- epoch
+	}
+	go func() {
+		defer close(p.done)
+		p.reply, p.err = gw.Call(context.Background(), name, wire.RawJSON(data), o)
+	}()
+	return p
+}
+
+func (p *pendingCall) result(t *testing.T) (string, *gateway.CallError) {
+	t.Helper()
+	synctest.Wait()
+	select {
+	case <-p.done:
+	default:
+		t.Fatal("the call has not returned")
+	}
+	if p.err == nil {
+		return string(p.reply), nil
+	}
+	var ce *gateway.CallError
+	if !errors.As(p.err, &ce) {
+		t.Fatalf("call error %v (%T), want a *gateway.CallError", p.err, p.err)
+	}
+	return "", ce
+}
+
+func wantKind(t *testing.T, p *pendingCall, kind string, sent bool) *gateway.CallError {
+	t.Helper()
+	reply, ce := p.result(t)
+	if ce == nil || ce.Kind != kind || ce.Sent != sent {
+		t.Fatalf("call: reply %s, error %v; want a %s error with Sent %v", reply, ce, kind, sent)
+	}
+	return ce
+}
+
+// readyFrame is a Host's ready frame for session sid of dedup store epoch, with its window.
+func readyFrame(sid, epoch string, window time.Duration) string {
+	f := wire.HostFrame{T: wire.TypeReady, Session: sid, HeartbeatMs: 15000, Dedup: epoch, DedupMs: window.Milliseconds(), MaxFrameBytes: 4096}
+	b, _ := f.Encode()
+	return string(b)
+}
+
+// keys names the keyed calls among frames, in order.
+func keys(frames []wire.PageFrame) string {
+	var ks []string
+	for _, f := range frames {
+		if f.T == wire.TypeCall {
+			ks = append(ks, f.Key)
+		}
+	}
+	return strings.Join(ks, " ")
+}
+
+// A keyed call is sent again only while the Host that runs it still keeps its outcome: within
+// half the dedup window its ready frame named, from its first send (the other half is for a
+// re-send slow to arrive). Past it, the page does not send it again, and the call ends
+// timeout, sent: it may have run, at most once. A Host that names no window gets no re-send.
+func TestAKeyedCallIsNeverSentAgainPastTheHostsDedupWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gw := newGateway(t, nil)
+		const window = time.Minute
+		s1 := gateway.NewReadyTestSession(t, gw, readyFrame("s1", "E", window))
+		early := startCall(gw, "save", `1`, gateway.CallOptions{Key: "early", Timeout: time.Hour})
+		synctest.Wait()
+		late := startCall(gw, "save", `2`, gateway.CallOptions{Key: "late", Timeout: time.Hour})
+		synctest.Wait()
+		if got := keys(s1.Calls()); got != "early late" {
+			t.Fatalf("sent on the first session: %q, want both", got)
+		}
+		sent := time.Now()
+		s1.End() // both cut off: sent, no reply
+		for _, m := range []struct {
+			at   time.Duration // since the first send
+			want string        // the keyed calls the next session sends again
+		}{
+			{window/2 - time.Millisecond, "early late"},
+			{window / 2, ""},
+		} {
+			time.Sleep(m.at - time.Since(sent))
+			s := gateway.NewReadyTestSession(t, gw, readyFrame(fmt.Sprint("s@", m.at), "E", window))
+			if got := keys(s.Calls()); got != m.want {
+				t.Fatalf("at %v after the first send: sent again %q, want %q", m.at, got, m.want)
+			}
+			s.End()
+		}
+		for _, p := range []*pendingCall{early, late} {
+			if ce := wantKind(t, p, gateway.CallTimeout, true); !strings.Contains(ce.Message, "dedup window") {
+				t.Errorf("a keyed call past the window: %v, want the page told why it was not sent again", ce)
+			}
+		}
+
+		// A Host that names no window: the page cannot know how long it keeps an outcome.
+		s := gateway.NewReadyTestSession(t, gw, readyFrame("s3", "E", time.Minute))
+		p := startCall(gw, "save", `3`, gateway.CallOptions{Key: "k3", Timeout: time.Hour})
+		synctest.Wait()
+		s.Calls()
+		s.End()
+		none := gateway.NewReadyTestSession(t, gw, readyFrame("s4", "E", 0))
+		if got := keys(none.Calls()); got != "" {
+			t.Fatalf("sent again to a Host that names no dedup window: %q", got)
+		}
+		wantKind(t, p, gateway.CallTimeout, true)
+	})
+}
