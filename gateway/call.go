@@ -41,6 +41,10 @@ const (
 	CallUnsupported = "unsupported"
 	// The gateway was closed: Sent says whether the call had gone out.
 	CallClosed = "closed"
+	// Sent: true. A keyed call cut off, not sent again because the page's identity changed
+	// since it was sent (the user signed in as someone else): it may have run as the identity
+	// it was made as, at most once, and never runs as the new one.
+	CallIdentityChanged = "identity-changed"
 )
 
 // CallError is why a [Gateway.Call] did not return the Host's reply.
@@ -90,10 +94,22 @@ type CallOptions struct {
 	// SentAt, with Epoch, is when the call was first sent. It is sent again only within half
 	// the Host's dedup window from then (see [Gateway.Call]); zero, it is not sent again.
 	SentAt time.Time
-	// OnSent, when set, is called with the dedup epoch just before the call is written to a
-	// socket (on the gateway's writer goroutine: it must not block). A tab records it, so that
-	// after a crash of its hub it knows which calls were sent and under which epoch.
-	OnSent func(epoch string)
+	// Who, with Epoch, is the identity tag it was first sent under ([Sent].Who). It is sent
+	// again only to a session of that identity; "" matches only a Host that tags none.
+	Who string
+	// OnSent, when set, is called just before the call is written to a socket, with what the
+	// session's ready frame said (on the gateway's writer goroutine: it must not block). A tab
+	// records it, so that after a crash of its hub it knows which calls were sent, and under
+	// which epoch and identity.
+	OnSent func(Sent)
+}
+
+// Sent is what [CallOptions].OnSent is told of the session a call is written on.
+type Sent struct {
+	// Epoch is the session's dedup epoch (its ready frame's dedup).
+	Epoch string
+	// Who tags the session's identity in that store (its ready frame's who).
+	Who string
 }
 
 // Defaults of the call options of [Options].
@@ -114,8 +130,9 @@ type call struct {
 	data   wire.RawJSON
 	key    string
 	epoch  string // the dedup epoch it was sent under; "" until sent (or as CallOptions.Epoch)
+	who    string // the identity tag it was first sent under (or as CallOptions.Who)
 	sent   bool   // written to a socket at least once (or CallOptions.Epoch given)
-	onSent func(string)
+	onSent func(Sent)
 
 	// firstSent is when it was first written (CallOptions.SentAt for one made again), and
 	// window the smallest dedup window of the Hosts it was written to (0: none known yet):
@@ -135,6 +152,7 @@ type call struct {
 // limit. Guarded by Gateway.mu.
 type callSession struct {
 	window time.Duration // the dedup store's window (dedupMs); 0: not said, so nothing is sent again there
+	who    string        // the tag of the session's identity (who)
 }
 
 // readied records what s's ready frame f says, once gen.Ready took it: s may now send.
@@ -143,7 +161,7 @@ func (g *Gateway) readied(s *session, f wire.HostFrame) {
 	defer g.mu.Unlock()
 	s.ready = true
 	s.dedup, s.maxFrame, s.reportOK = f.Dedup, f.MaxFrameBytes, f.Report
-	s.callsOn = callSession{window: time.Duration(f.DedupMs) * time.Millisecond}
+	s.callsOn = callSession{window: time.Duration(f.DedupMs) * time.Millisecond, who: f.Who}
 }
 
 // calls is the gateway's state of the calls made on it, guarded by Gateway.mu. Calls reach
@@ -197,7 +215,7 @@ func (g *Gateway) queue(name string, data wire.RawJSON, opts CallOptions) (*call
 	if len(data) == 0 {
 		data = wire.RawJSON("null")
 	}
-	c := &call{name: name, data: data, key: opts.Key, epoch: opts.Epoch, sent: opts.Epoch != "", onSent: opts.OnSent, firstSent: opts.SentAt, done: make(chan struct{})}
+	c := &call{name: name, data: data, key: opts.Key, epoch: opts.Epoch, who: opts.Who, sent: opts.Epoch != "", onSent: opts.OnSent, firstSent: opts.SentAt, done: make(chan struct{})}
 	if err := checkCall(c); err != nil {
 		return nil, 0, err
 	}
@@ -320,6 +338,11 @@ func (g *Gateway) sendable(s *session) (frames [][]byte, onSent []func()) {
 			g.settle(c, nil, &CallError{Kind: CallInterrupted, Sent: true, Message: fmt.Sprintf(
 				"the Host's dedup store is %q, not %q the call was sent to: whether it ran is unknown, and it is not sent again", s.dedup, c.epoch)})
 			continue
+		case c.sent && c.who != s.callsOn.who:
+			g.settle(c, nil, &CallError{Kind: CallIdentityChanged, Sent: true, Message: fmt.Sprintf(
+				"not sent again: the page's identity changed since it was sent (the Host tags it %q, not %q): it may have run as the identity it was made as, at most once, and never runs as this one",
+				s.callsOn.who, c.who)})
+			continue
 		case c.sent:
 			if err := resendable(c, s); err != nil {
 				g.settle(c, nil, err)
@@ -336,7 +359,7 @@ func (g *Gateway) sendable(s *session) (frames [][]byte, onSent []func()) {
 		g.calls.queued = g.calls.queued[1:]
 		g.calls.bytes -= len(c.data)
 		if !c.sent {
-			c.firstSent = time.Now()
+			c.firstSent, c.who = time.Now(), s.callsOn.who
 		}
 		if w := s.callsOn.window; c.window == 0 || w < c.window {
 			c.window = w
@@ -345,8 +368,8 @@ func (g *Gateway) sendable(s *session) (frames [][]byte, onSent []func()) {
 		s.inflight[c.id] = c
 		frames = append(frames, b)
 		if f := c.onSent; f != nil {
-			epoch := c.epoch
-			onSent = append(onSent, func() { f(epoch) })
+			on := Sent{Epoch: c.epoch, Who: c.who}
+			onSent = append(onSent, func() { f(on) })
 		} else {
 			onSent = append(onSent, nil)
 		}

@@ -33,6 +33,14 @@ type callWorld struct {
 	hosts map[string]*hostplugin.Host // by URL host; replaced by start
 	runs  map[string]int              // handler runs by the call's data
 	gate  chan struct{}               // "hold" waits for it to close
+	user  string                      // who Authenticate says connects (the page's sign-in)
+}
+
+// signIn makes every later socket of the page authenticate as user.
+func (w *callWorld) signIn(user string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.user = user
 }
 
 func newCallWorld(t *testing.T) *callWorld {
@@ -57,13 +65,19 @@ func (w *callWorld) start(name string, store hostplugin.CallStore, doc string) *
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	h, err := hostplugin.New(cfg, &hostplugin.Options{Logger: quiet, Authorize: hostplugin.PublicStreams, NoClient: true, Calls: store})
+	authenticate := func(*http.Request) (string, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.user, nil
+	}
+	h, err := hostplugin.New(cfg, &hostplugin.Options{Logger: quiet, Authenticate: authenticate, Authorize: hostplugin.PublicStreams, NoClient: true, Calls: store})
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	count := func(c *hostplugin.Call) {
 		w.mu.Lock()
 		w.runs[string(c.Data)]++
+		w.runs[c.Identity+":"+string(c.Data)]++
 		w.mu.Unlock()
 	}
 	h.HandleCall("echo", func(_ context.Context, c *hostplugin.Call) (json.RawMessage, error) {
@@ -272,6 +286,46 @@ func TestAKeyedCallIsNotSentAgainPastTheHostsDedupWindowAndRunsOnce(t *testing.T
 	})
 }
 
+// The black-box case: a keyed call made as alice, cut off, and the user signs in as bob
+// before the page is back. Sent again, it would run as bob, a call alice made. The ready frame
+// tells the page who the session is (a tag of the identity); the call is not sent as anyone
+// else, and rejects identity-changed, sent: it ran as alice at most once, and never as bob.
+func TestAKeyedCallMadeAsOneUserIsNeverSentAgainAsAnother(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newCallWorld(t)
+		release := sync.OnceFunc(func() { close(w.gate) })
+		defer release() // a failure must not leave a run blocked in the bubble
+		w.signIn("alice")
+		store := hostplugin.NewMemoryCallStore(time.Minute, 0)
+		a := w.start("a.invalid", store, `{}`)
+		r := callRig(t, nil)
+		r.ctl.Start()
+		r.waitConnected()
+		p := startCall(r.gw, "hold", `"mine"`, gateway.CallOptions{Key: "as-alice"})
+		synctest.Wait()
+		a.Stop(context.Background(), 0) // cut off
+		w.signIn("bob")                 // another user on this page now
+		w.start("a.invalid", store, `{}`)
+		r.waitConnected()
+		synctest.Wait()
+		if n := w.ran(`bob:"mine"`); n != 0 {
+			t.Fatalf("alice's keyed call was sent again as bob and ran %d times as bob", n)
+		}
+		ce := wantKind(t, p, gateway.CallIdentityChanged, true)
+		release()
+		synctest.Wait()
+		if n, bob := w.ran(`"mine"`), w.ran(`bob:"mine"`); n != 1 || bob != 0 {
+			t.Fatalf("the handler ran %d times, %d of them as bob; want once, as alice (%v)", n, bob, ce)
+		}
+		// The same user again: a keyed call is sent again as before.
+		again := startCall(r.gw, "hold", `"bob's"`, gateway.CallOptions{Key: "as-bob"})
+		if reply, ce := again.result(t); ce != nil || reply != `{"held":"bob's"}` {
+			t.Fatalf("bob's own call: %s, %v", reply, ce)
+		}
+		r.ctl.Stop()
+	})
+}
+
 func TestAKeyedCallIsNotReSentToAHostOfAnotherStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newCallWorld(t)
@@ -395,12 +449,12 @@ func TestAKeyedCallMadeAgainWithItsEpochGoesOnlyToThatStore(t *testing.T) {
 		if _, ce := first.result(t); ce != nil {
 			t.Fatal(ce)
 		}
-		epoch, at := <-first.sent, time.Now()
-		again := startCall(r.gw, "echo", `"once"`, gateway.CallOptions{Key: "tab-1", Epoch: epoch, SentAt: at})
+		on, at := <-first.sent, time.Now()
+		again := startCall(r.gw, "echo", `"once"`, gateway.CallOptions{Key: "tab-1", Epoch: on.Epoch, Who: on.Who, SentAt: at})
 		if reply, ce := again.result(t); ce != nil || reply != `"once"` || w.ran(`"once"`) != 1 {
 			t.Fatalf("made again under its epoch: %s, %v after %d runs; want the first outcome", reply, ce, w.ran(`"once"`))
 		}
-		wantKind(t, startCall(r.gw, "echo", `"elsewhere"`, gateway.CallOptions{Key: "tab-2", Epoch: "another-store", SentAt: at}), gateway.CallInterrupted, true)
+		wantKind(t, startCall(r.gw, "echo", `"elsewhere"`, gateway.CallOptions{Key: "tab-2", Epoch: "another-store", Who: on.Who, SentAt: at}), gateway.CallInterrupted, true)
 		if w.ran(`"elsewhere"`) != 0 {
 			t.Fatal("a call sent under another store's epoch ran here")
 		}

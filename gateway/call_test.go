@@ -22,17 +22,17 @@ type pendingCall struct {
 	done  chan struct{}
 	reply wire.RawJSON
 	err   error
-	sent  chan string // the epoch of the last OnSent
+	sent  chan gateway.Sent // what the last OnSent said
 }
 
 func startCall(gw *gateway.Gateway, name, data string, o gateway.CallOptions) *pendingCall {
-	p := &pendingCall{done: make(chan struct{}), sent: make(chan string, 1)}
-	o.OnSent = func(epoch string) { // once per write: a keyed call re-sent is told again
+	p := &pendingCall{done: make(chan struct{}), sent: make(chan gateway.Sent, 1)}
+	o.OnSent = func(on gateway.Sent) { // once per write: a keyed call re-sent is told again
 		select {
 		case <-p.sent:
 		default:
 		}
-		p.sent <- epoch
+		p.sent <- on
 	}
 	go func() {
 		defer close(p.done)
@@ -70,7 +70,12 @@ func wantKind(t *testing.T, p *pendingCall, kind string, sent bool) *gateway.Cal
 
 // readyFrame is a Host's ready frame for session sid of dedup store epoch, with its window.
 func readyFrame(sid, epoch string, window time.Duration) string {
-	f := wire.HostFrame{T: wire.TypeReady, Session: sid, HeartbeatMs: 15000, Dedup: epoch, DedupMs: window.Milliseconds(), MaxFrameBytes: 4096}
+	return readyAs(sid, epoch, window, "w-alice")
+}
+
+// readyAs is readyFrame for a session whose identity's tag is who.
+func readyAs(sid, epoch string, window time.Duration, who string) string {
+	f := wire.HostFrame{T: wire.TypeReady, Session: sid, HeartbeatMs: 15000, Dedup: epoch, DedupMs: window.Milliseconds(), Who: who, MaxFrameBytes: 4096}
 	b, _ := f.Encode()
 	return string(b)
 }
@@ -135,5 +140,36 @@ func TestAKeyedCallIsNeverSentAgainPastTheHostsDedupWindow(t *testing.T) {
 			t.Fatalf("sent again to a Host that names no dedup window: %q", got)
 		}
 		wantKind(t, p, gateway.CallTimeout, true)
+	})
+}
+
+// A keyed call is sent again only to a session of the identity it was first sent as (the
+// ready frame's who): after the page's user changed, it rejects identity-changed, sent, and
+// is not sent as the new user; a call of the new user's is sent again as usual.
+func TestAKeyedCallIsSentAgainOnlyAsTheIdentityItWasSentAs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gw := newGateway(t, nil)
+		s1 := gateway.NewReadyTestSession(t, gw, readyAs("s1", "E", time.Minute, "w-alice"))
+		alices := startCall(gw, "save", `1`, gateway.CallOptions{Key: "a", Timeout: time.Hour})
+		synctest.Wait()
+		s1.Calls()
+		s1.End()
+		s2 := gateway.NewReadyTestSession(t, gw, readyAs("s2", "E", time.Minute, "w-bob"))
+		if got := keys(s2.Calls()); got != "" {
+			t.Fatalf("sent again as bob: %q", got)
+		}
+		if ce := wantKind(t, alices, gateway.CallIdentityChanged, true); !strings.Contains(ce.Message, "identity") {
+			t.Errorf("the page was told %v, want why it was not sent again", ce)
+		}
+		bobs := startCall(gw, "save", `2`, gateway.CallOptions{Key: "b", Timeout: time.Hour})
+		synctest.Wait()
+		s2.Calls()
+		s2.End()
+		s3 := gateway.NewReadyTestSession(t, gw, readyAs("s3", "E", time.Minute, "w-bob"))
+		if got := keys(s3.Calls()); got != "b" {
+			t.Fatalf("bob's call on bob's next session: sent again %q, want it", got)
+		}
+		s3.End()
+		_ = bobs
 	})
 }

@@ -5,6 +5,8 @@ package hostplugin
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -395,5 +397,19 @@ func replyFrame(f wire.HostFrame) message { return mustEncode(f) }
 // epoch it announces. s.mu is held.
 func (s *session) callsReady(rf *wire.HostFrame) {
 	s.dedup = s.h.callStore.Epoch()
-	rf.Dedup, rf.DedupMs = s.dedup, s.h.callStore.Window().Milliseconds()
+	rf.Dedup, rf.DedupMs, rf.Who = s.dedup, s.h.callStore.Window().Milliseconds(), whoTag(s.dedup, s.identity)
+}
+
+// whoTag is the ready frame's who: a tag of identity in the dedup store of epoch, the same on
+// every Host of the store and for every session of the identity, from which the identity
+// cannot be read back. The page compares it, and sends a keyed call again only as the
+// identity it was first sent as: the store keeps outcomes by (identity, key), so a re-send
+// as another identity would run it again, as someone else.
+func whoTag(epoch, identity string) string {
+	h := sha256.New()
+	h.Write([]byte("lifeline who\x00"))
+	h.Write([]byte(epoch))
+	h.Write([]byte{0})
+	h.Write([]byte(identity))
+	return hex.EncodeToString(h.Sum(nil)[:8])
 }

@@ -78,6 +78,24 @@ func TestAReadyFrameNamesTheDedupStoreItsWindowAndTheReadLimit(t *testing.T) {
 	}
 }
 
+// The ready frame tags the session's identity (who): one tag for every session of an
+// identity, another for another identity, and the identity itself not in it. The page sends
+// a keyed call again only to a session of the tag it was first sent under.
+func TestAReadyFrameTagsTheIdentityWithoutNamingIt(t *testing.T) {
+	f, _ := callFixture(t, `{}`)
+	tag := func(user string) string {
+		r := f.dialUser(t, user).expect(wire.TypeReady)
+		if r.Who == "" || strings.Contains(r.Who, user) {
+			t.Fatalf("%s's ready frame tags the identity %q, want a tag that does not name it", user, r.Who)
+		}
+		return r.Who
+	}
+	alice, again, bob := tag("alice@example.com"), tag("alice@example.com"), tag("bob@example.com")
+	if alice != again || alice == bob {
+		t.Fatalf("tags: alice %q and %q, bob %q; want alice's alike and bob's another", alice, again, bob)
+	}
+}
+
 func TestACallRunsItsHandlerWithTheIdentityAndGetsItsReply(t *testing.T) {
 	f, _ := callFixture(t, `{}`)
 	c := f.dialUser(t, "alice")

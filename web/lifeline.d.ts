@@ -138,7 +138,12 @@ declare namespace Lifeline {
    *   call was not sent again (it had no `key`, or the page came back to a Host whose dedup store
    *   is not the one it sent it to). It may have run, at most once: the outcome is unknown.
    * - `timeout`: no reply within `timeoutMs`; `sent` says whether it had gone out (then it may
-   *   still run, at most once).
+   *   still run, at most once). Also a keyed call not sent again because half the Host's dedup
+   *   window had passed since its first send, or whose first run was still going past the
+   *   Host's `callTimeoutMs`. Sent.
+   * - `identity-changed`: a keyed call cut off and not sent again because the page's identity
+   *   changed since (the user signed in as someone else): it may have run as the identity it
+   *   was made as, at most once, and never runs as the new one. Sent.
    * - `too-big`: the call is over what the Host reads. Not sent.
    * - `invalid`: a name, key, timeout or data Lifeline cannot send. Not sent.
    * - `unsupported`: the Host takes no calls. Not sent.
@@ -153,6 +158,7 @@ declare namespace Lifeline {
     | 'busy'
     | 'interrupted'
     | 'timeout'
+    | 'identity-changed'
     | 'too-big'
     | 'invalid'
     | 'unsupported'

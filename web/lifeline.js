@@ -53,9 +53,9 @@
   const listeners = new Set();
   const subs = new Map(); // id → {stream, fn}
   let nextID = 1;
-  // Calls not yet answered: id → {name, data (JSON text), key, deadline, sent, epoch, sentAt,
-  // resolve, reject, timer}. sent and epoch are what the hub said before the call's write (and
-  // sentAt when it first said so): a call the hub never said it sent never went out, so after
+  // Calls not yet answered: id → {name, data (JSON text), key, deadline, sent, epoch, who,
+  // sentAt, resolve, reject, timer}. sent, epoch and who are what the hub said before the
+  // call's write (and sentAt when it first said so): a call the hub never said it sent never went out, so after
   // a lost hub it is made again as new.
   const calls = new Map();
   let nextCallID = 1;
@@ -163,6 +163,7 @@
           if (!c.sent) c.sentAt = Date.now(); // its first send: a keyed re-send is bounded by the Host's dedup window from it
           c.sent = true;
           c.epoch = m.epoch || '';
+          c.who = m.who || '';
         }
         break;
       }
@@ -234,7 +235,7 @@
     return {
       t: 'call', id: c.id, name: c.name, data: c.data, key: c.key,
       timeoutMs: Math.max(1, Math.ceil(c.deadline - Date.now())), epoch: c.sent ? c.epoch : '',
-      sentAgoMs: c.sent ? Math.max(0, Date.now() - c.sentAt) : 0,
+      who: c.sent ? c.who : '', sentAgoMs: c.sent ? Math.max(0, Date.now() - c.sentAt) : 0,
     };
   }
 
@@ -321,7 +322,7 @@
       if (dead) return Promise.reject(callError('failed', 'the Lifeline program has stopped; reload the page', false, '', 0));
       return new Promise((resolve, reject) => {
         const timeoutMs = o.timeoutMs || defaultCallTimeout;
-        const c = { id: nextCallID++, name, data: text, key: o.key || '', deadline: Date.now() + timeoutMs, sent: false, epoch: '', sentAt: 0, resolve, reject };
+        const c = { id: nextCallID++, name, data: text, key: o.key || '', deadline: Date.now() + timeoutMs, sent: false, epoch: '', who: '', sentAt: 0, resolve, reject };
         // The hub times the call; this timer, a little later, covers a hub that went silent.
         c.timer = setTimeout(() => {
           send({ t: 'cancel', id: c.id });

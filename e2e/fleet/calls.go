@@ -155,7 +155,7 @@ func (cf *callFleet) call(c *caller, r *fleetCallRec, hold time.Duration, sent c
 	c.recs = append(c.recs, r)
 	c.mu.Unlock()
 	data, _ := json.Marshal(map[string]any{"id": r.id, "holdMs": hold.Milliseconds()})
-	opts := gateway.CallOptions{Timeout: callTimeout, OnSent: func(string) {
+	opts := gateway.CallOptions{Timeout: callTimeout, OnSent: func(gateway.Sent) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if r.firstOn == "" && r.kind == "" {

@@ -126,6 +126,10 @@ type HostFrame struct {
 	// its run (its window). A page sends a keyed call again only within half of it from its
 	// first send, and never to a Host that names none (PROTOCOL.md §9.2).
 	DedupMs int64 `json:"dedupMs,omitempty"`
+	// ready: Who tags the session's identity (Authenticate's) in the dedup store: equal for
+	// the sessions of one identity with one store, and nothing of the identity readable. A
+	// page sends a keyed call again only to a session of the tag it was first sent under.
+	Who string `json:"who,omitempty"`
 	// ready: Report asks the page for a report frame after a reconnect (report.go).
 	Report bool `json:"report,omitempty"`
 	// reply: the call's id; Data the handler's reply (success), or Error and Code (failure),
@@ -213,6 +217,7 @@ func (f HostFrame) Append(b []byte) ([]byte, error) {
 	if f.DedupMs != 0 {
 		b = strconv.AppendInt(append(b, `,"dedupMs":`...), f.DedupMs, 10)
 	}
+	b = optStr(b, "who", f.Who)
 	if f.MaxFrameBytes != 0 {
 		b = strconv.AppendInt(append(b, `,"maxFrameBytes":`...), f.MaxFrameBytes, 10)
 	}
@@ -498,6 +503,8 @@ func DecodeHost(b []byte) (HostFrame, error) {
 			return readInt(d, key, &f.MaxFrameBytes)
 		case "dedupMs":
 			return readInt(d, key, &f.DedupMs)
+		case "who":
+			return readString(d, key, &f.Who)
 		case "id":
 			return readUint(d, key, &f.ID)
 		case "error":

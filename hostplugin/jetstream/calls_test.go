@@ -568,12 +568,14 @@ func TestPagesKeyedCallReSentToAnotherHostGetsTheFirstReply(t *testing.T) {
 	hostA, calls := host()
 	hostB, _ := host()
 	const call = `{"t":"call","id":7,"name":"order.place","key":"cart-42","data":{"sku":"x"}}`
-	var replies []string
+	var replies, tags []string
 	for _, f := range []*fixture{hostA, hostB} {
 		c := f.dial(t)
-		if ready := c.expect("ready"); ready.Dedup != calls.Epoch() || ready.DedupMs != calls.Window().Milliseconds() {
+		ready := c.expect("ready")
+		if ready.Dedup != calls.Epoch() || ready.DedupMs != calls.Window().Milliseconds() {
 			t.Errorf("ready frame's dedup %q, window %d ms; want the bucket's epoch %q and the store's window %v", ready.Dedup, ready.DedupMs, calls.Epoch(), calls.Window())
 		}
+		tags = append(tags, ready.Who)
 		c.send(call)
 		r := c.expect("reply")
 		if r.ID != 7 || r.Code != "" {
@@ -584,6 +586,9 @@ func TestPagesKeyedCallReSentToAnotherHostGetsTheFirstReply(t *testing.T) {
 	}
 	if want := []string{`{"order":1}`, `{"order":1}`}; !slices.Equal(replies, want) {
 		t.Errorf("replies on host A then host B: %q, want %q", replies, want)
+	}
+	if tags[0] == "" || tags[0] != tags[1] {
+		t.Errorf("the two Hosts tag one identity %q and %q, want one tag: a re-send to the other Host goes as the same identity", tags[0], tags[1])
 	}
 }
 

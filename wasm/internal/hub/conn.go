@@ -24,10 +24,11 @@ type In struct {
 	ID                       int
 	Stream                   string
 	// A call's name, data (JSON text), idempotency key, timeout and, for a keyed call made
-	// again after the hub that sent it was lost, the dedup epoch it was sent under and how
-	// long ago it was first sent (the hub's "sent" message, as the tab timed it).
-	Name, Data, Key, Epoch string
-	TimeoutMs, SentAgoMs   int
+	// again after the hub that sent it was lost, what the hub's "sent" message said: the
+	// dedup epoch and identity tag it was sent under, and how long ago it was first sent (as
+	// the tab timed it).
+	Name, Data, Key, Epoch, Who string
+	TimeoutMs, SentAgoMs        int
 }
 
 // Msg is the type of a tab's message: the tab's "t" (web/lifeline.js), with the fields of
@@ -42,7 +43,7 @@ const (
 	MsgSubscribe   Msg = "subscribe"   // ID, Stream
 	MsgUnsubscribe Msg = "unsubscribe" // ID
 	MsgLife        Msg = "life"        // Event
-	MsgCall        Msg = "call"        // ID, Name, Data, Key, TimeoutMs, Epoch, SentAgoMs
+	MsgCall        Msg = "call"        // ID, Name, Data, Key, TimeoutMs, Epoch, Who, SentAgoMs
 	MsgCancel      Msg = "cancel"      // ID: the tab gave up on that call (its timer)
 	MsgPing        Msg = "ping"        // still here (the glue drops ports that stay silent)
 	MsgBye         Msg = "bye"         // the tab leaves
@@ -260,10 +261,10 @@ func (conn *Conn) call(m In) {
 	}
 	opts := gateway.CallOptions{
 		Key: m.Key, Epoch: m.Epoch, Timeout: time.Duration(m.TimeoutMs) * time.Millisecond,
-		OnSent: func(epoch string) { conn.send(func(t Tab) { t.Sent(id, epoch) }) },
+		OnSent: func(on gateway.Sent) { conn.send(func(t Tab) { t.Sent(id, on) }) },
 	}
 	if m.Epoch != "" {
-		opts.SentAt = time.Now().Add(-time.Duration(m.SentAgoMs) * time.Millisecond)
+		opts.Who, opts.SentAt = m.Who, time.Now().Add(-time.Duration(m.SentAgoMs)*time.Millisecond)
 	}
 	// Queued here, on the tab's serve goroutine, so that its calls reach the Host in the order
 	// the tab made them (a goroutine per call would queue them in the scheduler's order).

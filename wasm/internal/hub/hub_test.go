@@ -79,7 +79,7 @@ func newClient() *tab {
 	return &tab{got: map[int][]gateway.Delivery{}, ended: map[int]error{}, sent: map[int]string{}, replies: map[int]reply{}, changed: make(chan struct{}, 1)}
 }
 
-func (c *tab) Sent(id int, epoch string) { c.do(func() { c.sent[id] = epoch }) }
+func (c *tab) Sent(id int, on gateway.Sent) { c.do(func() { c.sent[id] = on.Epoch }) }
 func (c *tab) Replied(id int, data wire.RawJSON, err error) {
 	c.do(func() { c.replies[id] = reply{string(data), err} })
 }
