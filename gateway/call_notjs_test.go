@@ -32,8 +32,21 @@ type callWorld struct {
 	mu    sync.Mutex
 	hosts map[string]*hostplugin.Host // by URL host; replaced by start
 	runs  map[string]int              // handler runs by the call's data
+	began map[string]time.Time        // when the first run of each call's data began
 	gate  chan struct{}               // "hold" waits for it to close
 	user  string                      // who Authenticate says connects (the page's sign-in)
+	links map[string][]*halfOpen      // the Host's end of every socket, by URL host, in order
+}
+
+// link is the Host's end of the latest socket to name.
+func (w *callWorld) link(name string) *halfOpen {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l := w.links[name]
+	if len(l) == 0 {
+		w.t.Fatalf("no socket to %s", name)
+	}
+	return l[len(l)-1]
 }
 
 // signIn makes every later socket of the page authenticate as user.
@@ -44,7 +57,7 @@ func (w *callWorld) signIn(user string) {
 }
 
 func newCallWorld(t *testing.T) *callWorld {
-	w := &callWorld{t: t, hosts: map[string]*hostplugin.Host{}, runs: map[string]int{}, gate: make(chan struct{})}
+	w := &callWorld{t: t, hosts: map[string]*hostplugin.Host{}, runs: map[string]int{}, gate: make(chan struct{}), links: map[string][]*halfOpen{}, began: map[string]time.Time{}}
 	gateway.UseHandshakeClient(t, wstest.Client(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w.mu.Lock()
 		h := w.hosts[r.Host]
@@ -53,6 +66,11 @@ func newCallWorld(t *testing.T) *callWorld {
 			http.Error(rw, "no Host here", http.StatusServiceUnavailable)
 			return
 		}
+		rw = hijacking{rw, func(l *halfOpen) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.links[r.Host] = append(w.links[r.Host], l)
+		}}
 		h.Handler(http.NotFoundHandler()).ServeHTTP(rw, r)
 	})))
 	return w
@@ -78,6 +96,9 @@ func (w *callWorld) start(name string, store hostplugin.CallStore, doc string) *
 		w.mu.Lock()
 		w.runs[string(c.Data)]++
 		w.runs[c.Identity+":"+string(c.Data)]++
+		if _, ok := w.began[string(c.Data)]; !ok {
+			w.began[string(c.Data)] = time.Now()
+		}
 		w.mu.Unlock()
 	}
 	h.HandleCall("echo", func(_ context.Context, c *hostplugin.Call) (json.RawMessage, error) {
@@ -95,6 +116,13 @@ func (w *callWorld) start(name string, store hostplugin.CallStore, doc string) *
 	w.mu.Unlock()
 	w.t.Cleanup(func() { _ = h.Close() })
 	return h
+}
+
+// beganAt is when the first run of the call with data began; zero if none did.
+func (w *callWorld) beganAt(data string) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.began[data]
 }
 
 func (w *callWorld) ran(data string) int {
@@ -223,15 +251,78 @@ func TestAnUnkeyedCallCutOffAfterItWasSentIsInterruptedAndNeverSentAgain(t *test
 		p := startCall(r.gw, "hold", `"unkeyed"`, gateway.CallOptions{})
 		synctest.Wait()
 		a.Stop(context.Background(), 0) // the session ends before the reply
+		synctest.Wait()
+		select {
+		case <-p.done:
+			t.Fatal("the page was told what became of the call before a Host of its store fenced its session")
+		default:
+		}
 		w.start("a.invalid", store, `{}`)
+		r.waitConnected() // the new session fences the old one: the call had started there
 		ce := wantKind(t, p, gateway.CallInterrupted, true)
 		close(w.gate)
-		r.waitConnected()
 		synctest.Wait()
 		if n := w.ran(`"unkeyed"`); n != 1 {
 			t.Fatalf("the handler ran %d times, want once: an unkeyed call is never sent again (%v)", n, ce)
 		}
 		r.ctl.Stop()
+	})
+}
+
+// The black-box case: an unkeyed call cut off by a half-open link is told its fate, and the
+// Host starts it afterwards: its frame, held in the network, reaches the old session late, or
+// waited there behind a slow call. A page that checked and saw nothing would do it again.
+// The page is told only once the Host has fenced the old session (the new session's fence
+// frame, answered fenced): a call that started before is interrupted (it ran, or runs to its
+// end, once); one that had not is not-run, and never starts; nothing starts after the page
+// was told.
+func TestACallCutOffIsToldOnlyWhatTheHostCanNoLongerChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newCallWorld(t)
+		release := sync.OnceFunc(func() { close(w.gate) })
+		defer release() // a failure must not leave a run blocked in the bubble
+		w.start("a.invalid", nil, `{"heartbeatMs":1000}`)
+		r := callRig(t, nil)
+		r.ctl.Start()
+		r.waitConnected()
+		running := startCall(r.gw, "hold", `"running"`, gateway.CallOptions{Timeout: time.Minute})
+		synctest.Wait() // it runs on the Host, and holds
+		x := w.link("a.invalid")
+		x.Cut()
+		late := startCall(r.gw, "echo", `"late"`, gateway.CallOptions{Timeout: time.Minute})
+		synctest.Wait()             // written into the half-open link: the network holds it
+		time.Sleep(3 * time.Second) // the page's watchdog ends the session (2.5 heartbeats of silence)
+		r.waitConnected()           // and the page is back, on a new session of the same Host
+		synctest.Wait()
+		x.Deliver() // the network hands the old session its late frame
+		release()   // and the run in progress ends
+		synctest.Wait()
+
+		for _, c := range []struct {
+			data string
+			p    *pendingCall
+			kind string
+		}{
+			{`"running"`, running, gateway.CallInterrupted},
+			{`"late"`, late, gateway.CallNotRun},
+		} {
+			_, ce := c.p.result(t)
+			began := w.beganAt(c.data)
+			switch {
+			case ce == nil:
+				t.Errorf("call %s resolved: the page cannot have had its reply", c.data)
+			case !began.IsZero() && began.After(c.p.at):
+				t.Errorf("call %s: the Host started it %v after the page was told %s (%v)", c.data, began.Sub(c.p.at), ce.Kind, ce)
+			case ce.Kind != c.kind || !ce.Sent:
+				t.Errorf("call %s: %v, want %s, sent", c.data, ce, c.kind)
+			}
+		}
+		if n, m := w.ran(`"running"`), w.ran(`"late"`); n != 1 || m != 0 {
+			t.Errorf("runs: the started call %d, the late one %d; want 1 and 0", n, m)
+		}
+		r.ctl.Stop()
+		_ = x.Close() // the Host's half-open session ends at last (its Close would wait out its close handshake)
+		synctest.Wait()
 	})
 }
 
@@ -338,7 +429,7 @@ func TestAKeyedCallIsNotReSentToAHostOfAnotherStore(t *testing.T) {
 		a.Stop(context.Background(), 0)
 		w.start("a.invalid", nil, `{}`) // a plain restart: an in-memory store of its own
 		time.Sleep(5 * time.Second)     // back, and told the store is another
-		ce := wantKind(t, p, gateway.CallInterrupted, true)
+		ce := wantKind(t, p, gateway.CallTimeout, true)
 		close(w.gate)
 		synctest.Wait()
 		if n := w.ran(`"keyed"`); n != 1 || !strings.Contains(ce.Message, "dedup store") {
@@ -454,7 +545,7 @@ func TestAKeyedCallMadeAgainWithItsEpochGoesOnlyToThatStore(t *testing.T) {
 		if reply, ce := again.result(t); ce != nil || reply != `"once"` || w.ran(`"once"`) != 1 {
 			t.Fatalf("made again under its epoch: %s, %v after %d runs; want the first outcome", reply, ce, w.ran(`"once"`))
 		}
-		wantKind(t, startCall(r.gw, "echo", `"elsewhere"`, gateway.CallOptions{Key: "tab-2", Epoch: "another-store", Who: on.Who, SentAt: at}), gateway.CallInterrupted, true)
+		wantKind(t, startCall(r.gw, "echo", `"elsewhere"`, gateway.CallOptions{Key: "tab-2", Epoch: "another-store", Who: on.Who, SentAt: at}), gateway.CallTimeout, true)
 		if w.ran(`"elsewhere"`) != 0 {
 			t.Fatal("a call sent under another store's epoch ran here")
 		}
@@ -488,17 +579,19 @@ func TestADroppedSessionInterruptsNoMoreThanTheCallsInFlight(t *testing.T) {
 		w.start("a.invalid", store, `{}`)
 		close(w.gate)
 		time.Sleep(5 * time.Second)
-		interrupted := 0
+		var cut []string // what the calls in flight were told, in order
 		for i, p := range calls {
 			switch reply, ce := p.result(t); {
-			case ce != nil && ce.Kind == gateway.CallInterrupted && ce.Sent:
-				interrupted++
+			case ce != nil && (ce.Kind == gateway.CallInterrupted || ce.Kind == gateway.CallNotRun) && ce.Sent:
+				cut = append(cut, ce.Kind)
 			case ce != nil || reply != fmt.Sprintf(`{"held":%d}`, i):
-				t.Fatalf("call %d: %s, %v; want its reply, or interrupted if it was in flight", i, reply, ce)
+				t.Fatalf("call %d: %s, %v; want its reply, or interrupted or not-run if it was in flight", i, reply, ce)
 			}
 		}
-		if interrupted != 3 {
-			t.Fatalf("%d calls interrupted by the drop, want the 3 in flight: the 7 unsent are sent on the next session", interrupted)
+		// The Host ran the first; the two behind it waited there, and were dropped with the
+		// session: the fence says so.
+		if want := []string{gateway.CallInterrupted, gateway.CallNotRun, gateway.CallNotRun}; !slices.Equal(cut, want) {
+			t.Fatalf("the calls cut off by the drop were told %v, want %v: the 3 in flight, and the 7 unsent are sent on the next session", cut, want)
 		}
 		r.ctl.Stop()
 	})

@@ -22,6 +22,7 @@ type pendingCall struct {
 	done  chan struct{}
 	reply wire.RawJSON
 	err   error
+	at    time.Time         // when the call returned: when the page was told
 	sent  chan gateway.Sent // what the last OnSent said
 }
 
@@ -37,6 +38,7 @@ func startCall(gw *gateway.Gateway, name, data string, o gateway.CallOptions) *p
 	go func() {
 		defer close(p.done)
 		p.reply, p.err = gw.Call(context.Background(), name, wire.RawJSON(data), o)
+		p.at = time.Now()
 	}()
 	return p
 }
@@ -171,5 +173,104 @@ func TestAKeyedCallIsSentAgainOnlyAsTheIdentityItWasSentAs(t *testing.T) {
 		}
 		s3.End()
 		_ = bobs
+	})
+}
+
+// types names the frames, in order, with a fence's session.
+func types(frames []wire.PageFrame) string {
+	var ts []string
+	for _, f := range frames {
+		if f.T == wire.TypeFence {
+			ts = append(ts, "fence "+f.Session)
+			continue
+		}
+		ts = append(ts, fmt.Sprintf("%s %d", f.T, f.ID))
+	}
+	return strings.Join(ts, ", ")
+}
+
+// An unkeyed call cut off is told nothing until a session of its dedup store has fenced the
+// one it was sent on: that session sends a fence frame before any call, and the Host's
+// fenced answer says which started there (interrupted) and which did not (not-run). A session
+// of another store cannot fence it: the call waits for its timeout. So does one sent so long
+// ago that the store may no longer know (half its window).
+func TestAnUnkeyedCallCutOffIsToldOnlyOnceItsSessionIsFenced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gw := newGateway(t, nil)
+		s1 := gateway.NewReadyTestSession(t, gw, readyFrame("s1", "E", time.Minute))
+		first := startCall(gw, "post", `1`, gateway.CallOptions{Timeout: time.Hour})
+		synctest.Wait()
+		second := startCall(gw, "post", `2`, gateway.CallOptions{Timeout: time.Hour})
+		synctest.Wait()
+		if got := types(s1.Calls()); got != "call 1, call 2" {
+			t.Fatalf("s1 sent %s", got)
+		}
+		s1.End()
+		other := gateway.NewReadyTestSession(t, gw, readyFrame("o1", "another store", time.Minute))
+		if got := types(other.Calls()); got != "" {
+			t.Fatalf("a session of another store sent %s: it cannot fence s1", got)
+		}
+		other.End()
+		next := startCall(gw, "post", `3`, gateway.CallOptions{Timeout: time.Hour})
+		synctest.Wait()
+		for _, p := range []*pendingCall{first, second} {
+			select {
+			case <-p.done:
+				t.Fatalf("a call cut off was told %v before its session was fenced", p.err)
+			default:
+			}
+		}
+		s2 := gateway.NewReadyTestSession(t, gw, readyFrame("s2", "E", time.Minute))
+		if got := types(s2.Calls()); got != "fence s1, call 1" {
+			t.Fatalf("s2 sent %s, want the fence of s1 before its first call", got)
+		}
+		if got := types(s2.Calls()); got != "" {
+			t.Fatalf("s2 sent %s again", got)
+		}
+		feed(t, s2, `{"t":"fenced","session":"s1","started":1}`)
+		wantKind(t, first, gateway.CallInterrupted, true)
+		wantKind(t, second, gateway.CallNotRun, true)
+		feed(t, s2, `{"t":"reply","id":1,"data":3}`)
+		if reply, ce := next.result(t); ce != nil || reply != "3" {
+			t.Fatalf("the call made meanwhile: %s, %v", reply, ce)
+		}
+
+		// A call cut off whose session no one fences in time.
+		late := startCall(gw, "post", `4`, gateway.CallOptions{Timeout: time.Hour})
+		synctest.Wait()
+		s2.Calls()
+		s2.End()
+		time.Sleep(30 * time.Second) // half the window
+		s3 := gateway.NewReadyTestSession(t, gw, readyFrame("s3", "E", time.Minute))
+		if got := types(s3.Calls()); got != "" {
+			t.Fatalf("s3 sent %s: the store may have forgotten what started on s2", got)
+		}
+		if ce := wantKind(t, late, gateway.CallTimeout, true); !strings.Contains(ce.Message, "can no longer be fenced") {
+			t.Errorf("the page was told %v, want why", ce)
+		}
+		s3.End()
+	})
+}
+
+// A tab whose hub was lost makes an unkeyed call it was told was sent again, naming the
+// session and the id it was sent as: the fresh hub never sends it, and tells it what the
+// fence of that session says. A call held so is closed with the gateway.
+func TestAnUnkeyedCallMadeAgainWaitsForTheFenceOfTheSessionItWasSentOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gw := newGateway(t, nil)
+		again := startCall(gw, "post", `1`, gateway.CallOptions{Epoch: "E", Session: "s1", ID: 7, SentAt: time.Now(), Timeout: time.Hour})
+		wantKind(t, startCall(gw, "post", `1`, gateway.CallOptions{Epoch: "E", Session: "s1", Key: "k"}), gateway.CallInvalid, false)
+		s := gateway.NewReadyTestSession(t, gw, readyFrame("s2", "E", time.Minute))
+		if got := types(s.Calls()); got != "fence s1" {
+			t.Fatalf("the fresh session sent %s, want only the fence", got)
+		}
+		feed(t, s, `{"t":"fenced","session":"s1","started":6}`)
+		wantKind(t, again, gateway.CallNotRun, true)
+
+		closed := startCall(gw, "post", `2`, gateway.CallOptions{Epoch: "E", Session: "s9", ID: 1, SentAt: time.Now(), Timeout: time.Hour})
+		synctest.Wait()
+		s.End()
+		gw.Close(nil)
+		wantKind(t, closed, gateway.CallClosed, true)
 	})
 }

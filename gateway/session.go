@@ -192,6 +192,9 @@ func (s *session) handle(f wire.HostFrame) error {
 	case wire.TypeReply:
 		s.g.replied(s, f)
 		return nil
+	case wire.TypeFenced:
+		s.g.fenced(s, f)
+		return nil
 	}
 	return fmt.Errorf("%w: unhandled frame type %q", ErrProtocol, f.T)
 }

@@ -106,7 +106,24 @@ type CallStore interface {
 	// [ErrCallRunning] (the Host answers timeout: it may still run, once). Any other error
 	// means the store cannot say (it is unreachable): the call must not run (busy).
 	Do(ctx context.Context, identity, key string, run func() CallOutcome) (CallOutcome, error)
+
+	// Start records that session is about to start its call id (a session's calls start one
+	// at a time, in the order of their ids), unless the session is fenced: then it returns
+	// [ErrSessionFenced], and the call must not start. Any other error means the store
+	// cannot say: the call must not start either (busy). Every call of every session goes
+	// through Start, keyed or not.
+	Start(ctx context.Context, session string, id uint64) error
+	// Fence fences session, on every Host of the store: once it has returned, no call of that
+	// session starts (Start refuses it). It returns the highest id Start let start (0: none).
+	// A page fences the session it left with calls in flight, from its next session, and
+	// learns which of them started: so it is told nothing a late start could make untrue.
+	// A session's record is kept for SessionRecordTTL from its last write, at least.
+	Fence(ctx context.Context, session string) (started uint64, err error)
 }
+
+// ErrSessionFenced is the error of a [CallStore]'s Start for a session its page fenced: the
+// page has left it (and been told that calls of it not started never run).
+var ErrSessionFenced = errors.New("hostplugin: the session is fenced: its page has left it")
 
 // ErrCallRunning is the error of a [CallStore]'s Do whose context ended while it waited for
 // the run of its (identity, key) that is still going: the Host answers the call timeout ("it
@@ -125,9 +142,17 @@ type MemoryCallStore struct {
 	window time.Duration
 	max    int
 
-	mu      sync.Mutex
-	entries map[callID]*callEntry
-	swept   time.Time
+	mu       sync.Mutex
+	entries  map[callID]*callEntry
+	sessions map[string]*sessionEntry // what Start and Fence recorded, by session
+	swept    time.Time
+}
+
+// sessionEntry is a session's record in a MemoryCallStore.
+type sessionEntry struct {
+	started uint64 // the highest id Start let start
+	fenced  bool
+	expires time.Time
 }
 
 type callID struct{ identity, key string }
@@ -139,12 +164,13 @@ type callEntry struct {
 }
 
 // NewMemoryCallStore returns a store that keeps each outcome for window and at most max
-// outcomes (max ≤ 0: 100,000).
+// outcomes (max ≤ 0: 100,000), and the records of at most max sessions (those whose calls
+// started within the window: a full store answers calls busy).
 func NewMemoryCallStore(window time.Duration, max int) *MemoryCallStore {
 	if max <= 0 {
 		max = 100_000
 	}
-	return &MemoryCallStore{epoch: newID(8), window: window, max: max, entries: map[callID]*callEntry{}}
+	return &MemoryCallStore{epoch: newID(8), window: window, max: max, entries: map[callID]*callEntry{}, sessions: map[string]*sessionEntry{}}
 }
 
 // Epoch implements [CallStore].
@@ -201,7 +227,69 @@ func (m *MemoryCallStore) Do(ctx context.Context, identity, key string, run func
 	return out, nil
 }
 
-// sweepLocked drops expired outcomes, at most once a second.
+// Start implements [CallStore].
+func (m *MemoryCallStore) Start(_ context.Context, session string, id uint64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, err := m.sessionLocked(session)
+	switch {
+	case err != nil:
+		return err
+	case e.fenced:
+		return ErrSessionFenced
+	}
+	e.started = max(e.started, id)
+	return nil
+}
+
+// Fence implements [CallStore].
+func (m *MemoryCallStore) Fence(_ context.Context, session string) (uint64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, err := m.sessionLocked(session)
+	if err != nil {
+		return 0, err
+	}
+	e.fenced = true
+	e.expires = time.Now().Add(SessionRecordTTL(m.window, true))
+	return e.started, nil
+}
+
+// SessionRecordTTL is how long a [CallStore] keeps a session's record from its last write:
+// the window, which a page's fence comes within; a fenced one at least an hour, longer than a
+// half-open link lives (TCP gives up on one within about 15 minutes), so that a call frame
+// delivered late to the session it left never finds the fence gone.
+func SessionRecordTTL(window time.Duration, fenced bool) time.Duration {
+	if fenced {
+		return max(window, time.Hour)
+	}
+	return window
+}
+
+// sessionLocked returns session's record, made if there is none, kept for its time from now
+// (SessionRecordTTL, set again by the caller once fenced). A record is never dropped before
+// that, even to make room: without it a fence could not tell a session whose calls started
+// from one whose did not.
+func (m *MemoryCallStore) sessionLocked(session string) (*sessionEntry, error) {
+	now := time.Now()
+	m.sweepLocked(now)
+	e := m.sessions[session]
+	if e != nil && !now.Before(e.expires) {
+		delete(m.sessions, session)
+		e = nil
+	}
+	if e == nil {
+		if len(m.sessions) >= m.max {
+			return nil, fmt.Errorf("%w: %d sessions' records", ErrCallStoreFull, len(m.sessions))
+		}
+		e = &sessionEntry{}
+		m.sessions[session] = e
+	}
+	e.expires = now.Add(SessionRecordTTL(m.window, e.fenced))
+	return e, nil
+}
+
+// sweepLocked drops expired outcomes and session records, at most once a second.
 func (m *MemoryCallStore) sweepLocked(now time.Time) {
 	if now.Sub(m.swept) < time.Second {
 		return
@@ -210,6 +298,11 @@ func (m *MemoryCallStore) sweepLocked(now time.Time) {
 	for id, e := range m.entries {
 		if !e.expires.IsZero() && !now.Before(e.expires) {
 			delete(m.entries, id)
+		}
+	}
+	for id, e := range m.sessions {
+		if !now.Before(e.expires) {
+			delete(m.sessions, id)
 		}
 	}
 }
@@ -227,10 +320,49 @@ const (
 // the order it arrived, by a goroutine that exists only while there is work.
 type sessionCalls struct {
 	lim     *rate.Limiter // run goroutine only
+	fences  int           // fence frames taken (the reading goroutine's)
 	mu      sync.Mutex    // guards the fields below
 	queue   []wire.PageFrame
 	running bool
-	closed  bool // the session ended: nothing more runs
+	closed  bool // the session ended, or its page fenced it: nothing more runs
+}
+
+// maxFences bounds the fence frames of one session: a page sends one per session it left
+// with calls in flight, and again only on a later session.
+const maxFences = 16
+
+// fence takes a fence frame from the page (on the session's reading goroutine). It waits its
+// turn among the session's calls, so that it is in place before the calls sent after it run.
+func (s *session) fence(f wire.PageFrame) bool {
+	if s.calls.fences++; s.calls.fences > maxFences {
+		return s.badFrame(fmt.Sprintf("fence: a session fences at most %d others", maxFences), f)
+	}
+	if f.Session == s.id {
+		return s.badFrame("fence: a session cannot fence itself", f)
+	}
+	if !s.enqueue(f) {
+		s.send(errorFrame(fmt.Sprintf("fence %q: %d calls of this page wait on the Host already; fence it from the next session", f.Session, maxSessionCalls)))
+	}
+	return true
+}
+
+// enqueue puts f in the session's queue of calls and starts the goroutine that runs them if
+// none runs, or reports that the queue is full.
+func (s *session) enqueue(f wire.PageFrame) bool {
+	c := &s.calls
+	c.mu.Lock()
+	if len(c.queue) >= maxSessionCalls {
+		c.mu.Unlock()
+		return false
+	}
+	c.queue = append(c.queue, f)
+	start := !c.running && !c.closed
+	c.running = c.running || start
+	c.mu.Unlock()
+	if start {
+		go s.runCalls()
+	}
+	return true
 }
 
 // call takes one call frame from the page (on the session's reading goroutine): an unknown
@@ -255,20 +387,9 @@ func (s *session) call(f wire.PageFrame) {
 		s.send(replyFrame(wire.Failed(f.ID, wire.CodeBusy, "over the session's call rate", max(wait, time.Millisecond))))
 		return
 	}
-	c := &s.calls
-	c.mu.Lock()
-	if len(c.queue) >= maxSessionCalls {
-		c.mu.Unlock()
+	if !s.enqueue(f) {
 		h.obs.Call(f.Name, wire.CodeBusy, 0)
 		s.send(replyFrame(wire.Failed(f.ID, wire.CodeBusy, fmt.Sprintf("%d calls of this page wait on the Host already", maxSessionCalls), callBusyRetry)))
-		return
-	}
-	c.queue = append(c.queue, f)
-	start := !c.running && !c.closed
-	c.running = c.running || start
-	c.mu.Unlock()
-	if start {
-		go s.runCalls()
 	}
 }
 
@@ -286,6 +407,13 @@ func (s *session) runCalls() {
 		f := c.queue[0]
 		c.queue = c.queue[1:]
 		c.mu.Unlock()
+		if f.T == wire.TypeFence {
+			s.h.fenceFor(s, f)
+			continue
+		}
+		if !s.h.startCall(s, f) {
+			continue
+		}
 		start := time.Now()
 		out := s.h.runCall(s, f)
 		s.h.obs.Call(f.Name, cmp.Or(out.Code, CallOK), time.Since(start))
@@ -295,6 +423,57 @@ func (s *session) runCalls() {
 			s.send(replyFrame(wire.Failed(f.ID, out.Code, out.Message, retryOf(out))))
 		}
 	}
+}
+
+// startCall records in the dedup store that s starts its call f, and reports whether it may.
+// A session whose page fenced it starts nothing more: the page has left it, and has been
+// told, or will be, that its calls not started never run. A store that cannot say refuses
+// the call (busy): it did not start.
+func (h *Host) startCall(s *session, f wire.PageFrame) bool {
+	ctx, cancel := context.WithTimeout(h.life, h.Config().callTimeout)
+	defer cancel()
+	err := h.callStore.Start(ctx, s.id, f.ID)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, ErrSessionFenced):
+		s.calls.mu.Lock()
+		s.calls.closed, s.calls.queue = true, nil
+		s.calls.mu.Unlock()
+		h.logger.Info("hostplugin: a session's page moved on and fenced it: its calls not yet started never run",
+			"session", s.id, "call", f.Name, "id", f.ID)
+		return false
+	}
+	h.thin.callStore.Do(func() {
+		h.logger.Error("hostplugin: the call dedup store cannot record that a call starts; refused as busy",
+			"session", s.id, "call", f.Name, "err", err)
+	})
+	h.obs.Call(f.Name, wire.CodeBusy, 0)
+	s.send(replyFrame(wire.Failed(f.ID, wire.CodeBusy, "the Host cannot record this call now; try again", callBusyRetry)))
+	return false
+}
+
+// fenceFor fences the session the page's fence frame f names, from s (the page's session
+// now), and answers the page with what started there. A store that is not the one s
+// announced cannot answer for the sessions of the one before; one that cannot say leaves
+// the page to fence from a later session.
+func (h *Host) fenceFor(s *session, f wire.PageFrame) {
+	if now := h.callStore.Epoch(); now != s.currentDedup() {
+		s.send(errorFrame(fmt.Sprintf("fence %q: the Host's dedup store changed since this connection began; it cannot fence sessions of the one before", f.Session)))
+		return
+	}
+	ctx, cancel := context.WithTimeout(h.life, h.Config().callTimeout)
+	defer cancel()
+	started, err := h.callStore.Fence(ctx, f.Session)
+	if err != nil {
+		h.thin.callStore.Do(func() {
+			h.logger.Error("hostplugin: the call dedup store cannot fence a session now; the page will ask again",
+				"session", s.id, "fence", f.Session, "err", err)
+		})
+		s.send(errorFrame(fmt.Sprintf("fence %q: the Host cannot fence it now; fence it from the next session", f.Session)))
+		return
+	}
+	s.send(mustEncode(wire.HostFrame{T: wire.TypeFenced, Session: f.Session, Started: started}))
 }
 
 // endCalls stops a session's calls: those still waiting never run (the page learns of

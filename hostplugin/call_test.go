@@ -508,3 +508,119 @@ func TestAKeyedCallOnASessionWhoseStoreChangedIsInterruptedNotRun(t *testing.T) 
 		t.Fatalf("a new session's ready %+v, want the new epoch", r)
 	}
 }
+
+// A page that left a session with calls in flight fences it from its next session: the Host
+// answers which of them started (the highest id), and none of that session's calls starts
+// afterwards, however late it reaches the Host or however long it waited there. The page is
+// told only then, so nothing it is told can be made untrue.
+func TestAFencedSessionStartsNoMoreCallsAndTheFenceSaysWhichStarted(t *testing.T) {
+	f, l := callFixture(t, `{}`)
+	entered, gate := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release)
+	f.h.HandleCall("slow", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
+		close(entered)
+		<-gate
+		return json.RawMessage(`"slow"`), nil
+	})
+	old := f.dial(t) // the Host still thinks this page is here: a half-open link
+	x := old.expect(wire.TypeReady).Session
+	old.send(`{"t":"call","id":1,"name":"slow"}`)
+	<-entered
+	old.send(`{"t":"call","id":2,"name":"echo","data":"behind"}`) // waits behind call 1
+
+	now := f.dial(t)
+	now.expect(wire.TypeReady)
+	now.send(`{"t":"fence","session":"` + x + `"}`)
+	if r := now.expect(wire.TypeFenced); r.Session != x || r.Started != 1 {
+		t.Fatalf("the fence: %+v, want session %q fenced with call 1 started", r, x)
+	}
+	release() // call 1 ends; call 2 must not start
+	if r := old.expect(wire.TypeReply); r.ID != 1 {
+		t.Fatalf("the old session: %+v, want call 1's reply", r)
+	}
+	old.send(`{"t":"call","id":3,"name":"echo","data":"late"}`) // a frame that reaches the Host late
+	waitFor(t, "the Host to refuse the fenced session's next call", func() bool { return f.logs.Has("fenced it") })
+	old.send(`{"t":"ping"}`)
+	old.expect(wire.TypeHeartbeat) // the reader has taken call 3, which never starts
+	if n, m := l.count(`|"behind"`), l.count(`|"late"`); n != 0 || m != 0 {
+		t.Fatalf("after the fence the old session ran call 2 %d times and call 3 %d times, want neither", n, m)
+	}
+	// A fence of a session none of whose calls started, and a fence answered again, say so.
+	now.send(`{"t":"fence","session":"0123456789abcdef01234567"}`)
+	if r := now.expect(wire.TypeFenced); r.Started != 0 {
+		t.Fatalf("a fence of a session no call of which started: %+v, want started 0", r)
+	}
+	now.send(`{"t":"fence","session":"` + x + `"}`)
+	if r := now.expect(wire.TypeFenced); r.Started != 1 {
+		t.Fatalf("the same fence again: %+v, want started 1", r)
+	}
+	now.send(`{"t":"call","id":1,"name":"echo","data":"on"}`)
+	if r := now.expect(wire.TypeReply); r.ID != 1 || r.Code != "" {
+		t.Fatalf("a call on the page's session after its fences: %+v, want its reply", r)
+	}
+}
+
+func TestASessionCannotFenceItself(t *testing.T) {
+	f, _ := callFixture(t, `{}`)
+	c := f.dial(t)
+	x := c.expect(wire.TypeReady).Session
+	c.send(`{"t":"fence","session":"` + x + `"}`)
+	if r := c.expect(wire.TypeError); !strings.Contains(r.Message, "cannot fence itself") {
+		t.Fatalf("a session fencing itself: %+v, want an error frame", r)
+	}
+	c.send(`{"t":"call","id":1,"name":"echo"}`)
+	if r := c.expect(wire.TypeReply); r.Code != "" {
+		t.Fatalf("a call after it: %+v, want its reply: the session is not fenced", r)
+	}
+}
+
+// The memory store's records of sessions, as moments: Start records the highest id started,
+// Fence stops every later Start and says that id; a record is kept for the window from its
+// last write, a fenced one for an hour at least; a full store refuses new sessions.
+func TestTheMemoryStoreFencesASession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		s := hostplugin.NewMemoryCallStore(time.Minute, 2)
+		t0 := time.Now()
+		at := func(d time.Duration) { time.Sleep(time.Until(t0.Add(d))) }
+		for _, m := range []struct {
+			at      time.Duration
+			op      string // "start x 3" or "fence x"
+			started uint64
+			err     error
+		}{
+			{0, "start a 1", 0, nil},
+			{0, "start a 3", 0, nil},
+			{0, "fence a", 3, nil},
+			{0, "start a 4", 0, hostplugin.ErrSessionFenced},
+			{0, "fence a", 3, nil},
+			{0, "fence b", 0, nil}, // none of its calls started
+			{0, "start b 1", 0, hostplugin.ErrSessionFenced},
+			{0, "start c 1", 0, hostplugin.ErrCallStoreFull},                // two records kept already
+			{59 * time.Minute, "start a 5", 0, hostplugin.ErrSessionFenced}, // late: and the fence holds an hour from now
+			{time.Hour, "start c 1", 0, nil},                                // b is gone: room again
+			{time.Hour, "start a 6", 0, hostplugin.ErrSessionFenced},
+			{time.Hour + time.Minute - time.Nanosecond, "fence c", 1, nil},
+			{time.Hour + 2*time.Minute, "fence c", 1, nil}, // the fence kept it
+			{2 * time.Hour, "start a 9", 0, nil},           // an hour after the last late call: over
+			{2*time.Hour + time.Minute - time.Nanosecond, "fence a", 9, nil},
+			{4 * time.Hour, "fence a", 0, nil}, // long after: a record of its own
+		} {
+			at(m.at)
+			var started uint64
+			var err error
+			var who string
+			var id uint64
+			if _, e := fmt.Sscanf(m.op, "start %s %d", &who, &id); e == nil {
+				err = s.Start(ctx, who, id)
+			} else {
+				fmt.Sscanf(m.op, "fence %s", &who)
+				started, err = s.Fence(ctx, who)
+			}
+			if !errors.Is(err, m.err) || (m.err == nil && err != nil) || started != m.started {
+				t.Errorf("at %v, %s: %d, %v; want %d, %v", m.at, m.op, started, err, m.started, m.err)
+			}
+		}
+	})
+}

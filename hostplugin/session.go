@@ -179,6 +179,8 @@ func (s *session) handle(typ websocket.MessageType, data []byte) bool {
 		s.send(hbFrame)
 	case wire.TypeCall:
 		s.call(f)
+	case wire.TypeFence:
+		return s.fence(f)
 	case wire.TypeReport:
 		return s.report(f, len(data))
 	}

@@ -15,14 +15,15 @@ import (
 //
 // Tab → hub: {t:"hello", bootstrap, options, href, online}, {t:"command", command},
 // {t:"online", online}, {t:"subscribe", id, stream}, {t:"unsubscribe", id},
-// {t:"life", event}, {t:"call", id, name, data (JSON text), key, timeoutMs, epoch, who, sentAgoMs},
+// {t:"life", event}, {t:"call", id, name, data (JSON text), key, timeoutMs, epoch, who,
+// session, wid, sentAgoMs},
 // {t:"cancel", id}, {t:"ping"}, {t:"bye"} (hub.Msg, hub.Command and hub.Event name them).
 // Hub → tab: {t:"status", state, slow, attempt, failures, nextAttempt (ms since the epoch, 0
 // for none), error, kind, retryAfter (ms)}, {t:"delivery", id, stream, seq, reset, epoch,
 // data, baseline} (data and baseline as JSON text: the tab parses them),
 // {t:"ended", id, error, denied, reason} (reason: the Host's words when it denied the
-// subscription, "" otherwise), {t:"sent", id, epoch, who} (the call is being written under
-// that dedup epoch and identity tag), {t:"reply", id, data (JSON text)} or {t:"reply", id, error, kind, sent, code,
+// subscription, "" otherwise), {t:"sent", id, epoch, who, session, wid} (the call is being
+// written under that dedup epoch and identity tag, on that session as its call wid), {t:"reply", id, data (JSON text)} or {t:"reply", id, error, kind, sent, code,
 // retryAfter (ms)} (gateway.CallError's fields).
 type port struct {
 	v    js.Value
@@ -82,6 +83,8 @@ func inbound(d js.Value) hub.In {
 		Key:       str("key"),
 		Epoch:     str("epoch"),
 		Who:       str("who"),
+		Session:   str("session"),
+		WireID:    num("wid"),
 		TimeoutMs: num("timeoutMs"),
 		SentAgoMs: num("sentAgoMs"),
 	}
@@ -151,7 +154,7 @@ func ended(id int, err error) map[string]any {
 
 // Sent implements hub.Tab.
 func (p *port) Sent(id int, on gateway.Sent) {
-	p.post(map[string]any{"t": "sent", "id": id, "epoch": on.Epoch, "who": on.Who})
+	p.post(map[string]any{"t": "sent", "id": id, "epoch": on.Epoch, "who": on.Who, "session": on.Session, "wid": float64(on.ID)})
 }
 
 // Replied implements hub.Tab.

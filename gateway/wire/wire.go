@@ -6,8 +6,8 @@
 // wasm); see that package for why not go-json-experiment's jsontext.
 //
 // Frames are JSON text messages whose field "t" names the type. Host → page: ready, hb, event,
-// reset, goaway, denied, error, reply. Page → Host: sub, unsub, ping, call, report. docs/PROTOCOL.md
-// is the protocol's account; §8 lists every frame.
+// reset, goaway, denied, error, reply, fenced. Page → Host: sub, unsub, ping, call, report,
+// fence. docs/PROTOCOL.md is the protocol's account; §8 lists every frame.
 package wire
 
 import (
@@ -41,11 +41,13 @@ const (
 	TypeDenied    = "denied"
 	TypeError     = "error"
 	TypeReply     = "reply"
+	TypeFenced    = "fenced" // the answer to a fence: no call of that session starts any more
 	TypeSub       = "sub"
 	TypeUnsub     = "unsub"
 	TypePing      = "ping"
 	TypeCall      = "call"
 	TypeReport    = "report" // what the page lived through while not connected (report.go)
+	TypeFence     = "fence"  // a session the page left with calls in flight: start none of them
 )
 
 // What a failed reply's Code says (PROTOCOL.md §9). A page treats a code it does not know
@@ -87,6 +89,8 @@ const (
 	MaxCallKey  = 128
 	// MaxCode bounds a reply's code.
 	MaxCode = 32
+	// MaxSessionID bounds the session a fence names (a Host's are 24 characters).
+	MaxSessionID = 64
 )
 
 // RawJSON is a raw JSON value carried through unchanged (event data, baselines). It marshals
@@ -124,7 +128,7 @@ type HostFrame struct {
 	MaxFrameBytes int64  `json:"maxFrameBytes,omitempty"`
 	// ready: DedupMs is how long the dedup store keeps a keyed call's outcome from the end of
 	// its run (its window). A page sends a keyed call again only within half of it from its
-	// first send, and never to a Host that names none (PROTOCOL.md §9.2).
+	// first send, and never to a Host that names none, or ≤ 0 (PROTOCOL.md §9.2).
 	DedupMs int64 `json:"dedupMs,omitempty"`
 	// ready: Who tags the session's identity (Authenticate's) in the dedup store: equal for
 	// the sessions of one identity with one store, and nothing of the identity readable. A
@@ -138,6 +142,9 @@ type HostFrame struct {
 	Error        string `json:"error,omitempty"`
 	Code         string `json:"code,omitempty"`
 	RetryAfterMs int64  `json:"retryAfterMs,omitempty"`
+	// fenced: Session is the session fenced; Started the highest id of its calls that
+	// started (0: none). No call of it starts any more.
+	Started uint64 `json:"started,omitempty"`
 	// event, reset, denied
 	Stream string `json:"stream,omitempty"`
 	Seq    uint64 `json:"seq,omitempty"`
@@ -168,6 +175,8 @@ type PageFrame struct {
 	Name string  `json:"name,omitempty"`
 	Data RawJSON `json:"data,omitempty"`
 	Key  string  `json:"key,omitempty"`
+	// fence: the session (its ready frame's) that the page left with calls in flight.
+	Session string `json:"session,omitempty"`
 	// report: the time not connected, the attempts it took and the kinds of failure on the
 	// way (report.go).
 	DownMs   uint64   `json:"downMs,omitempty"`
@@ -232,6 +241,9 @@ func (f HostFrame) Append(b []byte) ([]byte, error) {
 	if f.RetryAfterMs != 0 {
 		b = strconv.AppendInt(append(b, `,"retryAfterMs":`...), f.RetryAfterMs, 10)
 	}
+	if f.Started != 0 {
+		b = strconv.AppendUint(append(b, `,"started":`...), f.Started, 10)
+	}
 	b = optStr(b, "stream", f.Stream)
 	if f.Seq != 0 {
 		b = strconv.AppendUint(append(b, `,"seq":`...), f.Seq, 10)
@@ -265,6 +277,9 @@ func (f PageFrame) Encode() ([]byte, error) {
 	if f.T == TypeReport {
 		return f.appendReport(b), nil
 	}
+	if f.T == TypeFence {
+		return Fence(f.Session), nil
+	}
 	if f.T != TypePing {
 		b = str(append(b, `,"stream":`...), f.Stream)
 	}
@@ -273,6 +288,12 @@ func (f PageFrame) Encode() ([]byte, error) {
 		b = strconv.AppendUint(append(b, `,"after":`...), f.After, 10)
 	}
 	return append(b, '}'), nil
+}
+
+// Fence encodes the fence frame of session, as PageFrame.Encode does (the page sends it
+// without building a PageFrame).
+func Fence(session string) []byte {
+	return append(str([]byte(`{"t":"fence","session":`), session), '}')
 }
 
 func str(b []byte, s string) []byte {
@@ -344,23 +365,6 @@ func decodeObject(b []byte, member, dup func(key string, d *jsontok.Decoder) err
 	return nil
 }
 
-// valueError is a member that reads as JSON but breaks the frame's rules (a string where a
-// number belongs, a key given twice): the decoder is past it, so the rest of the frame can
-// still be read, and a bad call still names its id. Errors of JSON itself end the reading.
-type valueError struct{ err error }
-
-func (e *valueError) Error() string { return e.err.Error() }
-func (e *valueError) Unwrap() error { return e.err }
-
-// final is err as an error that ends the reading: for a value error inside a member, where
-// the decoder does not stand at the next member.
-func final(err error) error {
-	if ve, ok := err.(*valueError); ok {
-		return ve.err
-	}
-	return err
-}
-
 func frameErr(err error) error {
 	if err == nil {
 		return nil
@@ -400,7 +404,7 @@ func readUint(d *jsontok.Decoder, key string, dst *uint64) error {
 	}
 	v, err := strconv.ParseUint(string(raw), 10, 64)
 	if err != nil {
-		return &valueError{fmt.Errorf("%w: %s must be an integer in 0..%d, got %s", ErrFrame, key, uint64(1<<64-1), Truncate(string(raw)))}
+		return fmt.Errorf("%w: %s must be an integer in 0..%d, got %s", ErrFrame, key, uint64(1<<64-1), Truncate(string(raw)))
 	}
 	*dst = v
 	return nil
@@ -420,7 +424,7 @@ func readInt(d *jsontok.Decoder, key string, dst *int64) error {
 	}
 	v, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil {
-		return &valueError{fmt.Errorf("%w: %s must be an integer, got %s", ErrFrame, key, Truncate(string(raw)))}
+		return fmt.Errorf("%w: %s must be an integer, got %s", ErrFrame, key, Truncate(string(raw)))
 	}
 	*dst = v
 	return nil
@@ -444,10 +448,8 @@ func readRaw(d *jsontok.Decoder, dst *RawJSON, nullIsNone bool) error {
 
 func wrongKind(d *jsontok.Decoder, key, want string) error {
 	k := d.PeekKind()
-	if err := d.SkipValue(); err != nil {
-		return frameErr(err)
-	}
-	return &valueError{fmt.Errorf("%w: %s must be %s, got %s", ErrFrame, key, want, kindName(k))}
+	_ = d.SkipValue() // an error of JSON itself stays with d, for whoever reads on
+	return fmt.Errorf("%w: %s must be %s, got %s", ErrFrame, key, want, kindName(k))
 }
 
 func kindName(k jsontok.Kind) string {
@@ -513,6 +515,8 @@ func DecodeHost(b []byte) (HostFrame, error) {
 			return readString(d, key, &f.Code)
 		case "retryAfterMs":
 			return readInt(d, key, &f.RetryAfterMs)
+		case "started":
+			return readUint(d, key, &f.Started)
 		case "report":
 			return readBool(d, key, &f.Report)
 		}
@@ -541,10 +545,11 @@ func (f HostFrame) Validate() error {
 		if f.MaxFrameBytes < 0 {
 			return fmt.Errorf("%w: ready maxFrameBytes must be at least 0, got %d", ErrFrame, f.MaxFrameBytes)
 		}
-		if f.DedupMs < 0 {
-			return fmt.Errorf("%w: ready dedupMs must be at least 0, got %d", ErrFrame, f.DedupMs)
-		}
 	case TypeHeartbeat, TypeGoAway, TypeError:
+	case TypeFenced:
+		if f.Session == "" {
+			return fmt.Errorf("%w: fenced without a session", ErrFrame) // the page compares it with its own
+		}
 	case TypeEvent:
 		if err := checkFrameStream(f.Stream); err != nil {
 			return err
@@ -620,34 +625,38 @@ func DecodePage(b []byte) (PageFrame, error) {
 			return readUint(d, key, &f.Attempts)
 		case "kinds":
 			return readKinds(d, &f.Kinds)
+		case "session":
+			return readString(d, key, &f.Session)
 		}
 		return frameErr(d.SkipValue())
 	}
-	keep := func(key string, err error) error {
-		var ve *valueError
-		if !errors.As(err, &ve) {
-			return err // JSON itself is broken: nothing after it can be read
+	// A member that breaks a rule has been read past (every reader reads or skips its whole
+	// value), so the frame is read on; JSON that is not JSON stops the decoder (PeekKind 0).
+	keep := func(key string, d *jsontok.Decoder, err error) error {
+		if err == nil {
+			return nil
 		}
 		badID = badID || key == "t" || key == "id"
 		if bad == nil {
 			bad = err
 		}
+		if d.PeekKind() == 0 {
+			return err
+		}
 		return nil
 	}
 	err := decodeObject(b, func(key string, d *jsontok.Decoder) error {
-		return keep(key, member(key, d))
+		return keep(key, d, member(key, d))
 	}, func(key string, d *jsontok.Decoder) error {
-		if err := d.SkipValue(); err != nil {
-			return frameErr(err)
-		}
-		return keep(key, &valueError{fmt.Errorf("%w: duplicate key %q", ErrFrame, Truncate(key))})
+		_ = d.SkipValue()
+		return keep(key, d, fmt.Errorf("%w: duplicate key %q", ErrFrame, Truncate(key)))
 	})
 	read := PageFrame{T: f.T}
 	if f.T == TypeCall && !badID {
 		read.ID = f.ID
 	}
-	if err == nil {
-		err = bad
+	if bad != nil {
+		err = bad // the first thing wrong, rather than where reading stopped
 	}
 	if err != nil {
 		return read, err
@@ -657,6 +666,9 @@ func DecodePage(b []byte) (PageFrame, error) {
 	}
 	if f.T != TypeReport && (f.DownMs != 0 || f.Attempts != 0 || f.Kinds != nil) {
 		return read, fmt.Errorf("%w: %s carries no downMs, attempts or kinds", ErrFrame, Truncate(f.T))
+	}
+	if f.T != TypeFence && f.Session != "" {
+		return read, fmt.Errorf("%w: %s carries no session", ErrFrame, Truncate(f.T))
 	}
 	switch f.T {
 	case TypeSub:
@@ -681,6 +693,13 @@ func DecodePage(b []byte) (PageFrame, error) {
 	case TypeReport:
 		if err := f.checkReport(); err != nil {
 			return read, err
+		}
+	case TypeFence:
+		if err := CheckSessionID(f.Session); err != nil {
+			return read, err
+		}
+		if f.Stream != "" || f.Epoch != "" || f.After != 0 {
+			return read, fmt.Errorf("%w: fence carries no stream, epoch or after", ErrFrame)
 		}
 	case "":
 		return read, fmt.Errorf("%w: missing type field \"t\"", ErrFrame)
@@ -744,6 +763,21 @@ func CheckCallKey(s string) error {
 	for i, r := range s {
 		if r < 0x20 || 0x7f <= r && r < 0xa0 { // C0, DEL and C1, as unicode.IsControl
 			return fmt.Errorf("%w: has a control character at byte %d", ErrCallKey, i)
+		}
+	}
+	return nil
+}
+
+// CheckSessionID is the rule for the session a fence names: 1..MaxSessionID bytes of ASCII
+// letters, digits, - and _ (a Host's are lowercase hex), so that a store may use it in a key.
+// Its errors wrap ErrFrame (no sentinel of their own: the page's wasm would carry it).
+func CheckSessionID(s string) error {
+	if s == "" || len(s) > MaxSessionID {
+		return fmt.Errorf("%w: session must be 1..%d bytes, got %d", ErrFrame, MaxSessionID, len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return fmt.Errorf("%w: session %q has %q at byte %d; allowed are letters, digits, - and _", ErrFrame, Truncate(s), rune(c), i)
 		}
 	}
 	return nil

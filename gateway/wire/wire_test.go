@@ -25,8 +25,11 @@ var hostCases = []struct {
 	{"a ready at the heartbeat floor decodes", `{"t":"ready","session":"s","heartbeatMs":100}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 100}, ""},
 	{"a ready at the heartbeat ceiling decodes", `{"t":"ready","session":"s","heartbeatMs":600000}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 600000}, ""},
 	{"a ready with calls decodes", `{"t":"ready","session":"s","heartbeatMs":100,"dedup":"d1","maxFrameBytes":4096}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 100, Dedup: "d1", MaxFrameBytes: 4096}, ""},
+	{"a fenced decodes", `{"t":"fenced","session":"5f1c0a9e3b7d2c4e8a6f1b0d","started":7}`, wire.HostFrame{T: "fenced", Session: "5f1c0a9e3b7d2c4e8a6f1b0d", Started: 7}, ""},
+	{"a fenced of a session none of whose calls started decodes", `{"t":"fenced","session":"s1"}`, wire.HostFrame{T: "fenced", Session: "s1"}, ""},
+	{"a fenced without a session is refused", `{"t":"fenced","started":7}`, wire.HostFrame{}, "fenced without a session"},
 	{"a ready naming the dedup window decodes", `{"t":"ready","session":"s","heartbeatMs":100,"dedup":"d1","dedupMs":600000}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 100, Dedup: "d1", DedupMs: 600000}, ""},
-	{"a ready with a negative dedup window is refused", `{"t":"ready","session":"s","heartbeatMs":100,"dedup":"d1","dedupMs":-1}`, wire.HostFrame{}, "dedupMs must be at least 0, got -1"},
+	{"a ready with a negative dedup window names none", `{"t":"ready","session":"s","heartbeatMs":100,"dedup":"d1","dedupMs":-1}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 100, Dedup: "d1", DedupMs: -1}, ""},
 	{"a ready asking for reports decodes", `{"t":"ready","session":"s","heartbeatMs":100,"report":true}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 100, Report: true}, ""},
 	{"a ready with a report that is no boolean is refused", `{"t":"ready","session":"s","heartbeatMs":100,"report":1}`, wire.HostFrame{}, "report must be a boolean, got a number"},
 	{"a ready with a negative maxFrameBytes is refused", `{"t":"ready","session":"s","heartbeatMs":100,"maxFrameBytes":-1}`, wire.HostFrame{}, "maxFrameBytes must be at least 0, got -1"},
@@ -167,6 +170,14 @@ var pageCases = []struct {
 	{"a ping with a stream is refused", `{"t":"ping","stream":"S"}`, wire.PageFrame{}, "ping carries no stream"},
 	{"a key given twice is refused", `{"t":"sub","stream":"S","stream":"T"}`, wire.PageFrame{}, "duplicate"},
 	{"an invalid UTF-8 stream is refused", "{\"t\":\"sub\",\"stream\":\"\xff\"}", wire.PageFrame{}, "invalid UTF-8"},
+	{"a fence decodes", `{"t":"fence","session":"5f1c0a9e3b7d2c4e8a6f1b0d"}`, wire.PageFrame{T: "fence", Session: "5f1c0a9e3b7d2c4e8a6f1b0d"}, ""},
+	{"a fence without a session is refused", `{"t":"fence"}`, wire.PageFrame{}, "session must be 1..64 bytes, got 0"},
+	{"a fence of a session no Host names is refused", `{"t":"fence","session":"a.b"}`, wire.PageFrame{}, `session "a.b" has '.' at byte 1`},
+	{"a fence of a 65-byte session is refused", `{"t":"fence","session":"` + strings.Repeat("s", 65) + `"}`, wire.PageFrame{}, "session must be 1..64 bytes, got 65"},
+	{"a fence with a stream is refused", `{"t":"fence","session":"s","stream":"S"}`, wire.PageFrame{}, "fence carries no stream"},
+	{"a fence with call fields is refused", `{"t":"fence","session":"s","id":3}`, wire.PageFrame{}, "fence carries no id, name, data or key"},
+	{"a sub naming a session is refused", `{"t":"sub","stream":"S","session":"s"}`, wire.PageFrame{}, "sub carries no session"},
+	{"a call naming a session is refused", `{"t":"call","id":2,"name":"n","session":"s"}`, wire.PageFrame{}, "call carries no session"},
 	{"a report decodes", `{"t":"report","downMs":12400,"attempts":3,"kinds":["closed","refused","timeout"]}`,
 		wire.PageFrame{T: "report", DownMs: 12400, Attempts: 3, Kinds: []string{"closed", "refused", "timeout"}}, ""},
 	{"a report of no time decodes", `{"t":"report","attempts":1,"kinds":["other"]}`, wire.PageFrame{T: "report", Attempts: 1, Kinds: []string{"other"}}, ""},
@@ -368,6 +379,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		{T: wire.TypeGoAway},
 		{T: wire.TypeError, Message: "retry-after=10"},
 		{T: wire.TypeDenied, Stream: "S", Reason: "not yours \u2028 <b>"},
+		{T: wire.TypeFenced, Session: "5f1c0a9e3b7d2c4e8a6f1b0d", Started: 3},
+		{T: wire.TypeFenced, Session: "s"},
 	}
 	for _, f := range frames {
 		b, err := f.Encode()
@@ -474,6 +487,10 @@ func FuzzDecodePage(f *testing.F) {
 			}
 		case wire.TypeCall:
 			if fr.ID == 0 || wire.CheckCallName(fr.Name) != nil || fr.Key != "" && wire.CheckCallKey(fr.Key) != nil || fr.Stream != "" {
+				t.Fatalf("DecodePage(%q) accepted %+v", b, fr)
+			}
+		case wire.TypeFence:
+			if !reflect.DeepEqual(fr, wire.PageFrame{T: wire.TypeFence, Session: fr.Session}) || wire.CheckSessionID(fr.Session) != nil {
 				t.Fatalf("DecodePage(%q) accepted %+v", b, fr)
 			}
 		case wire.TypeReport:

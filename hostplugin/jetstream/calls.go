@@ -613,6 +613,101 @@ func (s *CallStore) interrupt(ctx context.Context, k string, rev uint64, claim c
 	return hostplugin.CallOutcome{}, false, s.unavailable("answering a call interrupted", err)
 }
 
+// sessionRecord is a session's KV value: the highest id of its calls that started, and
+// whether its page fenced it. Start and Fence write it only over the revision they read, so
+// no call starts after a fence and the fence knows every call that started before it.
+type sessionRecord struct {
+	Started uint64 `json:"started,omitempty"`
+	Fenced  bool   `json:"fenced,omitempty"`
+	Host    string `json:"host,omitempty"` // the last writer's NATS connection name, for operators
+}
+
+// sessionKey is the KV key of a session's record: a hash, like callKey's, in a space of its
+// own ("s." never begins a callKey).
+func sessionKey(session string) string {
+	h := sha256.Sum256([]byte("session:" + session))
+	return "s." + base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+// Start implements [hostplugin.CallStore]: one read and one conditional write per call (a
+// write, when the session's last revision is the one this Host wrote).
+func (s *CallStore) Start(ctx context.Context, session string, id uint64) error {
+	_, err := s.session(ctx, session, func(r *sessionRecord) error {
+		if r.Fenced {
+			return hostplugin.ErrSessionFenced
+		}
+		r.Started = max(r.Started, id)
+		return nil
+	})
+	return err
+}
+
+// Fence implements [hostplugin.CallStore].
+func (s *CallStore) Fence(ctx context.Context, session string) (uint64, error) {
+	r, err := s.session(ctx, session, func(r *sessionRecord) error {
+		r.Fenced = true
+		return nil
+	})
+	return r.Started, err
+}
+
+// session reads session's record, lets change decide on it (an error refuses), and writes it
+// back over the revision it read, with the window's TTL, trying again when another write came
+// first. It returns the record written.
+func (s *CallStore) session(ctx context.Context, session string, change func(*sessionRecord) error) (sessionRecord, error) {
+	k := sessionKey(session)
+	for range maxTries {
+		kv := s.bucket()
+		if kv == nil {
+			s.poke()
+			return sessionRecord{}, fmt.Errorf("%w: bucket %q is not made yet", ErrCallStoreUnavailable, s.opts.Bucket)
+		}
+		var r sessionRecord
+		var rev uint64
+		rctx, cancel := s.request(ctx)
+		e, err := kv.Get(rctx, k)
+		cancel()
+		switch {
+		case errors.Is(err, natsjs.ErrKeyNotFound) || errors.Is(err, natsjs.ErrKeyDeleted):
+		case err != nil:
+			return r, s.unavailable("reading a session's record", err)
+		case json.Unmarshal(e.Value(), &r) != nil:
+			return r, fmt.Errorf("jetstream: bucket %q: key %s holds %.64q, not a session's record", s.opts.Bucket, k, e.Value())
+		default:
+			rev = e.Revision()
+		}
+		if err := change(&r); err != nil {
+			return r, err
+		}
+		r.Host = s.log.opts.Name
+		b, _ := json.Marshal(r)
+		keep := ttl(hostplugin.SessionRecordTTL(time.Duration(s.window.Load()), r.Fenced))
+		wctx, cancel := s.request(ctx)
+		if rev == 0 {
+			_, err = kv.Create(wctx, k, b, natsjs.KeyTTL(keep))
+		} else {
+			_, err = s.log.js.PublishMsg(wctx, &nats.Msg{Subject: s.subject + k, Data: b},
+				natsjs.WithExpectLastSequencePerSubject(rev), natsjs.WithMsgTTL(keep))
+		}
+		cancel()
+		switch {
+		case err == nil:
+			return r, nil
+		case errors.Is(err, natsjs.ErrKeyExists) || wrongLastSeq(err):
+			continue // another write came first: read it
+		}
+		// The answer may have been lost with the write stored: then it stands.
+		gctx, gcancel := s.request(ctx)
+		e, gerr := kv.Get(gctx, k)
+		gcancel()
+		if gerr == nil && string(e.Value()) == string(b) {
+			return r, nil
+		}
+		return r, s.unavailable("writing a session's record", err)
+	}
+	return sessionRecord{}, fmt.Errorf("%w: bucket %q: key %s changed %d times while this call read it", ErrCallStoreUnavailable, s.opts.Bucket, k, maxTries)
+}
+
 // decode reads the record e of k.
 func (s *CallStore) decode(k string, e natsjs.KeyValueEntry) (callRecord, error) {
 	var r callRecord

@@ -592,6 +592,125 @@ func TestPagesKeyedCallReSentToAnotherHostGetsTheFirstReply(t *testing.T) {
 	}
 }
 
+// A session's calls start through the store of the fleet, and a fence written by any Host
+// stops them on every other: Start and Fence write only over the revision they read, so a
+// call either started before the fence (and the fence says so) or never starts.
+func TestCallStoreFencesASessionFleetWide(t *testing.T) {
+	ns := startNATS(t)
+	a, b := newCallStore(t, ns.connect(t, nil), nil), newCallStore(t, ns.connect(t, nil), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	for _, id := range []uint64{1, 2} {
+		if err := a.Start(ctx, "x", id); err != nil {
+			t.Fatalf("a.Start(x, %d): %v", id, err)
+		}
+	}
+	if started, err := b.Fence(ctx, "x"); err != nil || started != 2 {
+		t.Fatalf("b.Fence(x): %d, %v; want 2", started, err)
+	}
+	if err := a.Start(ctx, "x", 3); !errors.Is(err, hostplugin.ErrSessionFenced) {
+		t.Fatalf("a.Start(x, 3) after b's fence: %v, want ErrSessionFenced", err)
+	}
+	if started, err := a.Fence(ctx, "x"); err != nil || started != 2 {
+		t.Fatalf("the fence again, from a: %d, %v; want 2", started, err)
+	}
+	if started, err := b.Fence(ctx, "y"); err != nil || started != 0 {
+		t.Fatalf("b.Fence(y) of a session none of whose calls started: %d, %v; want 0", started, err)
+	}
+	if err := a.Start(ctx, "y", 1); !errors.Is(err, hostplugin.ErrSessionFenced) {
+		t.Fatalf("a.Start(y, 1) after its fence: %v, want ErrSessionFenced", err)
+	}
+
+	// Starts and fences at once, on two Hosts, a session each: every fence says exactly
+	// whether its session's call started.
+	const sessions = 40
+	var wg sync.WaitGroup
+	startErr, fenced := make([]error, sessions), make([]uint64, sessions)
+	for i := range sessions {
+		session := fmt.Sprint("race-", i)
+		wg.Go(func() { startErr[i] = a.Start(ctx, session, 1) })
+		wg.Go(func() {
+			var err error
+			if fenced[i], err = b.Fence(ctx, session); err != nil {
+				t.Errorf("b.Fence(%s): %v", session, err)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range sessions {
+		switch err := startErr[i]; {
+		case err == nil && fenced[i] != 1:
+			t.Errorf("session %d: its call started, and the fence says %d started", i, fenced[i])
+		case errors.Is(err, hostplugin.ErrSessionFenced) && fenced[i] != 0:
+			t.Errorf("session %d: its call was refused, and the fence says %d started", i, fenced[i])
+		case err != nil && !errors.Is(err, hostplugin.ErrSessionFenced):
+			t.Errorf("session %d: Start: %v", i, err)
+		}
+	}
+}
+
+// Through two Hosts of the fleet: a page's session on one Host runs a slow call with another
+// waiting behind it; the page, on a session of the other Host now, fences the first; the Host
+// answers that call 1 started, and call 2 never does.
+func TestAFenceOnOneHostStopsTheSessionsCallsOnAnother(t *testing.T) {
+	ns := startNATS(t)
+	var mu sync.Mutex
+	ran := map[string]int{}
+	entered, gate := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release)
+	host := func() *fixture {
+		log := ns.connect(t, nil)
+		calls := newCallStore(t, log, nil)
+		l := &logs{}
+		h, err := hostplugin.New(hostplugin.DefaultConfig(), &hostplugin.Options{Logger: slog.New(l), Log: log, Calls: calls, Authorize: hostplugin.PublicStreams})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.HandleCall("slow", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
+			close(entered)
+			<-gate
+			return nil, nil
+		})
+		h.HandleCall("note", func(_ context.Context, c *hostplugin.Call) (json.RawMessage, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			ran[string(c.Data)]++
+			return nil, nil
+		})
+		h.SetReady(true)
+		srv := httptest.NewServer(h.Handler(http.NotFoundHandler()))
+		t.Cleanup(func() {
+			release()
+			_ = h.Close()
+			srv.Close()
+		})
+		return &fixture{h: h, srv: srv, logs: l}
+	}
+	hostA, hostB := host(), host()
+	old := hostA.dial(t)
+	x := old.expect("ready").Session
+	old.send(`{"t":"call","id":1,"name":"slow"}`)
+	<-entered
+	old.send(`{"t":"call","id":2,"name":"note","data":"behind"}`)
+	now := hostB.dial(t)
+	now.expect("ready")
+	now.send(`{"t":"fence","session":"` + x + `"}`)
+	if r := now.expect("fenced"); r.Session != x || r.Started != 1 {
+		t.Fatalf("the fence on host B: %+v, want session %q with call 1 started", r, x)
+	}
+	release()
+	if r := old.expect("reply"); r.ID != 1 {
+		t.Fatalf("host A's session: %+v, want call 1's reply", r)
+	}
+	waitFor(t, "host A to refuse the fenced session's next call", func() bool { return hostA.logs.Has("fenced it") })
+	mu.Lock()
+	defer mu.Unlock()
+	if n := ran[`"behind"`]; n != 0 {
+		t.Fatalf("host A ran the call behind the fence %d times, want 0", n)
+	}
+}
+
 // BenchmarkCallStore reports how long a keyed call spends in a call store on a JetStream of
 // its own (an embedded server on loopback): "first" claims the key, runs nothing and stores
 // the outcome (two writes); "re-send" reads the outcome back (one read).
