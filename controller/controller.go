@@ -261,6 +261,7 @@ type eventKind int
 const (
 	evReady eventKind = iota
 	evGoAway
+	evReplace
 	evEnded
 )
 
@@ -311,6 +312,7 @@ type loop struct {
 	targetFails int
 	targetSince time.Time // when the first of those failed attempts started
 	redirected  bool      // l.old was handed over by a GOAWAY with a uri (not a restart)
+	replacing   bool      // l.old was handed over by Replace: no flap when its successor is ready
 
 	// restartUntil ends the restart window: a Host restarting in place (an empty-uri GOAWAY,
 	// or a session closed with "service restart") is coming back soon, so the attempts that
@@ -484,9 +486,10 @@ func (l *loop) command(cmd command) {
 		l.cancelAll(ErrStopped)
 		l.stopTimers()
 	case cmdReconnect:
+		// The ladder starts again; a restart window stays open: the click says nothing of
+		// the Host, which said it is coming back, and must never make the return slower.
 		l.cancelAll(ErrReplaced)
 		l.failures = 0
-		l.restartUntil, l.restarted = time.Time{}, false
 		l.goHome()
 		l.chain = l.chain[:0]
 		l.attemptNow()
@@ -508,8 +511,7 @@ func (l *loop) command(cmd command) {
 			return
 		}
 		l.offline = false
-		l.failures = 0
-		l.restartUntil, l.restarted = time.Time{}, false
+		l.failures = 0 // a restart window stays open, as for Reconnect now
 		l.goHome()
 		l.attemptNow()
 	}
@@ -536,6 +538,8 @@ func (l *loop) event(ev event) error {
 		return l.ready(g)
 	case evGoAway:
 		return l.goAway(g, ev.uri)
+	case evReplace:
+		return l.replace(g)
 	case evEnded:
 		l.ended(g, ev.err)
 	}
@@ -560,12 +564,13 @@ func (l *loop) ready(g *gen) error {
 		// full speed. A redirect from a session younger than maxDelay is unstable whatever
 		// stableAfter says (0 included): it is what keeps a redirect chain open.
 		age := time.Since(o.readyAt)
-		if age < c.cfg.stableAfter || (l.redirected && age < c.cfg.maxDelay) {
+		if !l.replacing && (age < c.cfg.stableAfter || (l.redirected && age < c.cfg.maxDelay)) {
 			l.failures++
 		}
 		o.cancel(ErrReplaced)
 		l.old = nil
 	}
+	l.replacing = false
 	if !l.outage.IsZero() {
 		c.log.Info("lifeline: connection recovered",
 			"attempt", g.h.n, "outage", time.Since(l.outage), "failures", l.failures)
@@ -612,6 +617,19 @@ func (l *loop) goAway(g *gen, uri string) error {
 		}
 	}
 	l.handOver(g, uri)
+	l.attemptNow()
+	return nil
+}
+
+// replace hands g over to a new generation to the same place at once, with no restart window
+// and no move of the ladder (Generation.Replace).
+func (l *loop) replace(g *gen) error {
+	if g == nil || g != l.cur || !g.ready || g.h.ctx.Err() != nil || l.stopping || l.offline {
+		return ErrStale
+	}
+	l.redirected = false
+	l.replacing = true
+	l.handOver(g, g.h.target)
 	l.attemptNow()
 	return nil
 }
@@ -688,7 +706,11 @@ func (l *loop) fail(g *gen, err, cause error) {
 	attrs := []any{"attempt", g.h.n, "failures", l.failures, "err", err}
 	if l.outage.IsZero() {
 		l.outage = time.Now()
-		c.log.Error("lifeline: connection failed", attrs...)
+		if errors.Is(err, ErrLeaving) {
+			c.log.Info("lifeline: the page is going away; its connection with it", attrs...)
+		} else {
+			c.log.Error("lifeline: connection failed", attrs...)
+		}
 	} else {
 		c.log.Warn("lifeline: connection failed again", attrs...)
 	}

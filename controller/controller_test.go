@@ -1137,3 +1137,160 @@ func TestWakeNeverDialsEarlyNorResetsTheLadder(t *testing.T) {
 		h.ctl.Wake() // stopped: nothing
 	})
 }
+
+func TestReconnectNowKeepsARestartWindowOpen(t *testing.T) {
+	waitsAfterInsideARestartWindow(t, "reconnect now", func(c *controller.Controller) { c.ReconnectNow() })
+}
+
+func TestOnlineKeepsARestartWindowOpen(t *testing.T) {
+	waitsAfterInsideARestartWindow(t, "offline then online", func(c *controller.Controller) {
+		c.SetOnline(false)
+		c.SetOnline(true)
+	})
+}
+
+// waitsAfterInsideARestartWindow checks that act, done while the Host restarts, keeps the
+// restart window open. The Host said it is restarting (1012): the attempts that fail meanwhile
+// wait the first cap only. Reconnect now, or the browser coming back online, attempts at once;
+// neither is news about the Host, so the failures after it still wait the first cap. Ending the
+// window there made the button slower than not clicking it (seen in every engine: 585–2,979 ms
+// to return with the click, 42–251 ms without).
+func waitsAfterInsideARestartWindow(t *testing.T, what string, act func(*controller.Controller)) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, controller.Recovery{}, fullCap)
+		h.ctl.Start()
+		synctest.Wait()
+		a := h.next(t)
+		a.gen.Ready(&carrier{})
+		time.Sleep(time.Minute)
+		a.end <- fmt.Errorf("gateway: session closed: 1012: %w", controller.ErrHostRestarting)
+		synctest.Wait()
+		// Two failures inside the window: the first cap each.
+		for range 2 {
+			s := h.wantState(t, controller.Reconnecting)
+			time.Sleep(time.Until(s.NextAttempt))
+			synctest.Wait()
+			h.next(t).end <- errRefused
+			synctest.Wait()
+		}
+		act(h.ctl)
+		synctest.Wait()
+		var waits []time.Duration
+		for range 4 {
+			h.next(t).end <- errRefused
+			synctest.Wait()
+			s := h.wantState(t, controller.Reconnecting)
+			waits = append(waits, time.Until(s.NextAttempt))
+			time.Sleep(time.Until(s.NextAttempt))
+			synctest.Wait()
+		}
+		h.ctl.Stop()
+		if want := []time.Duration{ms(500), ms(500), ms(500), ms(500)}; !slices.Equal(waits, want) {
+			t.Fatalf("waits after %s inside the restart window = %v, want %v (the first cap)", what, waits, want)
+		}
+	})
+}
+
+func TestReplaceMakesANewGenerationToTheSamePlaceBeforeBreakingTheOld(t *testing.T) {
+	// A source that found a better way to the same place (a WebSocket through a path that
+	// held one back) replaces its generation: the new one is dialed at once, the old keeps
+	// running until it is ready, the page never leaves connected, and since nothing was wrong
+	// with the Host, the ladder does not move and no restart window opens.
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, controller.Recovery{StableAfterMs: new(60000.0)}, fullCap)
+		h.ctl.Start()
+		synctest.Wait()
+		a := h.next(t)
+		if err := a.gen.Ready(&carrier{}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second) // younger than stableAfter: a handover now would be a flap
+		if err := a.gen.Replace(); err != nil {
+			t.Fatalf("Replace = %v", err)
+		}
+		synctest.Wait()
+		b := h.next(t)
+		if b.gen.Target() != a.gen.Target() {
+			t.Fatalf("replacement target %q, want the same place %q", b.gen.Target(), a.gen.Target())
+		}
+		if a.ctx.Err() != nil {
+			t.Fatal("the old generation was cancelled before its replacement was ready")
+		}
+		if err := a.gen.Replace(); !errors.Is(err, controller.ErrStale) {
+			t.Fatalf("a second Replace of the draining generation = %v, want ErrStale", err)
+		}
+		if err := b.gen.Ready(&carrier{}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if !errors.Is(context.Cause(a.ctx), controller.ErrReplaced) {
+			t.Fatalf("old generation cause %v, want ErrReplaced", context.Cause(a.ctx))
+		}
+		if s := h.ctl.Status(); s.Failures != 0 {
+			t.Fatalf("after the replacement %s, want the ladder untouched (0 failures)", describe(s))
+		}
+		if got := h.rec.States(); !slices.Equal(got, []string{"connecting", "connected"}) {
+			t.Fatalf("states %v, want connecting, connected (never leaving connected)", got)
+		}
+		// No restart window: failures now climb the ladder as usual, the second one to its
+		// second cap instead of staying at the first.
+		w0 := h.failAndWait(t, b)
+		time.Sleep(w0)
+		synctest.Wait()
+		w1 := h.failAndWait(t, h.next(t))
+		h.ctl.Stop()
+		if w0 != 500*time.Millisecond || w1 != time.Second {
+			t.Fatalf("waits after the replacement's loss %v then %v, want 500ms then 1s (the ladder, no restart window)", w0, w1)
+		}
+	})
+}
+
+func TestAFailedReplacementKeepsTheOldGenerationConnected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, controller.Recovery{}, fullCap)
+		h.ctl.Start()
+		synctest.Wait()
+		a := h.next(t)
+		a.gen.Ready(&carrier{})
+		if err := a.gen.Replace(); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		h.next(t).end <- errRefused // the better way did not work after all
+		synctest.Wait()
+		s := h.wantState(t, controller.Connected)
+		if a.ctx.Err() != nil {
+			t.Fatalf("the old generation ended with the failed replacement: %v", context.Cause(a.ctx))
+		}
+		// The next attempt comes on the ladder, the old one delivering meanwhile.
+		time.Sleep(time.Second)
+		synctest.Wait()
+		c := h.next(t)
+		c.gen.Ready(&carrier{})
+		synctest.Wait()
+		if !errors.Is(context.Cause(a.ctx), controller.ErrReplaced) {
+			t.Fatalf("old generation cause %v, want ErrReplaced once the next attempt was ready", context.Cause(a.ctx))
+		}
+		_ = s
+		h.ctl.Stop()
+	})
+}
+
+func TestAPageGoingAwayIsNoErrorOnTheConsole(t *testing.T) {
+	// A browser that closes the page's sockets as it unloads it (Firefox: 1001, before the
+	// page's own stop) ends the generation with ErrLeaving: logged at Info, not as the
+	// "connection failed" error a developer would chase on every reload.
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, controller.Recovery{}, fullCap)
+		h.ctl.Start()
+		synctest.Wait()
+		a := h.next(t)
+		a.gen.Ready(&carrier{})
+		a.end <- fmt.Errorf("gateway: the browser closed the socket (1001): %w", controller.ErrLeaving)
+		synctest.Wait()
+		h.ctl.Stop()
+		if got, want := h.logs.Messages(""), []string{"INFO lifeline: the page is going away; its connection with it"}; !slices.Equal(got, want) {
+			t.Fatalf("logs = %q, want %q", got, want)
+		}
+	})
+}

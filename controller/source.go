@@ -64,6 +64,11 @@ var (
 	ErrUnauthorized = errors.New("controller: the host refused the page's credentials")
 	// ErrOffline is the cause of a generation cancelled because the browser went offline.
 	ErrOffline = errors.New("controller: browser offline")
+	// ErrLeaving is wrapped by the end of a generation whose page is going away: a browser
+	// that closes the page's sockets as it unloads the page (Firefox reports each as closed
+	// with 1001 before the page's own stop arrives). It is a failure like any other, but
+	// nobody failed: it is logged at Info, never as an error on the developer's console.
+	ErrLeaving = errors.New("controller: the page is going away")
 	// ErrUnresolvedConfig is returned by New for a Config that did not come from Resolve.
 	ErrUnresolvedConfig = errors.New("controller: config was not resolved (use Resolve or DefaultConfig)")
 	// ErrNilSource is returned by New without a Source.
@@ -157,6 +162,25 @@ func (g *Generation) GoAway(uri string) error {
 	reply := make(chan error, 1)
 	select {
 	case g.events <- event{kind: evGoAway, gen: g, uri: uri, reply: reply}:
+		return <-reply
+	case <-g.ctx.Done():
+	case <-g.done:
+	}
+	return ErrStale
+}
+
+// Replace asks for a new generation to the same place, made before this one is broken: the
+// source has found a better way there (a WebSocket through a path that held one back before).
+// The generation keeps running, and delivering, until the new one is ready, as after a GOAWAY
+// back to the same place; but nothing is wrong with the Host, so no restart window opens and
+// the ladder does not move. It returns [ErrStale] unless the generation is the connected one.
+func (g *Generation) Replace() error {
+	if g.ctx.Err() != nil {
+		return ErrStale
+	}
+	reply := make(chan error, 1)
+	select {
+	case g.events <- event{kind: evReplace, gen: g, reply: reply}:
 		return <-reply
 	case <-g.ctx.Done():
 	case <-g.done:

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall/js"
 	"time"
 
+	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
 )
 
@@ -35,37 +37,67 @@ const maxBuffered = DefaultMaxQueuedBytes
 // close with 1000 or 3000–4999): the session ends with 1000 and the error as its reason.
 var errMessageTooBig = errors.New("gateway: message too big")
 
-// errClosedByPage is what a read or write of a socket this page closed returns.
-var errClosedByPage = errors.New("gateway: socket closed by the page")
-
 // closeError is the browser's CloseEvent of a socket: its code and reason (the Host's close
 // frame, or 1006 when none came: a dropped connection, a failed handshake).
 type closeError struct {
 	code   int
 	reason string
+	// leaving: the page was going away when the socket closed (the tab script set
+	// globalThis.__lifelinePageLeaving on pagehide): the browser closed it, not the Host.
+	leaving bool
 }
 
 func (e *closeError) Error() string {
-	if e.code == closeAbnormal {
+	switch {
+	case e.leaving:
+		return fmt.Sprintf("gateway: the browser closed the socket as the page went away (%d)", e.code)
+	case e.code == closeAbnormal:
 		return "gateway: the connection was lost (no close frame: 1006)"
 	}
 	return fmt.Sprintf("gateway: socket closed with %d %q", e.code, e.reason)
 }
 
+// Unwrap makes errors.Is(err, controller.ErrLeaving) hold for a socket the browser closed as
+// the page went away.
+func (e *closeError) Unwrap() error {
+	if e.leaving {
+		return controller.ErrLeaving
+	}
+	return nil
+}
+
+// leavingWait is how long a failure waits before it asks whether the page is going away. A
+// browser may close the page's sockets and abort its requests as it starts to unload it, before
+// the page's pagehide (Firefox: the close event 15–25 ms after beforeunload and before
+// pagehide): by then either the page is gone, and nothing of its program runs any more, or its
+// pagehide has said so.
+const leavingWait = 100 * time.Millisecond
+
+// pageLeaving reports, leavingWait after a failure, whether the page is going away (see
+// closeError.leaving). It sleeps: never call it from a listener, whose caller is the browser's
+// event loop.
+func pageLeaving() bool {
+	time.Sleep(leavingWait)
+	return js.Global().Get("__lifelinePageLeaving").Truthy()
+}
+
 // closeAbnormal is the code a browser reports when no close frame came (RFC 6455 §7.1.5).
 const closeAbnormal = 1006
 
-// closeStatus returns the code and reason of the Host's close frame that ended a read, if one
-// came.
+// closeStatus returns the code and reason of the Host's close that ended a read, if one came:
+// a WebSocket's close frame, or the HTTP carrier's.
 func closeStatus(err error) (code int, reason string, ok bool) {
+	if code, reason, ok := hostClose(err); ok {
+		return code, reason, ok
+	}
 	var ce *closeError
-	if errors.As(err, &ce) && ce.code != closeAbnormal {
+	if errors.As(err, &ce) && ce.code != closeAbnormal && !ce.leaving {
 		return ce.code, ce.reason, true
 	}
 	return 0, "", false
 }
 
-// carrier is one browser WebSocket, driven through syscall/js. Its listeners are registered
+// wsCarrier is one browser WebSocket, driven through syscall/js. Its listeners are registered
 // in the same task that creates the socket, before the browser can dispatch any event, so
 // nothing is missed: the Host's first frames (ready, or a refusal's error frame) may be
 // dispatched before dial has even seen the open event, and wait in the queue.
@@ -74,13 +106,15 @@ func closeStatus(err error) (code int, reason string, ok bool) {
 // Every message event comes before the close event, and read drains the queue before it
 // reports the close, so a frame the Host sent right before closing (a retry-after, a goaway,
 // the last events) is always read.
-type carrier struct {
+type wsCarrier struct {
 	ws        js.Value
 	readLimit int64         // set before the pump starts
 	opened    chan struct{} // closed by the open event
 	closed    chan struct{} // closed by the close event, or when the page gives up on it
 	signal    chan struct{} // capacity 1: a message was queued or the socket closed
 	release   func()        // removes the listeners and releases their js.Funcs
+
+	closing atomic.Bool // the page asked the browser to close the socket
 
 	mu    sync.Mutex
 	queue []message
@@ -95,9 +129,9 @@ type message struct {
 // dial opens the socket. If ctx ends first, the socket is closed there and then: close()
 // fails a connecting socket at once, which matters beyond tidiness, since Chromium lets only
 // one WebSocket per host connect at a time and a stalled handshake left pending would hold up
-// every later attempt. A dial that failed is followed by the refusal query (refusal_js.go),
-// which finds out whether the Host refused the page's credentials.
-func dial(ctx context.Context, url string, _ Handshake) (*carrier, error) {
+// every later attempt. The browser says nothing of why a dial failed: the session asks the
+// Host with the refusal query (hostcheck.go).
+func dial(ctx context.Context, url string, _ Handshake) (*wsCarrier, error) {
 	k, err := open(url)
 	if err != nil {
 		return nil, err
@@ -113,7 +147,7 @@ func dial(ctx context.Context, url string, _ Handshake) (*carrier, error) {
 			return k, nil
 		default:
 		}
-		return nil, queryRefusal(ctx, url, k.reason())
+		return nil, k.reason()
 	case <-ctx.Done():
 		k.close(closeReason(context.Cause(ctx)))
 		k.shut(errClosedByPage)
@@ -122,16 +156,19 @@ func dial(ctx context.Context, url string, _ Handshake) (*carrier, error) {
 }
 
 // open creates the WebSocket and registers its listeners.
-func open(url string) (k *carrier, err error) {
+func open(url string) (k *wsCarrier, err error) {
 	defer func() {
 		// The constructor throws on a URL it refuses (SyntaxError, SecurityError).
 		if p := recover(); p != nil {
 			k, err = nil, fmt.Errorf("gateway: new WebSocket(%q): %s", url, thrown(p))
 		}
 	}()
-	ws := js.Global().Get("WebSocket").New(url, wire.Subprotocol)
-	ws.Set("binaryType", "arraybuffer")
-	k = &carrier{
+	ws, early := takeEarly(url)
+	if !ws.Truthy() {
+		ws = js.Global().Get("WebSocket").New(url, wire.Subprotocol)
+		ws.Set("binaryType", "arraybuffer")
+	}
+	k = &wsCarrier{
 		ws:     ws,
 		opened: make(chan struct{}),
 		closed: make(chan struct{}),
@@ -142,6 +179,7 @@ func open(url string) (k *carrier, err error) {
 		f     js.Func
 	}
 	var listeners []listener
+	handlers := map[string]func(js.Value){}
 	on := func(event string, fn func(e js.Value)) {
 		f := js.FuncOf(func(_ js.Value, args []js.Value) any {
 			fn(arg0(args))
@@ -149,6 +187,7 @@ func open(url string) (k *carrier, err error) {
 		})
 		ws.Call("addEventListener", event, f)
 		listeners = append(listeners, listener{event, f})
+		handlers[event] = fn
 	}
 	on("open", func(js.Value) { close(k.opened) })
 	on("message", k.received)
@@ -162,8 +201,23 @@ func open(url string) (k *carrier, err error) {
 		}
 	})
 	on("close", func(e js.Value) {
-		k.shut(&closeError{code: e.Get("code").Int(), reason: e.Get("reason").String()})
+		ce := &closeError{code: e.Get("code").Int(), reason: e.Get("reason").String()}
 		k.release()
+		select {
+		case <-k.opened:
+			if k.closing.Load() {
+				k.shut(ce) // the page closed it: no news of anyone
+				return
+			}
+			// An open socket's end that the page did not ask for waits to see whether the
+			// page is going away.
+			go func() {
+				ce.leaving = pageLeaving()
+				k.shut(ce)
+			}()
+		default:
+			k.shut(ce)
+		}
 	})
 	k.release = func() {
 		for _, l := range listeners {
@@ -171,11 +225,59 @@ func open(url string) (k *carrier, err error) {
 			l.f.Release()
 		}
 	}
+	// What happened to an early socket before it was taken happens to it again, in order: no
+	// event can come between (the browser dispatches none while Go runs).
+	for _, e := range early {
+		if h := handlers[e.Get("type").String()]; h != nil {
+			h(e)
+		}
+	}
 	return k, nil
 }
 
+// takeEarly takes the socket the page's loader opened to url while the wasm loaded (web/boot.js
+// and web/worker.js, openEarly), with the events it has had so far; js.Undefined() if there is
+// none. One to another URL (the loader's reading of the config differed from the hub's) is
+// closed: no dial will take it.
+func takeEarly(url string) (js.Value, []js.Value) {
+	e := js.Global().Get("__lifelineEarly")
+	if e.Type() != js.TypeObject {
+		return js.Undefined(), nil
+	}
+	if !sameURL(e.Get("url").String(), url) {
+		e.Call("drop")
+		return js.Undefined(), nil
+	}
+	got := e.Call("take")
+	events := got.Get("events")
+	out := make([]js.Value, events.Length())
+	for i := range out {
+		out[i] = events.Index(i)
+	}
+	return got.Get("ws"), out
+}
+
+// earlyOpen reports whether the loader's early socket to url is open (then the first dial
+// takes it, whatever carrier the page remembered: the network carries WebSockets now). One
+// that is not open yet, or failed, is closed: a page that remembers a path that holds
+// WebSockets back does not wait to see.
+func earlyOpen(url string) bool {
+	e := js.Global().Get("__lifelineEarly")
+	if e.Type() != js.TypeObject {
+		return false
+	}
+	if sameURL(e.Get("url").String(), url) && e.Get("ws").Get("readyState").Int() == wsOpen {
+		return true
+	}
+	e.Call("drop")
+	return false
+}
+
+// wsOpen is WebSocket.OPEN, the readyState of a socket that opened and is not closing.
+const wsOpen = 1
+
 // received queues a message event's data.
-func (k *carrier) received(e js.Value) {
+func (k *wsCarrier) received(e js.Value) {
 	m := message{kind: textFrame}
 	if d := e.Get("data"); d.Type() == js.TypeString {
 		m.b = []byte(d.String())
@@ -194,7 +296,7 @@ func (k *carrier) received(e js.Value) {
 }
 
 // shut records why the socket is closed, once, and releases every reader.
-func (k *carrier) shut(why error) {
+func (k *wsCarrier) shut(why error) {
 	k.mu.Lock()
 	first := k.end == nil
 	if first {
@@ -207,25 +309,27 @@ func (k *carrier) shut(why error) {
 	}
 }
 
-func (k *carrier) wake() {
+func (k *wsCarrier) wake() {
 	select {
 	case k.signal <- struct{}{}:
 	default:
 	}
 }
 
-func (k *carrier) reason() error {
+func (k *wsCarrier) reason() error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.end
 }
 
-func (k *carrier) setReadLimit(n int64) { k.readLimit = n }
+func (k *wsCarrier) setReadLimit(n int64) { k.readLimit = n }
 
-func (k *carrier) subprotocol() string { return k.ws.Get("protocol").String() }
+func (k *wsCarrier) kind() string { return wire.CarrierWebSocket }
+
+func (k *wsCarrier) subprotocol() string { return k.ws.Get("protocol").String() }
 
 // read returns the next frame: every message received, in order, then why the socket closed.
-func (k *carrier) read() (frameKind, []byte, error) {
+func (k *wsCarrier) read() (frameKind, []byte, error) {
 	for {
 		k.mu.Lock()
 		if len(k.queue) > 0 {
@@ -249,7 +353,7 @@ func (k *carrier) read() (frameKind, []byte, error) {
 
 // write sends one text frame. The browser queues it and never makes the caller wait, so a
 // link that stopped draining shows only as a growing bufferedAmount (see maxBuffered).
-func (k *carrier) write(b []byte) (err error) {
+func (k *wsCarrier) write(b []byte) (err error) {
 	if err := k.reason(); err != nil {
 		return err
 	}
@@ -269,7 +373,8 @@ func (k *carrier) write(b []byte) (err error) {
 // connecting; closing a closed socket does nothing. The browser throws only for a reason over
 // 123 bytes (closeReason cuts every reason to that): should it throw all the same, the socket
 // is closed without one.
-func (k *carrier) close(reason string) {
+func (k *wsCarrier) close(reason string) {
+	k.closing.Store(true)
 	defer func() {
 		if recover() != nil {
 			k.ws.Call("close")
@@ -283,7 +388,7 @@ func (k *carrier) close(reason string) {
 // and past grace neither is there worth waiting for. Then the page gives up on the socket
 // itself: its reader is released at once, and the browser's close event, when it comes, only
 // releases the listeners.
-func (k *carrier) hangup(reason string, force bool, grace time.Duration) {
+func (k *wsCarrier) hangup(reason string, force bool, grace time.Duration) {
 	k.close(reason)
 	if !force {
 		t := time.NewTimer(grace)
@@ -297,7 +402,7 @@ func (k *carrier) hangup(reason string, force bool, grace time.Duration) {
 }
 
 // settle waits for the pump and the writer: hangup has released both.
-func (k *carrier) settle(_ time.Duration, _ bool, done ...<-chan struct{}) {
+func (k *wsCarrier) settle(_ time.Duration, _ bool, done ...<-chan struct{}) {
 	for _, d := range done {
 		<-d
 	}
@@ -311,3 +416,16 @@ func thrown(p any) string {
 	}
 	return fmt.Sprint(p)
 }
+
+// checkBeforeRedial: in the browser a WebSocket is checked with a plain GET before it is dialed
+// again after a failure (session.checkFirst): a browser may hold new WebSockets back after
+// failures of its own accord, and the page must not wait on it for a Host that is down.
+const checkBeforeRedial = true
+
+// dialOpaque: a browser says nothing of why a WebSocket failed before it opened (a reset and a
+// proxy's 403 are the same error event): such a failure is confirmed by a second one before
+// the page takes the path for one that refuses WebSockets (session.run).
+const dialOpaque = true
+
+// unanswered: a browser cannot tell (dialOpaque).
+func unanswered(error) bool { return false }

@@ -14,3 +14,11 @@ func UseHandshakeClient(t testing.TB, c *http.Client) {
 	handshakeClient = c
 	t.Cleanup(func() { handshakeClient = old })
 }
+
+// CheckBeforeRedial turns on, until t ends, what the browser build always does: a WebSocket
+// is checked with the refusal query before it is dialed again after a failure.
+func CheckBeforeRedial(t testing.TB) {
+	old := checkBeforeRedial
+	checkBeforeRedial = true
+	t.Cleanup(func() { checkBeforeRedial = old })
+}

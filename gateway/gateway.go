@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"net/url"
 	"runtime"
 	"slices"
@@ -111,7 +112,44 @@ type Options struct {
 	// URL of every dial (wire.ModeParam), for the Host's metrics. Default wire.ModeNative in a
 	// native build; none in the browser, whose hub names its own.
 	Mode string
+	// Carrier is the carrier the first attempt starts on: wire.CarrierWebSocket (the default,
+	// "" too), or wire.CarrierStream or CarrierPoll for a page that remembers a path that did
+	// not carry a WebSocket (see OnCarrier). Any other value is ErrBadCarrier.
+	Carrier string
+	// OnCarrier is told, each time a session is ready, what carries it: the page's indicator
+	// shows it, and a page remembers a path that does not carry a WebSocket (Blocked) so that
+	// its next visit starts on the HTTP carrier. It runs on the session's reading goroutine
+	// and must not block. Default none.
+	OnCarrier func(Carrier)
+	// FallbackAfter is how long a carrier may take to bring the ready frame before the Host is
+	// asked, on the side, whether the path is what holds it back (the Host answers a plain GET
+	// at once: then the next carrier is tried). Default DefaultFallbackAfter.
+	FallbackAfter time.Duration
+	// UpgradeAfter is the first wait, on the HTTP carrier, before a WebSocket is tried again
+	// on the side; each probe that fails doubles it, up to 10 min, each spread over 100–200%
+	// by jitter. Default DefaultUpgradeAfter.
+	UpgradeAfter time.Duration
 }
+
+// Carrier says what carries the page's connection (Options.OnCarrier).
+type Carrier struct {
+	// Kind is wire.CarrierWebSocket, CarrierStream or CarrierPoll.
+	Kind string
+	// Blocked says the path does not carry a WebSocket (found now, or remembered): the
+	// connection is on the HTTP carrier, and a WebSocket is tried again now and then.
+	Blocked bool
+}
+
+// Defaults of the carrier's choice.
+const (
+	DefaultFallbackAfter = 1500 * time.Millisecond
+	DefaultUpgradeAfter  = 15 * time.Second
+	// maxUpgradeWait bounds the wait between two probes for a WebSocket.
+	maxUpgradeWait = 10 * time.Minute
+)
+
+// ErrBadCarrier is returned by New for an Options.Carrier it does not know.
+var ErrBadCarrier = errors.New("gateway: unknown carrier")
 
 // A Gateway is the page's WebSocket carrier: the [controller.Source] a controller drives, the
 // event pump of each generation, and the domain streams that survive every reconnect.
@@ -132,6 +170,9 @@ type Gateway struct {
 	callsInFlight  int
 	handshake      Handshake
 	mode           string
+	onCarrier      func(Carrier)
+	fallbackAfter  time.Duration
+	upgradeAfter   time.Duration
 
 	// life is cancelled by Close with its cause; every session's context derives from it.
 	life   context.Context
@@ -143,6 +184,9 @@ type Gateway struct {
 	sessions map[*session]struct{}
 	calls    calls
 	recovery recovery      // what the page lives through between two connections (report.go)
+	prefer   string        // the carrier the next attempt starts on
+	failed   bool          // the last attempt or session failed: a WebSocket is checked before it is dialed again
+	upgrades int           // probes for a WebSocket since the last WebSocket session
 	runs     int           // Run calls in progress
 	idle     chan struct{} // closed when runs drops to 0 after Close
 }
@@ -188,6 +232,19 @@ func New(rawURL string, opts *Options) (*Gateway, error) {
 	if o.Mode == "" && runtime.GOOS != "js" {
 		o.Mode = wire.ModeNative
 	}
+	switch o.Carrier {
+	case "":
+		o.Carrier = wire.CarrierWebSocket
+	case wire.CarrierWebSocket, wire.CarrierStream, wire.CarrierPoll:
+	default:
+		return nil, fmt.Errorf("%w %q: want %q, %q or %q", ErrBadCarrier, o.Carrier, wire.CarrierWebSocket, wire.CarrierStream, wire.CarrierPoll)
+	}
+	if o.FallbackAfter <= 0 {
+		o.FallbackAfter = DefaultFallbackAfter
+	}
+	if o.UpgradeAfter <= 0 {
+		o.UpgradeAfter = DefaultUpgradeAfter
+	}
 	life, finish := context.WithCancelCause(context.Background())
 	return &Gateway{
 		url:       u.String(),
@@ -203,6 +260,10 @@ func New(rawURL string, opts *Options) (*Gateway, error) {
 		callsInFlight:  o.CallsInFlight,
 		handshake:      o.Handshake.clone(),
 		mode:           o.Mode,
+		onCarrier:      o.OnCarrier,
+		fallbackAfter:  o.FallbackAfter,
+		upgradeAfter:   o.UpgradeAfter,
+		prefer:         o.Carrier,
 		life:           life,
 		finish:         finish,
 		subs:           make(map[string]*Subscription),
@@ -244,6 +305,17 @@ func normalise(u *url.URL) (*url.URL, error) {
 	}
 	u.Fragment = ""
 	return u, nil
+}
+
+// sameURL reports whether a and b name the same events URL once normalised (the page's loader
+// spells a URL as a browser does, the gateway as net/url does).
+func sameURL(a, b string) bool {
+	ua, err := parseURL(a)
+	if err != nil {
+		return false
+	}
+	ub, err := parseURL(b)
+	return err == nil && ua.String() == ub.String()
 }
 
 // Subscribe follows stream: handler receives its events once each and in order, or a reset
@@ -365,6 +437,12 @@ func (g *Gateway) unregister(s *session, err error) {
 	if err == nil {
 		err = controller.ErrEnded
 	}
+	// The page's own doing is no failure: a WebSocket dialed after it needs no check first.
+	// Nor does a link found dead: its end says nothing of the Host, and the browser may keep
+	// HTTP connections of the page's that the same network left half-open, on which the
+	// check would wait (a WebSocket always gets a connection of its own).
+	g.failed = !errors.Is(err, controller.ErrStopped) && !errors.Is(err, controller.ErrReplaced) &&
+		!errors.Is(err, controller.ErrOffline) && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrLinkDead)
 	g.orphan(s, err)
 	g.runs--
 	if g.runs == 0 && g.idle != nil {
@@ -408,4 +486,56 @@ func (g *Gateway) kickAll() {
 	for s := range g.sessions {
 		s.kickWriter()
 	}
+}
+
+// startCarrier is the carrier the next attempt starts on.
+func (g *Gateway) startCarrier() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.prefer
+}
+
+// checksFirst reports whether a WebSocket is to be checked before it is dialed: in the
+// browser, after a failure (see session.checkFirst).
+func (g *Gateway) checksFirst() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return checkBeforeRedial && g.failed
+}
+
+// carried records that s is ready on its carrier, and tells Options.OnCarrier.
+func (g *Gateway) carried(s *session) {
+	g.mu.Lock()
+	g.failed = false
+	g.prefer = s.kind
+	if s.kind == wire.CarrierWebSocket {
+		g.upgrades = 0
+	}
+	on := g.onCarrier
+	g.mu.Unlock()
+	if on != nil {
+		on(Carrier{Kind: s.kind, Blocked: s.kind != wire.CarrierWebSocket})
+	}
+}
+
+// upgradeWait is the wait before the next probe for a WebSocket: UpgradeAfter doubled by each
+// probe since the last WebSocket session, up to maxUpgradeWait, spread over 100–200%.
+func (g *Gateway) upgradeWait() time.Duration {
+	g.mu.Lock()
+	n := g.upgrades
+	g.upgrades++
+	g.mu.Unlock()
+	d := g.upgradeAfter
+	for ; n > 0 && d < maxUpgradeWait; n-- {
+		d *= 2
+	}
+	d = min(d, maxUpgradeWait)
+	return d + rand.N(d)
+}
+
+// retryUpgrades starts the probes for a WebSocket over from UpgradeAfter: the world changed.
+func (g *Gateway) retryUpgrades() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.upgrades = 0
 }

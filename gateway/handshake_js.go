@@ -7,3 +7,6 @@ package gateway
 type Handshake struct{}
 
 func (h Handshake) clone() Handshake { return h }
+
+// header is what the page's HTTP requests add: nothing, in a browser.
+func (Handshake) header() map[string][]string { return nil }

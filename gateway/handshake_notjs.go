@@ -13,3 +13,7 @@ type Handshake struct {
 }
 
 func (h Handshake) clone() Handshake { return Handshake{Header: h.Header.Clone()} }
+
+// header is what the page's HTTP requests (the refusal query, the HTTP carrier) add, as the
+// handshake adds it.
+func (h Handshake) header() map[string][]string { return h.Header }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"fmt"
 	"strconv"
 	"time"
@@ -60,4 +61,11 @@ func refusedBy(status int, retryAfter string, body []byte) error {
 		e.Reason = r.Reason
 	}
 	return e
+}
+
+// isRefusalBody reports whether body is a Lifeline Host's refusal (wire.Refusal) of the page's
+// credential.
+func isRefusalBody(body []byte) bool {
+	r, err := wire.DecodeRefusal(bytes.TrimSpace(body))
+	return err == nil && (r.Error == wire.RefusalUnauthorized || r.Error == wire.RefusalForbidden)
 }

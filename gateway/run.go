@@ -13,28 +13,248 @@ import (
 	"github.com/lifeline-go/lifeline/gateway/wire"
 )
 
-// run carries the session over one socket. Three goroutines live per socket: run itself
-// (owns the watchdog and the end), the pump (the only reader: one context for the whole
-// connection, never a per-read timeout, since a cancelled read closes the socket under
-// js/wasm) and the writer (reconciles subscriptions). run returns after both others are gone.
+// run carries the session: over a WebSocket first, or over the HTTP carrier where the gateway
+// has found (or the page remembers) that the path does not carry one (PROTOCOL.md §11.3). A
+// carrier that fails the way a network fails, before its ready frame, is followed within the
+// same attempt by the next (websocket, then stream, then poll) if the Host, asked with the
+// refusal query, says it is up and has them: a Host that is down is no blocked path, and its
+// failure stays the attempt's, on the ladder.
 func (s *session) run() error {
 	g := s.g
 	if s.ctx.Err() != nil {
 		return context.Cause(s.ctx)
 	}
-	c, err := dial(s.ctx, g.dialURL(s.target), g.handshake)
-	if err != nil {
-		if s.ctx.Err() != nil {
-			return context.Cause(s.ctx)
+	target := g.dialURL(s.target)
+	kind := g.startCarrier()
+	if kind != wire.CarrierWebSocket && earlyOpen(target) {
+		// The page remembers a path that did not carry WebSockets, but the socket its loader
+		// opened while the wasm loaded is open: the path carries them now.
+		kind = wire.CarrierWebSocket
+	}
+	if kind == wire.CarrierWebSocket && g.checksFirst() {
+		if err := s.checkFirst(target); err != nil {
+			return err
 		}
-		return fmt.Errorf("%w: %s: %w", ErrDial, s.target, err)
+	}
+	confirmed := false   // an unopened dial's failure was seen twice, with the Host up between
+	var asked *hostCheck // the Host's answer between the two
+	for {
+		err := s.over(kind, target)
+		var sus *suspect
+		if !errors.As(err, &sus) {
+			return err
+		}
+		next := nextCarrier(kind)
+		hc := sus.check
+		if hc == nil && confirmed && asked != nil {
+			// The Host said it is up a round trip ago, before the confirming dial: not asked
+			// again (a first visit behind a path that refuses WebSockets pays for one query).
+			hc = asked
+		}
+		if hc == nil && next != "" {
+			c := g.checkHost(s.ctx, target)
+			hc = &c
+		}
+		if next == "" || !hc.up || !hc.carriers || s.ctx.Err() != nil {
+			if hc != nil {
+				return explain(s.ctx, sus.err, *hc)
+			}
+			return sus.err
+		}
+		if sus.unopened && !confirmed {
+			// A browser tells a network that refuses WebSockets from one that just failed
+			// (a reset, the end of a blip the Host has come back from) by nothing: the same
+			// error event. A path that refuses them refuses the next one too, at once.
+			confirmed, asked = true, hc
+			continue
+		}
+		g.log.Warn("gateway: the path to the host does not carry this carrier; trying the next",
+			"url", s.target.String(), "carrier", kind, "next", next, "err", sus.err)
+		s.fellBack = true
+		kind = next
+	}
+}
+
+// nextCarrier is the carrier tried when kind does not get through: a stream after a
+// WebSocket, long polls after a stream a proxy holds back; none after polls.
+func nextCarrier(kind string) string {
+	switch kind {
+	case wire.CarrierWebSocket:
+		return wire.CarrierStream
+	case wire.CarrierStream:
+		return wire.CarrierPoll
+	}
+	return ""
+}
+
+// suspect is the failure of a carrier before its ready frame in a way a network fails rather
+// than the Host (no answer in time, an answer that is not a Lifeline Host's, a socket that
+// ended with no word from the Host). check is the refusal query's answer if it was asked.
+// unopened: a browser's dial that failed before anything answered, which says nothing more.
+type suspect struct {
+	err      error
+	check    *hostCheck
+	unopened bool
+}
+
+func (e *suspect) Error() string { return e.err.Error() }
+func (e *suspect) Unwrap() error { return e.err }
+
+// roundTrips is how many of the path's round trips a carrier is given to bring its ready frame
+// before the path is taken to hold it back: TCP's handshake, the upgrade (or the GET) and its
+// answer, the ready frame, and as much again for a loaded Host.
+const roundTrips = 6
+
+// errPathHolds is why a carrier was given up on when the Host said it is up while the
+// carrier's ready frame had not come in Options.FallbackAfter.
+var errPathHolds = errors.New("gateway: the host is up, but its ready frame did not come through this path")
+
+// checkPatience bounds checkFirst's wait for the refusal query's answer.
+const checkPatience = time.Second
+
+// checkFirst asks the Host, before a WebSocket is dialed again after a failure, whether there
+// is any point: a browser may hold a WebSocket back after failures of its own accord (Firefox
+// delays each new one more, network.websocket.delay-failed-reconnects), and would then make the
+// page wait for itself and blame the Host. Only a Host that is up (or up and gated) is dialed;
+// one that refuses the page is refused at once, and one that did not answer is down, without
+// a WebSocket that fails.
+//
+// A query that has no answer within checkPatience is no verdict: the WebSocket is dialed all the
+// same, and the attempt's own warning and deadline judge the Host (the browser may have sent the
+// query on a pooled connection that went half-open; a Host that holds it is slow, not down).
+func (s *session) checkFirst(target string) error {
+	ctx, cancel := context.WithTimeoutCause(s.ctx, checkPatience, errQueryTimeout)
+	hc := s.g.askHost(ctx, target)
+	cancel()
+	switch {
+	case s.ctx.Err() != nil:
+		return context.Cause(s.ctx)
+	case errors.Is(context.Cause(ctx), errQueryTimeout):
+		return nil
+	case hc.refused != nil:
+		return fmt.Errorf("%w: %s: %w", ErrDial, s.target, hc.refused)
+	case hc.up || hc.gated:
+		return nil
+	}
+	return fmt.Errorf("%w: %s: the host cannot be reached: %w", ErrDial, s.target, hc.seen)
+}
+
+// over carries the session over one carrier of kind. A carrier whose ready frame has not come
+// in Options.FallbackAfter has the Host asked, on the side, whether it is up: if it is (and has
+// the HTTP carrier), and the carrier still has no ready frame when it has had roundTrips of the
+// path's round trip (the query's own time tells it), the path holds this carrier back and over
+// gives it up (a *suspect carrying the check). A slow path is given the time a slow path needs:
+// a WebSocket that is merely slow is not sent to HTTP.
+func (s *session) over(kind, target string) error {
+	g := s.g
+	pctx, stop := context.WithCancel(s.ctx)
+	holds := make(chan struct{}) // closed when the path holds the carrier back
+	var check *hostCheck
+	checked := make(chan struct{})
+	dialed := time.Now()
+	go func() {
+		defer close(checked)
+		if nextCarrier(kind) == "" {
+			return
+		}
+		t := time.NewTimer(g.fallbackAfter)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-pctx.Done():
+			return
+		case <-s.readied:
+			return
+		}
+		asked := time.Now()
+		hc := g.checkHost(pctx, target)
+		if !hc.up || !hc.carriers {
+			return
+		}
+		// A healthy carrier is ready within a few of the path's round trips of its dial.
+		t.Reset(time.Until(dialed.Add(roundTrips * time.Since(asked))))
+		select {
+		case <-t.C:
+		case <-pctx.Done():
+			return
+		case <-s.readied:
+			return
+		}
+		check = &hc
+		close(holds)
+	}()
+	defer func() {
+		stop()
+		<-checked
+	}()
+	dctx, cancelDial := context.WithCancelCause(s.ctx)
+	defer cancelDial(nil)
+	go func() {
+		select {
+		case <-holds:
+			cancelDial(errPathHolds)
+		case <-dctx.Done():
+		}
+	}()
+	c, err := s.dial(dctx, kind, target)
+	if err != nil {
+		switch {
+		case s.ctx.Err() != nil:
+			return context.Cause(s.ctx)
+		case errors.Is(context.Cause(dctx), errPathHolds):
+			<-checked
+			return &suspect{err: fmt.Errorf("%w: %s: %w", ErrDial, s.target, errPathHolds), check: check}
+		case isRefusal(err), unanswered(err):
+			// The Host's refusal, or a dial nothing answered (refused, reset, no route): the
+			// network or the Host is down, which no other carrier mends.
+			return fmt.Errorf("%w: %s: %w", ErrDial, s.target, err)
+		}
+		return &suspect{err: fmt.Errorf("%w: %s: %w", ErrDial, s.target, err), unopened: kind == wire.CarrierWebSocket && dialOpaque}
+	}
+	cancelDial(nil)
+	err = s.carry(c, holds)
+	if sus := (*suspect)(nil); errors.As(err, &sus) && errors.Is(err, errPathHolds) {
+		<-checked
+		sus.check = check
+	}
+	return err
+}
+
+// dial opens a carrier of kind.
+func (s *session) dial(ctx context.Context, kind, target string) (carrier, error) {
+	g := s.g
+	if kind != wire.CarrierWebSocket {
+		return dialHTTP(ctx, target, kind, g.handshake, g.readLimit)
+	}
+	c, err := dial(ctx, target, g.handshake)
+	if err != nil {
+		return nil, err
 	}
 	c.setReadLimit(g.readLimit)
 	if p := c.subprotocol(); p != wire.Subprotocol {
+		// Whatever answered, it is not a Lifeline Host (a proxy's own WebSocket, say).
 		c.hangup("lifeline: subprotocol "+wire.Subprotocol+" required", false, g.grace)
-		return fmt.Errorf("%w: host did not agree on subprotocol %q, got %q", ErrProtocol, wire.Subprotocol, p)
+		return nil, fmt.Errorf("%w: host did not agree on subprotocol %q, got %q", ErrProtocol, wire.Subprotocol, p)
 	}
+	return c, nil
+}
 
+// isRefusal reports whether err is the Host's refusal of the page before a session: its
+// credential (401, 403), its rate (429).
+func isRefusal(err error) bool {
+	var ra *controller.RetryAfterError
+	return errors.Is(err, controller.ErrUnauthorized) || errors.As(err, &ra)
+}
+
+// carry runs the session over c until it ends. Three goroutines live per carrier: carry
+// itself (owns the watchdog and the end), the pump (the only reader: one context for the
+// whole connection, never a per-read timeout, since a cancelled read closes the socket under
+// js/wasm) and the writer (reconciles subscriptions). carry returns after both others are
+// gone. holds closes when the path holds the carrier back (see over).
+func (s *session) carry(c carrier, holds <-chan struct{}) error {
+	g := s.g
+	var err error
+	s.kind, s.carrier = c.kind(), c
 	l := &link{start: time.Now(), fail: make(chan error, 1), armed: make(chan time.Duration, 1), ping: make(chan struct{}, 1)}
 	quit := make(chan struct{})
 	pumpDone, writerDone := make(chan struct{}), make(chan struct{})
@@ -45,6 +265,13 @@ func (s *session) run() error {
 	watchdog.Stop()
 	probeT := time.NewTimer(time.Hour)
 	probeT.Stop()
+	// On the HTTP carrier, a WebSocket is tried now and then on the side (probeUpgrade): once
+	// one gets through, the page moves back to it, make-before-break.
+	upgradeT := time.NewTimer(time.Hour)
+	upgradeT.Stop()
+	var upgrade <-chan bool
+	var lastTry time.Time    // when the session became ready on HTTP, or last tried a WebSocket
+	retry := false           // a retry was asked for while a try was under way
 	var probeSent int64 = -1 // since(l.start) when the outstanding probe went out; -1 for none
 	// probeMark is l.frames when the probe went out: any frame read since answers it. A count,
 	// not the clock, which need not tick between a ping and its answer (a browser's clock is
@@ -77,6 +304,10 @@ loop:
 		case heartbeat = <-l.armed:
 			limit = heartbeat * 5 / 2
 			watchdog.Reset(limit)
+			if c.kind() != wire.CarrierWebSocket {
+				upgradeT.Reset(g.upgradeWait())
+				lastTry = time.Now()
+			}
 		case <-watchdog.C:
 			quiet := time.Duration(since(l.start) - l.lastFrame.Load())
 			if quiet >= limit {
@@ -97,6 +328,39 @@ loop:
 			err = fmt.Errorf("%w: no answer to a liveness probe within %v", ErrLinkDead, g.probeBound(heartbeat, time.Duration(probeSent-l.lastFrame.Load())))
 			force = true
 			break loop
+		case <-holds:
+			if heartbeat == 0 {
+				err, force = errPathHolds, true
+				break loop
+			}
+			holds = nil
+		case <-upgradeT.C:
+			upgrade, lastTry = s.probeUpgrade(quit), time.Now()
+		case <-s.retry:
+			// The schedule starts over, and the next try comes at most UpgradeAfter after the
+			// last: a page shown again and again tries no more often than that. A try under
+			// way is waited for.
+			switch {
+			case c.kind() == wire.CarrierWebSocket || heartbeat == 0:
+			case upgrade != nil:
+				retry = true
+			default:
+				g.retryUpgrades()
+				upgradeT.Reset(max(0, g.upgradeAfter-time.Since(lastTry)))
+			}
+		case ok := <-upgrade:
+			upgrade = nil
+			switch {
+			case ok:
+				g.log.Info("gateway: a WebSocket gets through again; moving the session to one, make-before-break", "url", s.target.String(), "from", c.kind())
+				s.upgrade()
+			case retry:
+				retry = false
+				g.retryUpgrades()
+				upgradeT.Reset(g.upgradeAfter)
+			default:
+				upgradeT.Reset(g.upgradeWait())
+			}
 		}
 		if probeSent >= 0 && l.frames.Load() > probeMark {
 			probeT.Stop()
@@ -105,11 +369,47 @@ loop:
 	}
 	watchdog.Stop()
 	probeT.Stop()
-	s.cancel(err) // from here on, frames still in flight are dropped, not dispatched
+	upgradeT.Stop()
+	// A carrier the path held back leaves the session to the next one; any other end is the
+	// session's: from here on, frames still in flight are dropped, not dispatched.
+	suspected := heartbeat == 0 && s.ctx.Err() == nil && s.networkish(err)
+	if !suspected {
+		s.cancel(err)
+	}
 	close(quit)
 	c.hangup(closeReason(err), force, g.grace)
+	if upgrade != nil {
+		<-upgrade // the probe ends with quit
+	}
 	c.settle(g.grace, force, pumpDone, writerDone)
+	if suspected {
+		return &suspect{err: s.outcome(err)}
+	}
 	return s.outcome(err)
+}
+
+// networkish reports whether err, ending a carrier before its ready frame, is how a network
+// fails rather than the Host: the Host refuses in words first (an error frame: origin, overload,
+// restart) or with its own close codes, and turns a page away with a goaway.
+func (s *session) networkish(err error) bool {
+	if errors.Is(err, errPathHolds) {
+		return true
+	}
+	if s.refusal.Load() != nil || errors.Is(err, controller.ErrHostRestarting) {
+		return false
+	}
+	var re *controller.RedirectError
+	var ra *controller.RetryAfterError
+	if errors.As(err, &re) || errors.As(err, &ra) {
+		return false
+	}
+	if code, _, ok := closeStatus(err); ok {
+		switch code {
+		case wire.CloseOrigin, wire.CloseServiceRestart, wire.CloseOverloaded, wire.CloseTooBig:
+			return false
+		}
+	}
+	return errors.Is(err, ErrSessionClosed) || errors.Is(err, ErrProtocol)
 }
 
 // finishCalls keeps a session the controller replaced after its goaway open until the calls
@@ -157,7 +457,7 @@ func (l *link) report(err error) {
 
 // pump reads every frame of the connection. After the first failure it keeps reading, and
 // discarding, until the socket is closed, so that the close handshake is still served.
-func (s *session) pump(c *carrier, l *link, done chan<- struct{}) {
+func (s *session) pump(c carrier, l *link, done chan<- struct{}) {
 	defer close(done)
 	failed := false
 	fail := func(err error) {
@@ -198,7 +498,7 @@ func (s *session) pump(c *carrier, l *link, done chan<- struct{}) {
 }
 
 // writer sends what reconcile asks for, each time it is kicked.
-func (s *session) writer(c *carrier, l *link, quit <-chan struct{}, done chan<- struct{}) {
+func (s *session) writer(c carrier, l *link, quit <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	ping, _ := wire.PageFrame{T: wire.TypePing}.Encode()
 	for {
@@ -347,4 +647,87 @@ func (g *Gateway) probeBound(heartbeat, quiet time.Duration) time.Duration {
 		return g.probeWait / 2
 	}
 	return g.probeWait
+}
+
+// probeWait bounds a probe of the path (probeUpgrade).
+const probeWait = 5 * time.Second
+
+// probeUpgrade asks, on the side of a session on the HTTP carrier, whether a WebSocket gets
+// through now: a socket marked as a probe (wire.ProbeParam), which the Host answers with a
+// heartbeat for its ping, and closes; it is no session. The answer comes on the channel
+// returned, once, after the socket is gone; quit ends the probe early.
+func (s *session) probeUpgrade(quit <-chan struct{}) <-chan bool {
+	g := s.g
+	out := make(chan bool, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(s.ctx, probeWait)
+		defer cancel()
+		stop := make(chan struct{})
+		defer close(stop)
+		go func() {
+			select {
+			case <-quit:
+				cancel()
+			case <-stop:
+			}
+		}()
+		out <- probePath(ctx, probeURL(g.dialURL(s.target)), g.handshake)
+	}()
+	return out
+}
+
+// probePath dials url, sends a ping and reports whether the Host's heartbeat came back.
+func probePath(ctx context.Context, url string, h Handshake) bool {
+	c, err := dial(ctx, url, h)
+	if err != nil {
+		return false
+	}
+	c.setReadLimit(512)
+	answered := make(chan bool, 1)
+	go func() {
+		typ, b, err := c.read()
+		answered <- err == nil && typ == textFrame && strings.HasPrefix(string(b), `{"t":"`+wire.TypeHeartbeat+`"`)
+	}()
+	ok, read := false, false
+	if c.subprotocol() == wire.Subprotocol && c.write(pingFrame) == nil {
+		select {
+		case ok = <-answered:
+			read = true
+		case <-ctx.Done():
+		}
+	}
+	c.hangup("probe", true, 0)
+	c.settle(0, true)
+	if !read {
+		<-answered // the hangup ended the read
+	}
+	return ok
+}
+
+// probeURL marks the events URL u as a probe's.
+func probeURL(u string) string {
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + wire.ProbeParam + "=1"
+}
+
+// upgrade moves the page from this session on the HTTP carrier to a WebSocket, which a probe
+// found gets through: the next attempt dials one, and this session keeps delivering until it
+// is ready (make-before-break, as after a goaway back to the same place); its calls in flight
+// finish on it, and new calls wait for the new one.
+func (s *session) upgrade() {
+	g := s.g
+	g.mu.Lock()
+	g.prefer = wire.CarrierWebSocket
+	was := s.draining
+	s.draining = true
+	g.mu.Unlock()
+	s.drainCarrier()
+	if s.gen.Replace() != nil && !was {
+		g.mu.Lock()
+		s.draining = false
+		g.mu.Unlock()
+	}
 }

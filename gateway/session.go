@@ -27,8 +27,14 @@ type session struct {
 
 	kick   chan struct{} // wakes the writer to reconcile subscriptions (capacity 1)
 	probes chan struct{} // a liveness probe is wanted (capacity 1): run sends it and times it
+	retry  chan struct{} // on the HTTP carrier: the world changed, try a WebSocket now (capacity 1)
 
 	noPing atomic.Bool // the Host does not know the ping frame (an older Host)
+
+	readied  chan struct{} // closed once the ready frame came and the controller took it
+	carrier  carrier       // the carrier in use, set before its pump starts
+	kind     string        // the carrier of the session (run's)
+	fellBack bool          // the attempt moved to it from a carrier the path held back (run's)
 
 	// Owned by the pump goroutine.
 	readyFrame wire.HostFrame
@@ -72,17 +78,25 @@ func newSession(g *Gateway, gen *controller.Generation, target *url.URL) *sessio
 		target:   target,
 		kick:     make(chan struct{}, 1),
 		probes:   make(chan struct{}, 1),
+		retry:    make(chan struct{}, 1),
 		wire:     make(map[string]wireSub),
 		inflight: make(map[uint64]*call),
 		drained:  make(chan struct{}, 1),
+		readied:  make(chan struct{}),
 	}
 	s.retryAfter.Store(-1)
 	s.restart.Store(-1)
 	return s
 }
 
-// probe asks run for a liveness probe; one already wanted or outstanding absorbs it.
+// probe asks run for a liveness probe; one already wanted or outstanding absorbs it. A session
+// on the HTTP carrier also tries a WebSocket again soon: the world may have changed (another
+// network, a page woken up), and the path with it.
 func (s *session) probe() {
+	select {
+	case s.retry <- struct{}{}:
+	default:
+	}
 	if s.noPing.Load() {
 		return
 	}
@@ -152,10 +166,16 @@ func (s *session) handle(f wire.HostFrame) error {
 		}
 		s.gotReady = true
 		s.readyFrame = f
+		// The carrier is told before the controller hears of the ready frame: the status
+		// that says connected then says what carries it, and the indicator never shows a
+		// connection without its carrier. (If the generation is stale after all, the next
+		// ready one says what carries it.)
+		s.g.carried(s)
 		if err := s.gen.Ready(nil); err != nil {
 			return err
 		}
 		s.g.readied(s, f)
+		close(s.readied)
 		s.kickWriter()
 		return nil
 	}
@@ -183,6 +203,7 @@ func (s *session) handle(f wire.HostFrame) error {
 		was := s.draining
 		s.draining = true
 		s.g.mu.Unlock()
+		s.drainCarrier()
 		if s.gen.GoAway(to) != nil && !was {
 			s.g.mu.Lock()
 			s.draining = false
@@ -358,4 +379,11 @@ func resolveGoAway(base *url.URL, uri string) (string, error) {
 		return t, nil
 	}
 	return "", nil
+}
+
+// drainCarrier tells the session's carrier that the session is leaving.
+func (s *session) drainCarrier() {
+	if d, ok := s.carrier.(interface{ drain() }); ok {
+		d.drain()
+	}
 }

@@ -73,6 +73,12 @@ func (h *Host) admitUpgrade(ctx context.Context, cfg Config, originOK bool, faul
 
 // refuseEntry closes a socket that admission refused with 1013 and its retry-after.
 func (h *Host) refuseEntry(conn *websocket.Conn, cfg Config, e entry) {
+	h.observeRefusedEntry(cfg, e)
+	refuseOverloaded(conn, e.retry)
+}
+
+// observeRefusedEntry tells the Observer, and the log, of a session admission refused.
+func (h *Host) observeRefusedEntry(cfg Config, e entry) {
 	switch {
 	case e.injected:
 		h.obs.Upgrade(UpgradeInjected)
@@ -88,7 +94,6 @@ func (h *Host) refuseEntry(conn *websocket.Conn, cfg Config, e entry) {
 				"retryAfter", e.retry)
 		})
 	}
-	refuseOverloaded(conn, e.retry)
 }
 
 // refuseOverloaded closes a socket with 1013 and retry-after. The same retry-after goes first

@@ -624,3 +624,43 @@ func TestTheMemoryStoreFencesASession(t *testing.T) {
 		}
 	})
 }
+
+// A session on the HTTP carrier keeps the same call rules: a page that left it (a stream the
+// Host still holds, a POST still on its way) fences it from its next session, itself on the
+// HTTP carrier, and no call of it starts after that, not even one whose POST arrives late.
+func TestAFenceStopsTheCallsOfAnHTTPSessionToo(t *testing.T) {
+	f, l := callFixture(t, `{}`)
+	entered, gate := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release)
+	f.h.HandleCall("slow", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
+		close(entered)
+		<-gate
+		return json.RawMessage(`"slow"`), nil
+	})
+	old := f.dialHTTP(t, false) // a stream the Host still holds: the page has left it
+	x := old.ready.Session
+	old.send(`{"t":"call","id":1,"name":"slow"}`)
+	<-entered
+	old.send(`{"t":"call","id":2,"name":"echo","data":"behind"}`) // waits behind call 1
+
+	now := f.dialHTTP(t, true)
+	now.send(`{"t":"fence","session":"` + x + `"}`)
+	if r := now.expect(wire.TypeFenced); r.Session != x || r.Started != 1 {
+		t.Fatalf("the fence over the HTTP carrier: %+v, want session %q fenced with call 1 started", r, x)
+	}
+	release() // call 1 ends; call 2 must not start
+	if r := old.expect(wire.TypeReply); r.ID != 1 {
+		t.Fatalf("the old session: %+v, want call 1's reply", r)
+	}
+	waitFor(t, "the Host to refuse the fenced session's next call", func() bool { return f.logs.Has("fenced it") })
+	old.send(`{"t":"call","id":3,"name":"echo","data":"late"}`, `{"t":"ping"}`) // a POST that arrives late
+	old.expect(wire.TypeHeartbeat)                                              // the session has taken call 3, which never starts
+	if n, m := l.count(`|"behind"`), l.count(`|"late"`); n != 0 || m != 0 {
+		t.Fatalf("after the fence the old HTTP session ran call 2 %d times and call 3 %d times, want neither", n, m)
+	}
+	now.send(`{"t":"call","id":1,"name":"echo","data":"on"}`)
+	if r := now.expect(wire.TypeReply); r.ID != 1 || r.Code != "" {
+		t.Fatalf("a call on the page's session after its fence: %+v, want its reply", r)
+	}
+}

@@ -5,6 +5,7 @@ package hostplugin
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -48,7 +49,11 @@ func (h *Host) serveEvents(w http.ResponseWriter, r *http.Request) {
 	originOK := originAllowed(origin, r.Host, cfg.allowedOrigins)
 	query := !wsheader.IsUpgrade(r.Header)
 	if query {
-		refusalQueryHeaders(w, origin, originOK) // on its 429 too
+		refusalQueryHeaders(w, origin, originOK) // on its 429 too, and on the HTTP carrier's answers
+		if r.Method == http.MethodPost || r.URL.Query().Has(wire.CarrierParam) {
+			h.serveHTTPCarrier(w, r, cfg, origin, originOK)
+			return
+		}
 	}
 	if !h.withinAddressRate(w, r, cfg) {
 		if query {
@@ -59,6 +64,10 @@ func (h *Host) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if query {
+		h.queries.Add(1)
+		if !h.faults.atQuery(w, r, h.done) {
+			return
+		}
 		h.obs.RefusalQuery(h.serveRefusalQuery(w, r, originOK))
 		return
 	}
@@ -80,6 +89,10 @@ func (h *Host) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	identity, ok := h.authenticateUpgrade(w, r, originOK)
 	if !ok {
+		return
+	}
+	if r.URL.Query().Has(wire.ProbeParam) {
+		h.serveProbe(w, r, origin, originOK)
 		return
 	}
 	e, ok := h.admitUpgrade(r.Context(), cfg, originOK, fault)
@@ -136,7 +149,7 @@ func originRefusal(origin string) string {
 // startSession makes an admitted socket a session, or turns it away when the Host began to
 // drain or stop meanwhile.
 func (h *Host) startSession(conn *websocket.Conn, sock *socket, r *http.Request, cfg Config, identity string, fault upgradeFault) {
-	s := newSession(h, conn, sock, cfg, r.RemoteAddr)
+	s := newSocketSession(h, conn, sock, cfg, r.RemoteAddr)
 	s.identity = identity
 	s.doomed = fault.stallReady
 	s.watch.mode, s.watch.opened, s.watch.reports = pageMode(r.URL.Query().Get(wire.ModeParam)), time.Now(), cfg.reports
@@ -148,6 +161,7 @@ func (h *Host) startSession(conn *websocket.Conn, sock *socket, r *http.Request,
 	}
 	h.obs.Upgrade(UpgradeAdmitted)
 	h.obs.SessionOpened(s.watch.mode)
+	h.obs.SessionCarrier(wire.CarrierWebSocket, true)
 	// The session runs on its own goroutine so that this one returns and net/http frees the
 	// request, its buffers and this goroutine's stack: an idle session then costs one small
 	// goroutine.
@@ -196,4 +210,41 @@ func (w *slimWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	w.sock = &socket{conn: c, br: br}
 	return c, bufio.NewReadWriter(br, bufio.NewWriterSize(w.sock, slimWriterSize)), nil
+}
+
+// probeWait bounds how long a probe socket waits for the page's ping.
+const probeWait = 5 * time.Second
+
+// serveProbe answers a probe of the path (wire.ProbeParam): a page on the HTTP carrier asks
+// whether a WebSocket gets through now. The socket takes no session slot and gets no ready
+// frame: the page's ping is answered with a heartbeat, which proves the path both ways, and the
+// socket is closed (1000). A probe from an origin not allowed is refused as a session would be.
+func (h *Host) serveProbe(w http.ResponseWriter, r *http.Request, origin string, originOK bool) {
+	conn, err := websocket.Accept(w, r, acceptOptions)
+	if err != nil {
+		h.obs.Upgrade(UpgradeBadRequest)
+		return
+	}
+	if !originOK {
+		h.refuseOrigin(conn, r, origin)
+		return
+	}
+	h.obs.Probe()
+	conn.SetReadLimit(512)
+	ctx, cancel := context.WithTimeout(r.Context(), probeWait)
+	defer cancel()
+	typ, data, err := conn.Read(ctx)
+	if err != nil {
+		_ = conn.CloseNow()
+		return
+	}
+	if f, derr := wire.DecodePage(data); typ != websocket.MessageText || derr != nil || f.T != wire.TypePing {
+		_ = conn.Close(websocket.StatusPolicyViolation, "a probe is answered for its ping only")
+		return
+	}
+	if err := writeFrame(conn, hbFrame); err != nil {
+		_ = conn.CloseNow()
+		return
+	}
+	_ = conn.Close(websocket.StatusNormalClosure, "probe")
 }

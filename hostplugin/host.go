@@ -83,6 +83,10 @@ type Options struct {
 	// Observer is told what the Host does, for its operator's metrics (package
 	// hostplugin/metrics implements it for Prometheus). Default: none.
 	Observer Observer
+	// Relay carries the HTTP carrier's POSTs that reach this Host for a session of another
+	// Host of the fleet, so that a load balancer in front of the fleet needs no sticky
+	// sessions (hostplugin/jetstream has one on NATS). Default: none, which one Host needs.
+	Relay Relay
 }
 
 // PublicStreams is the Authorize of an application whose every stream is public: it lets
@@ -130,6 +134,7 @@ type Host struct {
 	baselines baselines
 
 	accepted atomic.Uint64 // requests that reached the events endpoint
+	queries  atomic.Uint64 // refusal queries that reached it
 	inflight atomic.Int64  // of those, the ones whose handler is still running
 
 	closeOnce sync.Once
@@ -144,6 +149,10 @@ type Host struct {
 	callStore CallStore
 	memCalls  *MemoryCallStore // the default store, whose window follows Apply; nil with Options.Calls
 
+	id        string // names the Host in its sessions' ids, for the relay
+	relay     Relay
+	stopRelay func()
+
 	faults hostFaults // fault injection: empty unless built with -tags lifeline_faults
 	thin   thinned
 	obs    Observer // Options.Observer, or a NopObserver
@@ -152,11 +161,11 @@ type Host struct {
 // thinned are the logs that floods of refusals and bad frames would repeat: each is written a
 // few times, then at most once per interval.
 type thinned struct {
-	origin, overload, perIP, badFrame, auth, denied, authPanic, logRead, callStore rate.Sometimes
+	origin, overload, perIP, badFrame, auth, denied, authPanic, logRead, callStore, relay rate.Sometimes
 }
 
 func (t *thinned) init() {
-	for _, s := range []*rate.Sometimes{&t.origin, &t.overload, &t.perIP, &t.badFrame, &t.auth, &t.denied, &t.authPanic, &t.logRead, &t.callStore} {
+	for _, s := range []*rate.Sometimes{&t.origin, &t.overload, &t.perIP, &t.badFrame, &t.auth, &t.denied, &t.authPanic, &t.logRead, &t.callStore, &t.relay} {
 		s.First, s.Interval = 5, 10*time.Second
 	}
 }
@@ -186,6 +195,8 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		calls:     callHandlers{handlers: map[string]CallHandler{}},
 		callStore: o.Calls,
 		obs:       o.Observer,
+		id:        newID(4),
+		relay:     o.Relay,
 	}
 	if h.obs == nil {
 		h.obs = NopObserver{}
@@ -214,6 +225,9 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	h.inject = inject.New(func() *inject.Page { return &h.state.Load().page }, h.logger)
 	h.adm.lim = rate.NewLimiter(rate.Limit(cfg.AcceptRate()), cfg.AcceptBurst())
 	h.apply(cfg)
+	if err := h.serveRelay(); err != nil {
+		return nil, err
+	}
 	return h, nil
 }
 
@@ -297,9 +311,14 @@ type Stats struct {
 	// Open counts the sockets at the endpoint: sessions plus upgrades in progress, held ones
 	// included. For a moment after an upgrade a socket counts twice.
 	Open int `json:"open"`
-	// Accepted counts the upgrade requests that reached the endpoint since the Host started,
-	// admitted or not (not the refusal queries, which are no sockets).
+	// Accepted counts the upgrade requests (and the HTTP carrier's opening GETs) that reached
+	// the endpoint since the Host started, admitted or not (not the refusal queries, which are
+	// no sockets).
 	Accepted uint64 `json:"accepted"`
+	// Queries counts the refusal queries that reached the endpoint since the Host started:
+	// with Accepted, every attempt of a page (a page checks with one before it dials again
+	// after a failure, and may dial nothing: PROTOCOL.md §11.5).
+	Queries uint64 `json:"queries"`
 }
 
 // Stats returns a snapshot of the events endpoint.
@@ -311,6 +330,7 @@ func (h *Host) Stats() Stats {
 		Sessions: sessions,
 		Open:     sessions + int(h.inflight.Load()),
 		Accepted: h.accepted.Load(),
+		Queries:  h.queries.Load(),
 	}
 }
 

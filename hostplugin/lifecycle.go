@@ -17,16 +17,18 @@ import (
 type sessionSet struct {
 	mu       sync.Mutex
 	all      map[*session]struct{}
-	draining bool          // Drain or Stop was called: no new session
-	drainURI string        // Drain's uri, for sockets that arrive while draining
-	stopping bool          // Stop was called: late sockets are closed with 1012, not sent away
-	restart  string        // Stop's wire.RestartReason
-	closed   bool          // Close was called
-	idle     chan struct{} // closed whenever all is empty
+	ids      map[string]*session // the same sessions, by id (the HTTP carrier's POSTs name theirs)
+	draining bool                // Drain or Stop was called: no new session
+	drainURI string              // Drain's uri, for sockets that arrive while draining
+	stopping bool                // Stop was called: late sockets are closed with 1012, not sent away
+	restart  string              // Stop's wire.RestartReason
+	closed   bool                // Close was called
+	idle     chan struct{}       // closed whenever all is empty
 }
 
 func (ss *sessionSet) init() {
 	ss.all = map[*session]struct{}{}
+	ss.ids = map[string]*session{}
 	ss.idle = make(chan struct{})
 	close(ss.idle)
 }
@@ -42,7 +44,15 @@ func (ss *sessionSet) add(s *session) bool {
 		ss.idle = make(chan struct{})
 	}
 	ss.all[s] = struct{}{}
+	ss.ids[s.id] = s
 	return true
+}
+
+// byID returns the session of id, or nil.
+func (ss *sessionSet) byID(id string) *session {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.ids[id]
 }
 
 // remove forgets s and reports whether it was registered.
@@ -53,6 +63,7 @@ func (ss *sessionSet) remove(s *session) bool {
 		return false
 	}
 	delete(ss.all, s)
+	delete(ss.ids, s.id)
 	if len(ss.all) == 0 {
 		close(ss.idle)
 	}
@@ -224,6 +235,9 @@ func (h *Host) Close() error {
 		h.endLife()
 		// Sessions Stop is finishing are left to it: a second close would wait for the first.
 		h.closeAll(context.Background(), closeWait, func(s *session) { s.closeUnlessEnding(wire.CloseDrained, "host closed") })
+		if h.stopRelay != nil {
+			h.stopRelay()
+		}
 	})
 	return nil
 }

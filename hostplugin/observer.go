@@ -73,6 +73,11 @@ type Observer interface {
 	// PageReport: a page reported what it lived through while it was not connected. r's
 	// Kinds belong to the Host: read them, do not keep them.
 	PageReport(r PageReport)
+	// SessionCarrier: a session on carrier (wire.CarrierWebSocket, CarrierStream or
+	// CarrierPoll) opened (true) or ended (false).
+	SessionCarrier(carrier string, open bool)
+	// Sent: n bytes of frames were written to a session on carrier.
+	Sent(carrier string, n int)
 }
 
 // Upgrade is what became of a request for a socket at the events endpoint.
@@ -148,6 +153,8 @@ func (NopObserver) Stopped(time.Duration, int)                     {}
 func (NopObserver) Gate(bool)                                      {}
 func (NopObserver) Draining()                                      {}
 func (NopObserver) PageReport(PageReport)                          {}
+func (NopObserver) SessionCarrier(string, bool)                    {}
+func (NopObserver) Sent(string, int)                               {}
 
 // CallOK is the outcome of a call answered with its handler's reply (Observer.Call).
 const CallOK = "ok"
@@ -219,6 +226,7 @@ func (s *session) observeEnd() {
 	ready := s.ready
 	s.mu.Unlock()
 	s.h.obs.SessionClosed(s.watch.mode, ready, s.watch.closedCode(), time.Since(s.watch.opened))
+	s.h.obs.SessionCarrier(s.c.kind(), false)
 }
 
 // report takes a page's report frame: one a session, and only when the Host asked for it;

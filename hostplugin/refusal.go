@@ -81,11 +81,20 @@ func (h *Host) serveRefusalQuery(w http.ResponseWriter, r *http.Request, originO
 		h.refuse(w, r, ref, true)
 		return ref.status
 	}
+	if !h.Ready() {
+		// A socket opens here but gets no ready frame until the gate opens: the page must not
+		// take that silence for a network that blocks WebSockets (PROTOCOL.md §11.3).
+		writeJSON(w, http.StatusServiceUnavailable, wire.Refusal{Error: wire.RefusalNotReady})
+		return http.StatusServiceUnavailable
+	}
 	w.Header().Set("Upgrade", "websocket")
 	w.Header().Set("Connection", "Upgrade")
-	writeJSON(w, http.StatusUpgradeRequired, wire.Refusal{Error: wire.RefusalUpgradeRequired})
+	writeJSON(w, http.StatusUpgradeRequired, wire.Refusal{Error: wire.RefusalUpgradeRequired, Carriers: httpCarriers})
 	return http.StatusUpgradeRequired
 }
+
+// httpCarriers are the HTTP carriers a Host has, named in its 426.
+var httpCarriers = []string{wire.CarrierStream, wire.CarrierPoll}
 
 // refusalQueryHeaders sets the headers of every answer to a refusal query, refusals before it
 // included: never cached, and readable by a page of an allowed origin (CORS with credentials,

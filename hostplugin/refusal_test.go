@@ -50,9 +50,9 @@ func TestTheRefusalQueryAnswersWhatTheUpgradeWouldNot(t *testing.T) {
 		calls  int    // Authenticate calls expected
 	}{
 		{name: "without hooks a plain GET is 426 upgrade required", status: 426,
-			body: `{"error":"upgrade required"}`},
+			body: `{"error":"upgrade required","carriers":["stream","poll"]}`},
 		{name: "a page Authenticate lets in is 426", hooks: true, user: "alice", status: 426,
-			body: `{"error":"upgrade required"}`, calls: 1},
+			body: `{"error":"upgrade required","carriers":["stream","poll"]}`, calls: 1},
 		{name: "a page without a credential is 401 with the reason", hooks: true, status: 401,
 			body: `{"error":"unauthorized","reason":"hostplugin: unauthenticated: sign in first"}`, calls: 1},
 		{name: "a forbidden page is 403 with the reason", hooks: true, user: "mallory", status: 403,
@@ -62,14 +62,16 @@ func TestTheRefusalQueryAnswersWhatTheUpgradeWouldNot(t *testing.T) {
 		{name: "an allowed cross-origin page gets CORS on a refusal", hooks: true, origin: allowed, status: 401,
 			body: `{"error":"unauthorized","reason":"hostplugin: unauthenticated: sign in first"}`, cors: true, calls: 1},
 		{name: "an allowed cross-origin page gets CORS on a 426", hooks: true, user: "alice", origin: allowed, status: 426,
-			body: `{"error":"upgrade required"}`, cors: true, calls: 1},
+			body: `{"error":"upgrade required","carriers":["stream","poll"]}`, cors: true, calls: 1},
 		{name: "a foreign origin gets no CORS and Authenticate is not asked", hooks: true, origin: "https://evil.example", status: 403,
 			body: `{"error":"origin not allowed"}`},
 		{name: "a lookalike origin gets no CORS", hooks: true, user: "alice", origin: "https://app.example.com.evil.net", status: 403,
 			body: `{"error":"origin not allowed"}`},
 		{name: "HEAD answers the status without a body", hooks: true, method: "HEAD", status: 401, calls: 1},
-		{name: "a POST is 405", hooks: true, method: "POST", status: 405,
+		{name: "a PUT is 405", hooks: true, method: "PUT", status: 405,
 			body: `{"error":"method not allowed"}`},
+		{name: "a POST is the HTTP carrier's, and one with no envelope is 400", hooks: true, method: "POST", status: 400,
+			body: `{"error":"bad envelope","reason":"wire: bad frame: the document ends too soon (in a POST's envelope)"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

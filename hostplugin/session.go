@@ -53,14 +53,37 @@ func writeFrame(conn *websocket.Conn, m message) error {
 	return conn.Write(ctx, websocket.MessageText, m.payload())
 }
 
-// session is one page's socket. Its run goroutine (one at a time: see run) is the only reader
-// and the only user of subs and bad. Writes go through queue, drained by a writer goroutine
-// that exists only while there is something to write, so an idle session holds one goroutine
-// (with the smallest stack) and one timer.
+// carrier is what carries a session's frames to its page: a WebSocket (wsCarrier, socket.go)
+// or the HTTP carrier (httpCarrier, httpcarrier.go). The session queues messages, and its
+// writer hands them to write in batches.
+type carrier interface {
+	// write writes batch, whole messages, in order, and clears its elements (the messages
+	// are shared). Once the close is out it writes nothing and returns errCloseSent.
+	write(batch net.Buffers) error
+	// writeClose sends the close with code and reason, unless one went out (errCloseSent).
+	writeClose(code int, reason string) error
+	// drop tears the carrier down at once, with no close: the page sees the connection end.
+	drop()
+	// idle says that nothing more is written for a while.
+	idle()
+	// leaving says the page was sent a goaway: it has somewhere else to be.
+	leaving()
+	// kind is the carrier's name, as wire names them (wire.CarrierWebSocket, …).
+	kind() string
+	// secret is what the page's POSTs must carry, for the ready frame; "" for a WebSocket.
+	secret() string
+}
+
+// session is one page's connection. Its reader (the WebSocket's run goroutine, one at a time:
+// see run; on the HTTP carrier, the POST being applied) is the only user of subs and bad.
+// Writes go through queue, drained by a writer goroutine that exists only while there is
+// something to write, so an idle session holds one goroutine (with the smallest stack) and one
+// timer.
 type session struct {
 	h         *Host
-	conn      *websocket.Conn
-	sock      *socket // the connection under conn, which the writer writes to
+	c         carrier
+	conn      *websocket.Conn // a WebSocket's, which run reads; nil on the HTTP carrier
+	sock      *socket         // the connection under conn; nil on the HTTP carrier
 	id        string
 	heartbeat time.Duration
 	readLimit int64
@@ -96,17 +119,25 @@ type session struct {
 // should not hold on to the array of the burst it once had.
 const maxSpare = 16
 
-func newSession(h *Host, conn *websocket.Conn, sock *socket, cfg Config, remote string) *session {
+// newSession returns a session carried by c. A WebSocket session also needs its conn and sock
+// (newSocketSession).
+func newSession(h *Host, c carrier, cfg Config, remote string) *session {
 	s := &session{
 		h:         h,
-		conn:      conn,
-		sock:      sock,
-		id:        newID(12),
+		c:         c,
+		id:        h.sessionID(),
 		heartbeat: cfg.heartbeat,
 		readLimit: int64(cfg.maxFrameBytes),
 		remote:    remote,
 	}
 	s.flushFn, s.runFn = s.flush, s.run
+	return s
+}
+
+// newSocketSession returns the session of a WebSocket.
+func newSocketSession(h *Host, conn *websocket.Conn, sock *socket, cfg Config, remote string) *session {
+	s := newSession(h, wsCarrier{conn: conn, sock: sock}, cfg, remote)
+	s.conn, s.sock = conn, sock
 	conn.SetReadLimit(s.readLimit)
 	return s
 }
@@ -132,8 +163,7 @@ func (s *session) run() {
 		// A bug reached by one page's frames must not take the Host down.
 		if p := recover(); p != nil {
 			s.h.logger.Error("hostplugin: session panicked; closing it", "session", s.id, "panic", p, "stack", string(debug.Stack()))
-			s.watch.closing(int(websocket.StatusInternalError))
-			_ = s.conn.Close(websocket.StatusInternalError, "internal error")
+			s.closeFromReader(int(websocket.StatusInternalError), "internal error")
 		}
 	}()
 	// An error is Read's to report, with the close status.
@@ -210,8 +240,7 @@ func (s *session) badFrame(msg string, f wire.PageFrame) bool {
 		s.h.logger.Warn("hostplugin: bad client frame", "session", s.id, "remote", s.remote, "err", msg)
 	})
 	if s.bad > maxBadFrames {
-		s.watch.closing(int(websocket.StatusProtocolError))
-		_ = s.conn.Close(websocket.StatusProtocolError, "too many bad frames")
+		s.closeFromReader(int(websocket.StatusProtocolError), "too many bad frames")
 		return false
 	}
 	if f.T == wire.TypeCall && f.ID != 0 {
@@ -263,7 +292,7 @@ func (s *session) sendReady() {
 	s.ready = true
 	rf := wire.Ready(s.id, s.heartbeat)
 	s.callsReady(&rf)
-	rf.MaxFrameBytes, rf.Report = s.readLimit, s.watch.reports
+	rf.MaxFrameBytes, rf.Report, rf.Secret = s.readLimit, s.watch.reports, s.c.secret()
 	s.queue = slices.Insert(s.queue, 0, mustEncode(rf).b)
 	start := s.startWriterLocked()
 	s.wrote = time.Now()
@@ -309,7 +338,7 @@ func (s *session) onIdle() {
 	s.h.obs.Heartbeat()
 	if start {
 		s.flush()
-		s.sock.idle()
+		s.c.idle()
 	}
 	// Set from the end of the write, which is when the writer noted it wrote: set from before
 	// it, the timer would fire a moment early next time and again a moment later.
@@ -345,7 +374,7 @@ func (s *session) queueLocked(m message) (start bool) {
 		})
 		// No close frame: it would wait behind the frames the page is not reading. The page
 		// sees the socket drop and comes back with its cursor.
-		go func() { _ = s.conn.CloseNow() }()
+		go s.c.drop()
 		return false
 	}
 	s.queue = append(s.queue, m.b)
@@ -376,7 +405,12 @@ func (s *session) flush() {
 		s.queue, s.spare = s.spare, nil
 		s.mu.Unlock()
 
-		err := s.sock.writeMessages(batch)
+		n := 0
+		for _, m := range batch {
+			n += len(m)
+		}
+		err := s.c.write(batch)
+		s.h.obs.Sent(s.c.kind(), n)
 
 		s.mu.Lock()
 		s.wrote = time.Now()
@@ -389,8 +423,8 @@ func (s *session) flush() {
 		s.mu.Unlock()
 		if err != nil {
 			if !errors.Is(err, errCloseSent) {
-				// The reader sees the socket end and releases the session.
-				_ = s.conn.CloseNow()
+				// The reader sees the connection end and releases the session.
+				s.c.drop()
 			}
 			return
 		}
@@ -405,6 +439,7 @@ func (s *session) goAway(m message) {
 		s.mu.Unlock()
 		return
 	}
+	s.c.leaving()
 	if s.ready {
 		s.mu.Unlock()
 		s.send(m)
@@ -413,7 +448,7 @@ func (s *session) goAway(m message) {
 	s.doomed = true
 	s.mu.Unlock()
 	go func() {
-		_ = s.sock.writeMessages(net.Buffers{m.b})
+		_ = s.c.write(net.Buffers{m.b})
 		s.closeWith(wire.CloseDrained, "drained")
 	}()
 }
@@ -431,8 +466,8 @@ func (s *session) finish(m message, code int, reason string) {
 	s.closed = true // no more queued writes: the writer stops at its next look
 	s.queue = nil
 	s.mu.Unlock()
-	// After the batch the writer may be writing: the socket orders the two.
-	_ = s.sock.writeMessages(net.Buffers{m.b})
+	// After the batch the writer may be writing: the carrier orders the two.
+	_ = s.c.write(net.Buffers{m.b})
 	s.closeWith(code, reason)
 }
 
@@ -455,8 +490,8 @@ func (s *session) closeWith(code int, reason string) {
 	}
 	ended := s.ended
 	s.mu.Unlock()
-	if err := s.sock.writeClose(closeMessage(code, reason)); err != nil && !errors.Is(err, errCloseSent) {
-		_ = s.conn.CloseNow()
+	if err := s.c.writeClose(code, reason); err != nil && !errors.Is(err, errCloseSent) {
+		s.c.drop()
 		return
 	}
 	t := time.NewTimer(closeHandshake)
@@ -464,8 +499,22 @@ func (s *session) closeWith(code int, reason string) {
 	select {
 	case <-ended:
 	case <-t.C:
-		_ = s.conn.CloseNow() // the page never answered
+		s.c.drop() // the page never answered
 	}
+}
+
+// closeFromReader closes the session with code and reason from its reader (a page that broke
+// the rules, a panic of its frames' handling). A WebSocket is closed by coder/websocket's own
+// Close, which reads the page's answer (only the reader may read); the HTTP carrier sends its
+// close and ends at once.
+func (s *session) closeFromReader(code int, reason string) {
+	s.watch.closing(code)
+	if s.conn != nil {
+		_ = s.conn.Close(websocket.StatusCode(code), reason)
+		return
+	}
+	_ = s.c.writeClose(code, reason)
+	s.c.drop()
 }
 
 // closeUnlessEnding closes the session unless it is ending already (finished, shed or over).
@@ -493,7 +542,7 @@ func (s *session) end() {
 		s.h.leave(fo, s)
 	}
 	s.subs = nil
-	_ = s.conn.CloseNow()
+	s.c.drop()
 	s.h.removeSession(s)
 	s.mu.Lock()
 	s.over = true

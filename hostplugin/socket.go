@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/coder/websocket"
+
 	"github.com/lifeline-go/lifeline/gateway/wire"
 )
 
@@ -29,7 +31,7 @@ const maxHeader = 10
 // encode returns f as a message, in one buffer: the JSON is appended after room for the
 // longest header, and the header written right before it.
 func encode(f wire.HostFrame) (message, error) {
-	room := 64 + len(f.Session) + len(f.Dedup) + len(f.Error) + len(f.Code) + len(f.Stream) + len(f.Data) +
+	room := 64 + len(f.Session) + len(f.Secret) + len(f.Dedup) + len(f.Error) + len(f.Code) + len(f.Stream) + len(f.Data) +
 		len(f.Epoch) + len(f.Baseline) + len(f.URI) + len(f.Message) + len(f.Reason)
 	b, err := f.Append(make([]byte, maxHeader, maxHeader+room))
 	if err != nil {
@@ -222,3 +224,27 @@ func (s *socket) writeMessages(batch net.Buffers) error {
 	_, err := s.conn.Write(b)
 	return err
 }
+
+// wsCarrier is a WebSocket session's carrier: its frames written through its socket, its
+// close a close frame.
+type wsCarrier struct {
+	conn *websocket.Conn
+	sock *socket
+}
+
+func (c wsCarrier) write(batch net.Buffers) error { return c.sock.writeMessages(batch) }
+
+func (c wsCarrier) writeClose(code int, reason string) error {
+	return c.sock.writeClose(closeMessage(code, reason))
+}
+
+func (c wsCarrier) drop() { _ = c.conn.CloseNow() }
+
+func (c wsCarrier) idle() { c.sock.idle() }
+
+// leaving: a socket's page says goodbye on it (its close), so nothing changes.
+func (wsCarrier) leaving() {}
+
+func (wsCarrier) kind() string { return wire.CarrierWebSocket }
+
+func (wsCarrier) secret() string { return "" }

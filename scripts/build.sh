@@ -12,3 +12,4 @@ go build -tags lifeline_faults -o bin/host ./cmd/host # the demo, e2e, soak, fle
 go build -o bin/swarm ./cmd/swarm
 go build -o bin/faultproxy ./bench/cmd/faultproxy # the e2e suite's half-open links
 go build -o bin/embed ./examples/embed
+go build -o bin/pathproxy ./internal/test/pathproxy/cmd/pathproxy # the e2e suite's middleboxes that break WebSockets

@@ -6,6 +6,7 @@
 #   browser  Debian's Chromium, for Playwright, the soak's pages and the wasm tests in Chromium
 #   fleet    nginx, the fleet's WebSocket load balancer
 #   metrics  Prometheus and promtool, which scrape the fleet and check deploy/'s rules
+#   networks squid, the stock corporate proxy that refuses WebSockets (e2e networks.spec.js, bench)
 set -euo pipefail
 
 # One line a package: its group, its Debian name, and what shows it is installed (an absolute
@@ -15,6 +16,7 @@ browser  chromium          /usr/bin/chromium
 browser  fonts-wqy-zenhei  /usr/share/fonts/truetype/wqy/wqy-zenhei.ttc  # the Simplified Chinese labels, or screenshots show empty boxes
 fleet    nginx             nginx
 metrics  prometheus        promtool          # the server and promtool (2.42 in Debian 12)
+networks squid             /usr/sbin/squid   # the package starts no daemon here: the tests run their own
 '
 
 groups=$(sed -e 's/#.*//' <<<"$packages" | awk 'NF { print $1 }' | sort -u | tr '\n' ' ')

@@ -7,10 +7,10 @@ start=$SECONDS
 step() { echo; echo "######## $* (at $((SECONDS - start)) s)"; }
 
 # Up front, so that a machine without root fails here rather than at the fleet.
-step "set-up: Debian's Chromium, a CJK font, nginx, Prometheus and promtool; e2e npm packages"
+step "set-up: Debian's Chromium, a CJK font, nginx, Prometheus and promtool, squid; e2e npm packages"
 # metrics up front too: without promtool, deploy/'s rules test would skip (it checks their
 # names, not their syntax) on a machine that has not run the fleet yet.
-./scripts/setup.sh browser fleet metrics
+./scripts/setup.sh browser fleet metrics networks
 ./scripts/setup-e2e.sh
 
 step "types: web/lifeline.d.ts against web/lifeline.usage.ts (tsc, pinned in e2e/package.json)"

@@ -13,13 +13,13 @@ import (
 
 // port is one tab's MessagePort, as a hub.Tab.
 //
-// Tab → hub: {t:"hello", bootstrap, options, href, online}, {t:"command", command},
+// Tab → hub: {t:"hello", bootstrap, options, href, online, carrier}, {t:"command", command},
 // {t:"online", online}, {t:"subscribe", id, stream}, {t:"unsubscribe", id},
 // {t:"life", event}, {t:"call", id, name, data (JSON text), key, timeoutMs, epoch, who,
 // session, wid, sentAgoMs},
 // {t:"cancel", id}, {t:"ping"}, {t:"bye"} (hub.Msg, hub.Command and hub.Event name them).
 // Hub → tab: {t:"status", state, slow, attempt, failures, nextAttempt (ms since the epoch, 0
-// for none), error, kind, retryAfter (ms)}, {t:"delivery", id, stream, seq, reset, epoch,
+// for none), error, kind, retryAfter (ms), carrier, blocked}, {t:"delivery", id, stream, seq, reset, epoch,
 // data, baseline} (data and baseline as JSON text: the tab parses them),
 // {t:"ended", id, error, denied, reason} (reason: the Host's words when it denied the
 // subscription, "" otherwise), {t:"sent", id, epoch, who, session, wid} (the call is being
@@ -87,6 +87,7 @@ func inbound(d js.Value) hub.In {
 		WireID:    num("wid"),
 		TimeoutMs: num("timeoutMs"),
 		SentAgoMs: num("sentAgoMs"),
+		Carrier:   str("carrier"),
 	}
 }
 
@@ -117,6 +118,7 @@ func (p *port) Status(s hub.Status) {
 		"t": "status", "state": state, "slow": s.Slow, "attempt": float64(s.Attempt),
 		"failures": s.Failures, "nextAttempt": next, "error": msg, "kind": kind,
 		"retryAfter": float64(hub.RetryAfter(err).Milliseconds()), "at": float64(s.At.UnixMilli()),
+		"carrier": s.Carrier.Kind, "blocked": s.Carrier.Blocked,
 	})
 }
 

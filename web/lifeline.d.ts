@@ -57,6 +57,14 @@ declare namespace Lifeline {
     | 'failed'
     | 'other';
 
+  /**
+   * What carries the connection (`#connection-status[data-carrier]`): a WebSocket, or, where the
+   * network does not carry one (a proxy that refuses it), the HTTP carrier's `stream` (one
+   * streaming response) or `poll` (long polls, where a proxy holds a stream back); `''` before
+   * the first connection.
+   */
+  type Carrier = '' | 'websocket' | 'stream' | 'poll';
+
   /** The `data-state` of `#connection-status`: the state, with a slow `connecting` as `slow`. */
   type IndicatorState = Exclude<State, 'idle'> | 'slow';
 
@@ -81,6 +89,13 @@ declare namespace Lifeline {
      * later (in shared mode it crosses from the worker).
      */
     readonly at: number;
+    /** What carried the last connection; it may change while `connected` (back to a WebSocket). */
+    readonly carrier: Carrier;
+    /**
+     * The network does not carry a WebSocket (found now, or remembered from a recent visit):
+     * the connection is on the HTTP carrier, and a WebSocket is tried again now and then.
+     */
+    readonly blocked: boolean;
   }
 
   /** One event of a stream, in order: `seq` is the previous event's + 1. */
@@ -230,6 +245,12 @@ declare namespace Lifeline {
      * the default where the browser has SharedWorker) or `in-page` (this page's own).
      */
     mode?: 'shared' | 'in-page';
+    /**
+     * On the HTTP carrier (a network that does not carry WebSockets), how soon a WebSocket is
+     * first tried again, in ms; each failed try doubles it, up to 10 min. An integer in
+     * 1000..3600000. Default 15000.
+     */
+    upgradeAfterMs?: number;
   }
 
   /**

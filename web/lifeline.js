@@ -3,7 +3,7 @@
 // see wasm/main.go), to which it talks over a MessagePort.
 //
 //   lifeline.state()               the current status: {state, slow, attempt, failures,
-//                                  nextAttempt, error, kind, retryAfter, at}
+//                                  nextAttempt, error, kind, retryAfter, at, carrier, blocked}
 //   lifeline.onState(fn)           fn(status) now and on every change; returns a remover
 //   lifeline.reconnectNow()        attempt at once, from the first cap
 //   lifeline.stop(), .start()      end everything / begin a fresh sequence
@@ -46,7 +46,7 @@
   let seen = false; // boot.seen() was called
   const MAX_STREAM = 256; // bytes of UTF-8 (gateway/wire.MaxStreamName)
 
-  let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', retryAfter: 0, at: Date.now() };
+  let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', retryAfter: 0, at: Date.now(), carrier: '', blocked: false };
   let port = null;
   let dead = false;
   const outbox = []; // messages for the hub before its port exists
@@ -117,8 +117,9 @@
         const s = {
           state: m.state, slow: !!m.slow, attempt: m.attempt, failures: m.failures,
           nextAttempt: m.nextAttempt, error: m.error || '', kind: m.kind || '', retryAfter: m.retryAfter || 0,
-          at: m.at || Date.now(),
+          at: m.at || Date.now(), carrier: m.carrier || '', blocked: !!m.blocked,
         };
+        remember(s);
         if (mode === 'shared' && !seen) {
           seen = true;
           boot.seen(); // a hub ran: the wasm is cached (see web/boot.js)
@@ -222,6 +223,31 @@
       port.postMessage(callMessage(c));
     }
     for (const m of outbox.splice(0)) port.postMessage(m);
+  }
+
+  // ---- the network's carrier, remembered
+  //
+  // A network that did not carry a WebSocket is remembered for a day, so that the next visit
+  // starts on the HTTP carrier at once instead of finding it out again; it is forgotten as
+  // soon as a WebSocket works (PROTOCOL.md §11.4). localStorage is per origin, as the network
+  // rule is per network seen from this origin.
+  const CARRIER = 'lifeline:carrier';
+  const REMEMBER_MS = 24 * 3600 * 1000;
+
+  function remembered() {
+    try {
+      const v = JSON.parse(localStorage.getItem(CARRIER) || 'null');
+      if (v && (v.kind === 'stream' || v.kind === 'poll') && typeof v.until === 'number' && v.until > Date.now()) return v.kind;
+    } catch (_) { /* no storage, or not ours: start on a WebSocket */ }
+    return '';
+  }
+
+  function remember(s) {
+    if (s.state !== 'connected' || !s.carrier) return;
+    try {
+      if (s.carrier === 'websocket') localStorage.removeItem(CARRIER);
+      else if (s.blocked) localStorage.setItem(CARRIER, JSON.stringify({ kind: s.carrier, until: Date.now() + REMEMBER_MS }));
+    } catch (_) { /* no storage: found again next time */ }
   }
 
   // ---- calls
@@ -353,7 +379,7 @@
     api.stop = gone;
     api.start = gone;
     rejectCalls(error);
-    setStatus({ state: 'failed', slow: false, attempt: status.attempt, failures: status.failures, nextAttempt: 0, error, kind: 'failed', retryAfter: 0, at: Date.now() });
+    setStatus({ state: 'failed', slow: false, attempt: status.attempt, failures: status.failures, nextAttempt: 0, error, kind: 'failed', retryAfter: 0, at: Date.now(), carrier: status.carrier, blocked: status.blocked });
   }
 
   // ---- the browser's events
@@ -372,10 +398,15 @@
       send({ t: 'bye' });
       disconnect();
     } else {
+      // The stop reaches the hub a moment later; a browser that closes the page's sockets
+      // itself meanwhile (Firefox, with 1001) must not be taken for the Host: the hub reads
+      // this before it blames anyone (gateway/carrier_js.go).
+      globalThis.__lifelinePageLeaving = true;
       send({ t: 'command', command: 'stop' });
     }
   });
   window.addEventListener('pageshow', (e) => {
+    globalThis.__lifelinePageLeaving = false;
     if (!e.persisted) life('pageshow');
     else if (mode === 'shared') startShared();
     else send({ t: 'command', command: 'start' });
@@ -410,11 +441,11 @@
       dead = true;
       const error = 'lifeline: no #lifeline-bootstrap element in the page (is the Host plugin installed?)';
       console.error(error);
-      setStatus({ state: 'misconfigured', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error, kind: 'misconfigured', retryAfter: 0, at: Date.now() });
+      setStatus({ state: 'misconfigured', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error, kind: 'misconfigured', retryAfter: 0, at: Date.now(), carrier: '', blocked: false });
       return false;
     }
     if (boot.optionsError) misuse('lifelineOptions cannot be read as JSON; ignored:', boot.optionsError);
-    helloMsg = { t: 'hello', bootstrap: boot.bootstrap, options: boot.options, href: location.href, online: navigator.onLine };
+    helloMsg = { t: 'hello', bootstrap: boot.bootstrap, options: boot.options, href: location.href, online: navigator.onLine, carrier: remembered() };
     try {
       const ms = JSON.parse(boot.bootstrap).callTimeoutMs;
       if (typeof ms === 'number' && ms > 0 && ms <= MAX_CALL_TIMEOUT) defaultCallTimeout = ms;
@@ -479,8 +510,18 @@
   }
 
   function start() {
-    if (boot.mode === 'shared') startShared();
-    else startInPage();
+    if (boot.mode === 'shared') {
+      startShared();
+      return;
+    }
+    // A browser without SharedWorker (Chrome on Android, some embedded engines) is no other
+    // product: the page keeps a connection of its own, the same API and the same behaviour,
+    // and says so once, so that a developer who expected one connection per browser knows why.
+    const asked = globalThis.lifelineOptions && typeof globalThis.lifelineOptions === 'object' && globalThis.lifelineOptions.mode === 'in-page';
+    if (!asked && boot.worker && typeof SharedWorker !== 'function') {
+      console.info('lifeline: this browser has no SharedWorker; this page keeps a connection of its own (in-page mode)');
+    }
+    startInPage();
   }
 
   // lifeline:ready fires once the document has parsed, so that every page script has had

@@ -3,7 +3,7 @@
 
 // Options are set before the injected script runs: in an inline script in the head.
 globalThis.lifelineOptions = { recovery: { slowAfterMs: 2000, deadlineMs: 10000, initialDelayMs: 250, maxDelayMs: 8000, factor: 2, jitter: 0.5, stableAfterMs: 5000 } };
-window.lifelineOptions = { endpoint: '/_lifeline/events' };
+window.lifelineOptions = { endpoint: '/_lifeline/events', upgradeAfterMs: 30000 };
 globalThis.lifelineOptions = undefined;
 
 // A stream's own types: what the app publishes, and the baseline it sets.
@@ -17,6 +17,8 @@ function start(): void {
   const facts: [boolean, number, number, number, string, number, number | undefined] =
     [s.slow, s.attempt, s.failures, s.nextAttempt, s.error, s.retryAfter, s.at];
   console.log(states, kind, facts);
+  const carrier: Lifeline.Carrier = s.carrier;
+  if (s.blocked && carrier !== 'websocket') console.log('this network does not carry WebSockets; on', carrier);
 
   const remove: Lifeline.Remove = lifeline.onState((st) => {
     if (st.state === 'reconnecting' || st.state === 'unauthorized') {

@@ -2,7 +2,9 @@
 //
 //   #connection-status[data-state]  connecting | slow | connected | reconnecting | offline |
 //                                   stopped | misconfigured | unauthorized | failed;
-//                                   data-seconds while reconnecting
+//                                   data-seconds while reconnecting; data-carrier: websocket,
+//                                   stream or poll, what carried the last connection (none
+//                                   before the first)
 //   #connection-label               the state label, an aria-live="polite" region: a screen
 //                                   reader announces each change of state, once
 //   #connection-countdown           "in 4 s" while reconnecting, a role="timer" (implicitly
@@ -51,6 +53,7 @@
         other: () => ['The connection failed', 'retrying'],
       },
       join: (cause, retry) => (retry ? `${cause}; ${retry}.` : `${cause}.`),
+      blocked: 'This network does not carry WebSockets; connected over HTTP instead.',
       sentences: {
         offline: 'This device is offline; the page reconnects when the network is back.',
         unauthorized: 'The Host needs you to sign in; after signing in, choose Reconnect now.',
@@ -83,6 +86,7 @@
         other: () => ['连接失败', '正在重试'],
       },
       join: (cause, retry) => (retry ? `${cause}，${retry}。` : `${cause}。`),
+      blocked: '当前网络不支持 WebSocket，已改用 HTTP 连接。',
       sentences: {
         offline: '设备已离线，网络恢复后将自动重连。',
         unauthorized: '主机要求登录；登录后请点击“立即重连”。',
@@ -182,6 +186,7 @@
   function describe(s, state) {
     const kind = kindOf(s);
     const error = s.error || '';
+    if (state === 'connected' && s.blocked) return { sentence: L.blocked, code: '' };
     if (!kind) return { sentence: '', code: '' };
     if (L.sentences[kind]) {
       let code = '';
@@ -215,7 +220,7 @@
 #connection-status[data-lifeline-default][data-state="unauthorized"]::before { background: #0969da; }
 #connection-status[data-lifeline-default][data-state="misconfigured"]::before,
 #connection-status[data-lifeline-default][data-state="failed"]::before { background: #8250df; }
-#connection-status[data-lifeline-default][data-state="connected"] #connection-detail { display: none; }
+#connection-status[data-lifeline-default][data-state="connected"]:not([data-carrier="stream"]):not([data-carrier="poll"]) #connection-detail { display: none; }
 #connection-status[data-lifeline-default] #connection-label { font-weight: 600; }
 #connection-status[data-lifeline-default] #connection-detail { width: 100%; color: #57606a; }
 #connection-status[data-lifeline-default] #connection-detail:empty { display: none; }
@@ -306,6 +311,7 @@
     const { box, label, countdown, button, detail } = parts;
     const state = dataState(current);
     if (box.dataset.state !== state) box.dataset.state = state;
+    if (current.carrier && box.dataset.carrier !== current.carrier) box.dataset.carrier = current.carrier;
     const tag = lang === 'zh' ? 'zh-CN' : 'en';
     if (box.getAttribute('lang') !== tag) box.setAttribute('lang', tag);
     setText(label, L.states[state] || state);

@@ -141,6 +141,11 @@ func run(args []string, stderr io.Writer) int {
 	opts := &hostplugin.Options{Logger: logger, Authorize: hostplugin.PublicStreams}
 	if shared != nil {
 		opts.Log = shared
+		if log, ok := shared.(*jetstream.Log); ok {
+			// The fleet's balancer needs no sticky sessions: a page's POST that reaches
+			// another Host is carried to its session's over NATS.
+			opts.Relay = jetstream.NewRelay(log)
+		}
 	}
 	calls, err := openCalls(shared, cfg, logger)
 	if err != nil {

@@ -56,6 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	verbose := fs.Bool("v", false, "log the controllers and gateways on stderr")
 	duration := fs.Duration("for", 0, "stop after this long (0: until SIGINT or SIGTERM)")
 	stats := fs.Bool("stats", false, `on SIGUSR1, collect garbage and print a "stats" line (goroutines, heapInuse, heapAlloc)`)
+	httpClients := fs.Int("http", 0, "how many of the clients (the first ones) run on the HTTP carrier's stream instead of a WebSocket, and stay there")
 	var plan callPlan
 	fs.IntVar(&plan.n, "calls", 0, "calls each client makes (0: none); each outcome is printed")
 	fs.Float64Var(&plan.keyed, "keyed", 0.5, "the fraction of the calls that carry an idempotency key (with -calls)")
@@ -74,6 +75,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if *n < 1 {
 		return fmt.Errorf("-n must be at least 1, got %d", *n)
+	}
+	if *httpClients < 0 || *httpClients > *n {
+		return fmt.Errorf("-http must be in 0..%d (-n), got %d", *n, *httpClients)
 	}
 	if err := plan.check(); err != nil {
 		return err
@@ -95,7 +99,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	clients := make([]*client, *n)
 	for i := range clients {
 		c := &client{id: i, out: out}
-		gw, err := gateway.New(*url, &gateway.Options{Logger: log.With("client", i), Handshake: gateway.Handshake{Header: header}})
+		gopts := &gateway.Options{Logger: log.With("client", i), Handshake: gateway.Handshake{Header: header}}
+		if i < *httpClients {
+			gopts.Carrier, gopts.UpgradeAfter = wire.CarrierStream, 24*time.Hour
+		}
+		gw, err := gateway.New(*url, gopts)
 		if err != nil {
 			return err
 		}

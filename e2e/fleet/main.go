@@ -249,8 +249,10 @@ func (f *fleet) run() error {
 	time.Sleep(2 * time.Second) // the first tick creates the stream
 
 	f.st = newClientState()
+	// A quarter of the clients on the HTTP carrier: nginx sends their POSTs round robin, with
+	// no sticky sessions, and each Host relays those of another's sessions to it over NATS.
 	if _, err := f.start("clients", &testbed.Options{Lines: f.st.line}, f.bin+"/swarm", "-url", "ws://127.0.0.1:"+f.proxyPort+"/_lifeline/events",
-		"-n", fmt.Sprint(f.clientsN), "-sub", "ticks", "-deliveries"); err != nil {
+		"-n", fmt.Sprint(f.clientsN), "-http", fmt.Sprint(f.clientsN/4), "-sub", "ticks", "-deliveries"); err != nil {
 		return err
 	}
 	f.pg = newPageState()

@@ -3,6 +3,7 @@ package wire_test
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -27,6 +28,9 @@ var refusalCases = []struct {
 	{"an array is refused", `[]`, wire.Refusal{}, "must be a JSON object, got an array"},
 	{"trailing data is refused", `{"error":"forbidden"} {}`, wire.Refusal{}, "trailing data"},
 	{"an empty body is refused", ``, wire.Refusal{}, "refusal"},
+	{"a 426 names the HTTP carriers", `{"error":"upgrade required","carriers":["stream","poll"]}`, wire.Refusal{Error: "upgrade required", Carriers: []string{"stream", "poll"}}, ""},
+	{"carriers must be strings", `{"error":"upgrade required","carriers":[1]}`, wire.Refusal{}, "each of carriers must be a string"},
+	{"carriers are a few", `{"error":"x","carriers":["a","b","c","d","e","f","g","h","i"]}`, wire.Refusal{}, "at most 8"},
 }
 
 func TestDecodeRefusal(t *testing.T) {
@@ -34,7 +38,7 @@ func TestDecodeRefusal(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := wire.DecodeRefusal([]byte(tc.in))
 			if tc.err == "" {
-				if err != nil || got != tc.want {
+				if err != nil || !reflect.DeepEqual(got, tc.want) {
 					t.Fatalf("DecodeRefusal(%s) = %+v, %v; want %+v", tc.in, got, err, tc.want)
 				}
 				return
@@ -55,6 +59,7 @@ func TestRefusalEncodesAsTheRefusalQueryDocumentsIt(t *testing.T) {
 		{wire.Refusal{Error: wire.RefusalUnauthorized, Reason: `say "hi" </script>`}, `{"error":"unauthorized","reason":"say \"hi\" </script>"}`},
 		{wire.Refusal{Error: wire.RefusalForbidden, Reason: "bad \xff byte"}, "{\"error\":\"forbidden\",\"reason\":\"bad \ufffd byte\"}"},
 		{wire.Refusal{Error: wire.RefusalRate, RetryAfterMs: 250}, `{"error":"too many sockets","retryAfterMs":250}`},
+		{wire.Refusal{Error: wire.RefusalUpgradeRequired, Carriers: []string{wire.CarrierStream, wire.CarrierPoll}}, `{"error":"upgrade required","carriers":["stream","poll"]}`},
 	} {
 		if got := string(tc.r.Encode()); got != tc.want {
 			t.Errorf("%+v.Encode() = %s, want %s", tc.r, got, tc.want)
@@ -79,7 +84,7 @@ func FuzzDecodeRefusal(f *testing.F) {
 			t.Fatalf("Encode(DecodeRefusal(%q)) = %s is not valid JSON", b, enc)
 		}
 		r2, err := wire.DecodeRefusal(enc)
-		if err != nil || r2 != r {
+		if err != nil || !reflect.DeepEqual(r2, r) {
 			t.Fatalf("DecodeRefusal(Encode(%+v) = %s) = %+v, %v; want it back", r, enc, r2, err)
 		}
 	})

@@ -89,7 +89,8 @@ const (
 	MaxCallKey  = 128
 	// MaxCode bounds a reply's code.
 	MaxCode = 32
-	// MaxSessionID bounds the session a fence names (a Host's are 24 characters).
+	// MaxSessionID bounds the session a fence names (a Host's are 33 characters: its Host's
+	// id, a dot, 24 hex digits).
 	MaxSessionID = 64
 )
 
@@ -136,6 +137,12 @@ type HostFrame struct {
 	Who string `json:"who,omitempty"`
 	// ready: Report asks the page for a report frame after a reconnect (report.go).
 	Report bool `json:"report,omitempty"`
+	// ready, on the HTTP carrier only: the session's secret, which every POST of the page
+	// carries (http.go).
+	Secret string `json:"secret,omitempty"`
+	// close (the HTTP carrier's): the close code, as a WebSocket close frame carries it, with
+	// Reason.
+	Status int `json:"status,omitempty"`
 	// reply: the call's id; Data the handler's reply (success), or Error and Code (failure),
 	// with RetryAfterMs for CodeBusy.
 	ID           uint64 `json:"id,omitempty"`
@@ -232,6 +239,10 @@ func (f HostFrame) Append(b []byte) ([]byte, error) {
 	}
 	if f.Report {
 		b = append(b, `,"report":true`...)
+	}
+	b = optStr(b, "secret", f.Secret)
+	if f.Status != 0 {
+		b = strconv.AppendInt(append(b, `,"status":`...), int64(f.Status), 10)
 	}
 	if f.ID != 0 {
 		b = strconv.AppendUint(append(b, `,"id":`...), f.ID, 10)
@@ -519,6 +530,16 @@ func DecodeHost(b []byte) (HostFrame, error) {
 			return readUint(d, key, &f.Started)
 		case "report":
 			return readBool(d, key, &f.Report)
+		case "secret":
+			return readString(d, key, &f.Secret)
+		case "status":
+			var v int64
+			err := readInt(d, key, &v)
+			if v < 0 || v > 4999 {
+				return fmt.Errorf("%w: status must be a close code in 1000..4999, got %d", ErrFrame, v)
+			}
+			f.Status = int(v)
+			return err
 		}
 		return frameErr(d.SkipValue())
 	}, nil)
@@ -545,10 +566,17 @@ func (f HostFrame) Validate() error {
 		if f.MaxFrameBytes < 0 {
 			return fmt.Errorf("%w: ready maxFrameBytes must be at least 0, got %d", ErrFrame, f.MaxFrameBytes)
 		}
+		if len(f.Secret) > MaxSecret {
+			return fmt.Errorf("%w: ready secret must be at most %d bytes, got %d", ErrFrame, MaxSecret, len(f.Secret))
+		}
 	case TypeHeartbeat, TypeGoAway, TypeError:
 	case TypeFenced:
 		if f.Session == "" {
 			return fmt.Errorf("%w: fenced without a session", ErrFrame) // the page compares it with its own
+		}
+	case TypeClose:
+		if f.Status < 1000 {
+			return fmt.Errorf("%w: close status must be a close code in 1000..4999, got %d", ErrFrame, f.Status)
 		}
 	case TypeEvent:
 		if err := checkFrameStream(f.Stream); err != nil {
@@ -769,15 +797,16 @@ func CheckCallKey(s string) error {
 }
 
 // CheckSessionID is the rule for the session a fence names: 1..MaxSessionID bytes of ASCII
-// letters, digits, - and _ (a Host's are lowercase hex), so that a store may use it in a key.
+// letters, digits, '-', '_' and '.' (a Host's are lowercase hex, its Host's id and its own
+// joined by a dot), so that a store may use it in a key.
 // Its errors wrap ErrFrame (no sentinel of their own: the page's wasm would carry it).
 func CheckSessionID(s string) error {
 	if s == "" || len(s) > MaxSessionID {
 		return fmt.Errorf("%w: session must be 1..%d bytes, got %d", ErrFrame, MaxSessionID, len(s))
 	}
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return fmt.Errorf("%w: session %q has %q at byte %d; allowed are letters, digits, - and _", ErrFrame, Truncate(s), rune(c), i)
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return fmt.Errorf("%w: session %q has %q at byte %d; allowed are letters, digits, -, _ and .", ErrFrame, Truncate(s), rune(c), i)
 		}
 	}
 	return nil

@@ -68,6 +68,8 @@ type Metrics struct {
 	attempts      prometheus.Histogram
 	failures      map[string]prometheus.Counter
 	reportBytes   prometheus.Counter
+	carried       map[string]prometheus.Gauge
+	sent          map[string]prometheus.Counter
 
 	all []prometheus.Collector
 }
@@ -101,7 +103,10 @@ const unknownMode = "unknown"
 var closeCodes = []int{1000, 1001, 1002, 1003, 1006, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014}
 
 // refusalStatuses are the statuses of a refusal query (hostplugin's package documentation).
-var refusalStatuses = []int{401, 403, 405, 426, 429, 500}
+var refusalStatuses = []int{401, 403, 405, 426, 429, 500, 503}
+
+// carriers are the label values of a session's carrier.
+var carriers = []string{wire.CarrierWebSocket, wire.CarrierStream, wire.CarrierPoll}
 
 // New returns the metrics of one Host, every series of a bounded label set at 0.
 func New() *Metrics {
@@ -193,7 +198,33 @@ func New() *Metrics {
 		m.failures[k] = failures.WithLabelValues(k)
 	}
 	m.reportBytes = counter("lifeline_page_report_bytes_total", "Bytes of the report frames pages sent.")
+	m.carried = gaugeVec("lifeline_sessions_by_carrier", "Sessions open, by carrier: websocket, or the HTTP carrier's stream or poll (for pages whose network does not carry a WebSocket).", "carrier", carriers)
+	sent := counterVec("lifeline_sent_bytes_total", "Bytes of frames written to pages, by carrier (WebSocket framing included; on HTTP the frames' JSON).", "carrier")
+	m.sent = map[string]prometheus.Counter{}
+	for _, c := range carriers {
+		m.sent[c] = sent.WithLabelValues(c)
+	}
 	return m
+}
+
+// SessionCarrier implements hostplugin.Observer.
+func (m *Metrics) SessionCarrier(carrier string, open bool) {
+	g, ok := m.carried[carrier]
+	if !ok {
+		return
+	}
+	if open {
+		g.Inc()
+	} else {
+		g.Dec()
+	}
+}
+
+// Sent implements hostplugin.Observer.
+func (m *Metrics) Sent(carrier string, n int) {
+	if c, ok := m.sent[carrier]; ok {
+		c.Add(float64(n))
+	}
 }
 
 // Describe implements prometheus.Collector.

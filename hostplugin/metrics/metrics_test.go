@@ -327,3 +327,29 @@ func TestRefusalsAreCountedByOutcome(t *testing.T) {
 	resp.Body.Close()
 	w.want(1, "lifeline_refusal_queries_total", "status", "426")
 }
+
+func TestSessionsAndBytesAreCountedByCarrier(t *testing.T) {
+	w := newWorld(t, `{}`)
+	a := w.page(wire.ModeShared)
+	w.want(1, "lifeline_sessions_by_carrier", "carrier", wire.CarrierWebSocket)
+	w.want(0, "lifeline_sessions_by_carrier", "carrier", wire.CarrierStream)
+	resp, err := http.Get(w.srv.URL + wire.DefaultPath + "?" + wire.CarrierParam + "=" + wire.CarrierStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 512)
+	if n, err := resp.Body.Read(buf); err != nil || !strings.Contains(string(buf[:n]), `"t":"ready"`) {
+		t.Fatalf("the stream's first bytes: %q, %v", buf[:n], err)
+	}
+	w.want(1, "lifeline_sessions_by_carrier", "carrier", wire.CarrierStream)
+	if n := w.value("lifeline_sent_bytes_total", "carrier", wire.CarrierStream); n <= 0 {
+		t.Fatalf("sent bytes on the stream %v, want its ready frame's", n)
+	}
+	if n := w.value("lifeline_sent_bytes_total", "carrier", wire.CarrierWebSocket); n <= 0 {
+		t.Fatalf("sent bytes on the socket %v, want its ready frame's", n)
+	}
+	resp.Body.Close()
+	w.want(0, "lifeline_sessions_by_carrier", "carrier", wire.CarrierStream)
+	_ = a.conn.Close(websocket.StatusNormalClosure, "")
+	w.want(0, "lifeline_sessions_by_carrier", "carrier", wire.CarrierWebSocket)
+}

@@ -189,3 +189,22 @@ func (s *Scenario) Auth(ctx context.Context, host string, status int, reason, co
 	_, err := s.Do(ctx, Request{Op: "auth", Host: host, Code: status, Reason: reason, Cookie: cookie, NoCORS: noCORS})
 	return err
 }
+
+// PathPrefix is where the server serves the real Host behind a middlebox of each of
+// pathproxy's modes: PathPrefix + mode + wire.DefaultPath (for the HTTP carrier's tests in the
+// browser, which cannot start a Host of their own).
+const PathPrefix = "/path/"
+
+// TicksStream is the stream the real Host publishes to every TicksEvery, and CountCall the
+// call whose reply is how many times it ran for its key.
+const (
+	TicksStream = "ticks"
+	TicksEvery  = 20 * time.Millisecond
+	CountCall   = "count"
+)
+
+// PathURL is the events endpoint of the server's real Host behind a middlebox in mode (one of
+// pathproxy's mode names: "open", "strip-upgrade", …).
+func PathURL(base, mode string) string {
+	return strings.TrimSuffix(base, "/") + PathPrefix + mode + wire.DefaultPath
+}

@@ -26,6 +26,7 @@ const (
 
 // Server serves scenarios; it is an http.Handler. Close ends them all.
 type Server struct {
+	paths     paths
 	mu        sync.Mutex
 	next      int
 	scenarios map[string]*scenario
@@ -47,11 +48,16 @@ func (s *Server) Close() {
 	for _, sc := range all {
 		sc.close()
 	}
+	s.paths.close()
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == ControlPath {
 		s.control(w, r)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, PathPrefix) {
+		s.paths.serve(w, r)
 		return
 	}
 	// /s/<id>/<host>/_lifeline/events

@@ -30,6 +30,9 @@ type In struct {
 	// first sent (as the tab timed it).
 	Name, Data, Key, Epoch, Who, Session string
 	TimeoutMs, SentAgoMs, WireID         int
+	// Carrier, in a hello, is the carrier the page remembers its network needs
+	// (wire.CarrierStream or CarrierPoll: it did not carry a WebSocket lately), "" for none.
+	Carrier string
 }
 
 // Msg is the type of a tab's message: the tab's "t" (web/lifeline.js), with the fields of
@@ -38,7 +41,7 @@ type Msg string
 
 // The messages a tab sends.
 const (
-	MsgHello       Msg = "hello"       // Bootstrap, Options, Href, Online: the first message
+	MsgHello       Msg = "hello"       // Bootstrap, Options, Href, Online, Carrier: the first message
 	MsgCommand     Msg = "command"     // Command
 	MsgOnline      Msg = "online"      // Online: what the browser says of its network
 	MsgSubscribe   Msg = "subscribe"   // ID, Stream

@@ -20,6 +20,7 @@
 package hub
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"sync"
@@ -50,6 +51,8 @@ type Options struct {
 	// enough for a reload or a navigation within the site to come back to a live connection,
 	// short enough that the Host does not keep a session nobody reads.
 	IdleAfter time.Duration
+	// FallbackAfter and UpgradeAfter are the gateway's (gateway.Options). Default its own.
+	FallbackAfter, UpgradeAfter time.Duration
 }
 
 // DefaultIdleAfter is the default of Options.IdleAfter.
@@ -78,6 +81,9 @@ type Status struct {
 	// Misconfigured is set when the bootstrap or the page's options did not resolve: nothing
 	// connects, and the error names the field and the value.
 	Misconfigured error
+	// Carrier is what carried the last session that was ready (zero before the first): the
+	// indicator's data-carrier, and what the page remembers of its network.
+	Carrier gateway.Carrier
 }
 
 // maxReplay bounds what a stream keeps for subscribers that join late: the events since its
@@ -98,6 +104,7 @@ type Hub struct {
 	cfg     string // the bootstrap and options the hub was built from
 	bad     error  // the first Hello did not resolve
 	last    *Status
+	carrier gateway.Carrier // the last session's carrier (gateway.Options.OnCarrier)
 	streams map[string]*stream
 	online  bool
 	closed  bool
@@ -200,7 +207,17 @@ func (h *Hub) build(in In) {
 		h.misconfigured(err)
 		return
 	}
-	gw, err := gateway.New(pc.URL, &gateway.Options{Logger: h.log, CallTimeout: pc.CallTimeout, Mode: h.opts.Mode})
+	start := in.Carrier
+	switch start {
+	case "", wire.CarrierStream, wire.CarrierPoll:
+	default:
+		h.log.Warn("hub: a tab remembers a carrier this hub does not know; starting on a WebSocket", "carrier", wire.Truncate(start))
+		start = ""
+	}
+	gw, err := gateway.New(pc.URL, &gateway.Options{
+		Logger: h.log, CallTimeout: pc.CallTimeout, Mode: h.opts.Mode, Carrier: start, OnCarrier: h.carried,
+		FallbackAfter: h.opts.FallbackAfter, UpgradeAfter: cmp.Or(pc.UpgradeAfter, h.opts.UpgradeAfter),
+	})
 	if err != nil {
 		h.misconfigured(err)
 		return
@@ -243,13 +260,36 @@ func (h *Hub) misconfigured(err error) {
 // publish sends a status to every tab that said Hello. It runs on the controller's
 // delivery goroutine, in order.
 func (h *Hub) publish(s controller.Status) {
-	st := Status{Status: s}
 	h.mu.Lock()
+	st := Status{Status: s, Carrier: h.carrier}
 	h.last = &st
 	conns := h.ready()
 	h.mu.Unlock()
 	for _, c := range conns {
 		c.send(func(cl Tab) { cl.Status(st) })
+	}
+}
+
+// carried takes the gateway's word on what carries a ready session, and tells the tabs when
+// it changed (the state stays connected across a move from the HTTP carrier to a WebSocket).
+// It runs on the session's reading goroutine: it must not block, and does not (send queues).
+func (h *Hub) carried(c gateway.Carrier) {
+	h.mu.Lock()
+	if c == h.carrier || h.last == nil || h.last.State != controller.Connected {
+		// Told as a session becomes ready, before the controller says connected: that status
+		// says it (publish), and none comes before it saying connecting on a carrier.
+		h.carrier = c
+		h.mu.Unlock()
+		return
+	}
+	h.carrier = c
+	st := *h.last
+	st.Carrier = c
+	h.last = &st
+	conns := h.ready()
+	h.mu.Unlock()
+	for _, conn := range conns {
+		conn.send(func(cl Tab) { cl.Status(st) })
 	}
 }
 

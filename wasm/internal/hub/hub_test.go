@@ -487,3 +487,61 @@ func TestADeniedSubscriptionEndsWithTheHostsReasonAndTheOthersCarryOn(t *testing
 	x.publish(t, "ticks", 1)
 	a.wait(t, "the other stream's event", func(c *tab) bool { return len(c.got[2]) == 2 })
 }
+
+func TestEveryTabIsToldWhatCarriesTheSharedConnection(t *testing.T) {
+	x := newHost(t)
+	h := newHub(t)
+	a, b := newClient(), newClient()
+	ca, cb := h.Attach(a), h.Attach(b)
+	ca.Handle(hello(x))
+	cb.Handle(hello(x))
+	for _, c := range []*tab{a, b} {
+		c.wait(t, "connected on a WebSocket", func(c *tab) bool {
+			return c.state() == "connected" && c.statuses[len(c.statuses)-1].Carrier.Kind == wire.CarrierWebSocket
+		})
+	}
+	if s := a.statuses[len(a.statuses)-1]; s.Carrier.Blocked {
+		t.Fatalf("status %+v: a WebSocket is not blocked", s.Carrier)
+	}
+	// The status that first says connected says what carries it: no indicator shows a
+	// connection without its carrier, even for a moment.
+	for _, c := range []*tab{a, b} {
+		c.mu.Lock()
+		connected := false
+		for _, s := range c.statuses {
+			connected = connected || s.Misconfigured == nil && s.State == controller.Connected
+			if connected && s.Carrier.Kind == "" {
+				c.mu.Unlock()
+				t.Fatalf("a status %+v said connected without its carrier", s)
+			}
+			if !connected && s.Carrier.Kind != "" {
+				// The carrier comes with the connected status, not in a status of its own
+				// while the page is still connecting.
+				c.mu.Unlock()
+				t.Fatalf("a status %+v before the first connected named a carrier", s)
+			}
+		}
+		c.mu.Unlock()
+	}
+}
+
+func TestATabThatRemembersABlockedNetworkStartsTheHubOnHTTP(t *testing.T) {
+	x := newHost(t)
+	h := hub.New(&hub.Options{Logger: quiet, UpgradeAfter: time.Hour})
+	t.Cleanup(func() { h.Close(nil) })
+	a := newClient()
+	in := hello(x)
+	in.Carrier = wire.CarrierStream
+	h.Attach(a).Handle(in)
+	a.wait(t, "connected on the stream", func(c *tab) bool {
+		return c.state() == "connected" && c.statuses[len(c.statuses)-1].Carrier == gateway.Carrier{Kind: wire.CarrierStream, Blocked: true}
+	})
+	// A carrier the hub does not know is no reason not to connect: it starts on a WebSocket.
+	h2 := newHub(t)
+	b := newClient()
+	in.Carrier = "carrier-pigeon"
+	h2.Attach(b).Handle(in)
+	b.wait(t, "connected on a WebSocket", func(c *tab) bool {
+		return c.state() == "connected" && c.statuses[len(c.statuses)-1].Carrier.Kind == wire.CarrierWebSocket
+	})
+}

@@ -30,6 +30,9 @@ type Config struct {
 	// CallTimeout is the timeout of a call that sets none: the bootstrap's callTimeoutMs, or
 	// 0 for the gateway's default.
 	CallTimeout time.Duration
+	// UpgradeAfter is the options' upgradeAfterMs: how soon a page on the HTTP carrier first
+	// tries a WebSocket again (gateway.Options.UpgradeAfter); 0 for the gateway's default.
+	UpgradeAfter time.Duration
 }
 
 // options are what embedding code may pass directly (globalThis.lifelineOptions). They
@@ -41,7 +44,15 @@ type options struct {
 	// SharedWorker, where the browser has one: the default) or modeInPage. The tab script
 	// (web/lifeline.js) acts on it; it is checked here with the rest.
 	Mode string `json:"mode,omitempty"`
+	// UpgradeAfterMs is how soon a page on the HTTP carrier first tries a WebSocket again.
+	UpgradeAfterMs *float64 `json:"upgradeAfterMs,omitempty"`
 }
+
+// Bounds of upgradeAfterMs: not a storm, not forever.
+const (
+	minUpgradeAfterMs = 1000
+	maxUpgradeAfterMs = 3600000
+)
 
 const (
 	modeShared = "shared"
@@ -74,6 +85,12 @@ func Resolve(bootstrap, opts []byte, pageURL string) (Config, error) {
 				Value: strconv.Quote(wire.Truncate(o.Mode)),
 			})
 		}
+		if u := o.UpgradeAfterMs; u != nil && (*u != float64(int64(*u)) || *u < minUpgradeAfterMs || *u > maxUpgradeAfterMs) {
+			doc.Refuse(controller.FieldError{
+				Path: optionsPath + ".upgradeAfterMs", Rule: fmt.Sprintf("must be an integer in %d..%d", minUpgradeAfterMs, maxUpgradeAfterMs),
+				Value: strconv.FormatFloat(*u, 'f', -1, 64),
+			})
+		}
 		if len(o.Recovery) > 0 {
 			// Onto the bootstrap's recovery: a field the options name replaces the bootstrap's.
 			doc.Decode(o.Recovery, &rec, optionsPath, "recovery")
@@ -102,5 +119,9 @@ func Resolve(bootstrap, opts []byte, pageURL string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("page: the page's URL %q: %v", pageURL, err)
 	}
-	return Config{Recovery: cfg, URL: base.ResolveReference(ref).String(), CallTimeout: time.Duration(b.CallTimeoutMs) * time.Millisecond}, nil
+	c := Config{Recovery: cfg, URL: base.ResolveReference(ref).String(), CallTimeout: time.Duration(b.CallTimeoutMs) * time.Millisecond}
+	if o.UpgradeAfterMs != nil {
+		c.UpgradeAfter = time.Duration(*o.UpgradeAfterMs) * time.Millisecond
+	}
+	return c, nil
 }

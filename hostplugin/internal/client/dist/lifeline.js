@@ -2,7 +2,9 @@
 //
 //   #connection-status[data-state]  connecting | slow | connected | reconnecting | offline |
 //                                   stopped | misconfigured | unauthorized | failed;
-//                                   data-seconds while reconnecting
+//                                   data-seconds while reconnecting; data-carrier: websocket,
+//                                   stream or poll, what carried the last connection (none
+//                                   before the first)
 //   #connection-label               the state label, an aria-live="polite" region: a screen
 //                                   reader announces each change of state, once
 //   #connection-countdown           "in 4 s" while reconnecting, a role="timer" (implicitly
@@ -51,6 +53,7 @@
         other: () => ['The connection failed', 'retrying'],
       },
       join: (cause, retry) => (retry ? `${cause}; ${retry}.` : `${cause}.`),
+      blocked: 'This network does not carry WebSockets; connected over HTTP instead.',
       sentences: {
         offline: 'This device is offline; the page reconnects when the network is back.',
         unauthorized: 'The Host needs you to sign in; after signing in, choose Reconnect now.',
@@ -83,6 +86,7 @@
         other: () => ['连接失败', '正在重试'],
       },
       join: (cause, retry) => (retry ? `${cause}，${retry}。` : `${cause}。`),
+      blocked: '当前网络不支持 WebSocket，已改用 HTTP 连接。',
       sentences: {
         offline: '设备已离线，网络恢复后将自动重连。',
         unauthorized: '主机要求登录；登录后请点击“立即重连”。',
@@ -182,6 +186,7 @@
   function describe(s, state) {
     const kind = kindOf(s);
     const error = s.error || '';
+    if (state === 'connected' && s.blocked) return { sentence: L.blocked, code: '' };
     if (!kind) return { sentence: '', code: '' };
     if (L.sentences[kind]) {
       let code = '';
@@ -215,7 +220,7 @@
 #connection-status[data-lifeline-default][data-state="unauthorized"]::before { background: #0969da; }
 #connection-status[data-lifeline-default][data-state="misconfigured"]::before,
 #connection-status[data-lifeline-default][data-state="failed"]::before { background: #8250df; }
-#connection-status[data-lifeline-default][data-state="connected"] #connection-detail { display: none; }
+#connection-status[data-lifeline-default][data-state="connected"]:not([data-carrier="stream"]):not([data-carrier="poll"]) #connection-detail { display: none; }
 #connection-status[data-lifeline-default] #connection-label { font-weight: 600; }
 #connection-status[data-lifeline-default] #connection-detail { width: 100%; color: #57606a; }
 #connection-status[data-lifeline-default] #connection-detail:empty { display: none; }
@@ -306,6 +311,7 @@
     const { box, label, countdown, button, detail } = parts;
     const state = dataState(current);
     if (box.dataset.state !== state) box.dataset.state = state;
+    if (current.carrier && box.dataset.carrier !== current.carrier) box.dataset.carrier = current.carrier;
     const tag = lang === 'zh' ? 'zh-CN' : 'en';
     if (box.getAttribute('lang') !== tag) box.setAttribute('lang', tag);
     setText(label, L.states[state] || state);
@@ -384,6 +390,14 @@
 //   take()                  what the boot started, once: {worker, failed} (failed: the worker's
 //                           error event, if it came) or {error} in shared mode, {module,
 //                           runner} in-page; null afterwards, or without a bootstrap
+//   events(mode)            the URL the hub dials first: the events endpoint (lifelineOptions'
+//                           or the bootstrap's, resolved against the page) as ws: or wss:, with
+//                           the page's mode ('' if it cannot say)
+//
+// The Host's socket opens here too, while the wasm loads (openEarly): the hub's first dial
+// takes it (gateway/carrier_js.go, takeEarly), so that on a first visit over a slow link the
+// handshake's round trips overlap the download instead of following it. In-page the boot opens
+// it; a shared hub's worker opens its own at the start (web/worker.js, the same openEarly).
 (function () {
   'use strict';
 
@@ -410,15 +424,32 @@
     // The hub checks the option's value and names a bad one.
     b.mode = want === 'in-page' || !b.worker || typeof SharedWorker !== 'function' ? 'in-page' : 'shared';
 
+    // gateway/gateway.go's normalise and dialURL make the same of it; where they do not, the
+    // hub leaves the early socket and opens its own.
+    b.events = (mode) => {
+      try {
+        let endpoint = o && typeof o === 'object' && typeof o.endpoint === 'string' ? o.endpoint : '';
+        if (!endpoint) endpoint = JSON.parse(b.bootstrap).endpoint || '/_lifeline/events';
+        const u = new URL(endpoint, location.href);
+        if (u.protocol === 'http:' || u.protocol === 'ws:') u.protocol = 'ws:';
+        else if (u.protocol === 'https:' || u.protocol === 'wss:') u.protocol = 'wss:';
+        else return '';
+        u.hash = '';
+        return u.href + (u.search ? '&' : '?') + 'lifeline-mode=' + encodeURIComponent(mode);
+      } catch (_) { return ''; } // the hub says what is wrong with the config
+    };
+    // One hub per config and per events URL: a relative endpoint names another Host from
+    // another page, and the worker's URL carries it.
     b.hubName = (generation) => {
       let h = 0x811c9dc5;
-      for (const c of b.bootstrap + '\u0000' + b.options) h = Math.imul(h ^ c.codePointAt(0), 0x01000193) >>> 0;
+      for (const c of b.bootstrap + '\u0000' + b.options + '\u0000' + b.events('shared')) h = Math.imul(h ^ c.codePointAt(0), 0x01000193) >>> 0;
       return 'lifeline:' + h.toString(16) + (generation ? ':' + generation : '');
     };
     b.newWorker = (generation) => {
       const url = new URL(b.worker, location.href);
       url.searchParams.set('run', new URL(b.run, location.href).href);
       url.searchParams.set('wasm', new URL(b.wasm, location.href).href);
+      url.searchParams.set('events', b.events('shared'));
       // extendedLifetime keeps the hub, and its socket, through a reload of the only tab.
       return new SharedWorker(url.href, { name: b.hubName(generation), extendedLifetime: true });
     };
@@ -452,6 +483,7 @@
           warm();
         } catch (e) { started = { error: e }; }
       } else {
+        openEarly(b.events('in-page'));
         started = { module: b.compile(), runner: b.loadRunner() };
         started.runner.catch(() => {}); // the tab script reports it
       }
@@ -466,6 +498,49 @@
       if (seen === b.wasm || typeof fetch !== 'function' || typeof WritableStream !== 'function') return;
       fetch(b.wasm).then((r) => r.body && r.body.pipeTo(new WritableStream()).catch(() => {}), () => {});
     }
+    // openEarly BEGIN: web/boot.js and web/worker.js have this same function (hostplugin/internal/client's
+    // tests hold them alike)
+    // openEarly opens the Host's socket at url and keeps every event of it, in order, for the
+    // hub's first dial, which takes it with globalThis.__lifelineEarly.take() once it has
+    // checked that url is the one it dials (or leaves it with drop()). A socket not taken in
+    // EARLY_MS (a config the hub refuses, a page that never starts it) is closed: the Host
+    // keeps no session nobody reads.
+    function openEarly(url) {
+      const EARLY_MS = 30000;
+      if (!url || typeof WebSocket !== 'function' || (typeof navigator === 'object' && navigator.onLine === false)) return;
+      let ws;
+      try {
+        ws = new WebSocket(url, 'lifeline.v1');
+      } catch (_) { return; } // the hub's own dial says why
+      ws.binaryType = 'arraybuffer';
+      const events = [];
+      const keep = (e) => events.push(e);
+      const types = ['open', 'message', 'error', 'close'];
+      for (const t of types) ws.addEventListener(t, keep);
+      const release = () => {
+        clearTimeout(timer);
+        for (const t of types) ws.removeEventListener(t, keep);
+        if (globalThis.__lifelineEarly === early) delete globalThis.__lifelineEarly;
+      };
+      const drop = () => {
+        release();
+        try { ws.close(1000, 'not taken'); } catch (_) { /* closed already */ }
+      };
+      const timer = setTimeout(drop, EARLY_MS);
+      const early = {
+        url,
+        ws,
+        take() {
+          release();
+          if (globalThis.__lifelineSockets) globalThis.__lifelineSockets.add(ws); // web/runner.js
+          return { ws, events };
+        },
+        drop,
+      };
+      globalThis.__lifelineEarly = early;
+    }
+    // openEarly END
+
     b.seen = () => { try { localStorage.setItem(SEEN, b.wasm); } catch (_) { /* no storage: warm again */ } };
     b.take = () => {
       const s = started;
@@ -480,7 +555,7 @@
 // see wasm/main.go), to which it talks over a MessagePort.
 //
 //   lifeline.state()               the current status: {state, slow, attempt, failures,
-//                                  nextAttempt, error, kind, retryAfter, at}
+//                                  nextAttempt, error, kind, retryAfter, at, carrier, blocked}
 //   lifeline.onState(fn)           fn(status) now and on every change; returns a remover
 //   lifeline.reconnectNow()        attempt at once, from the first cap
 //   lifeline.stop(), .start()      end everything / begin a fresh sequence
@@ -523,7 +598,7 @@
   let seen = false; // boot.seen() was called
   const MAX_STREAM = 256; // bytes of UTF-8 (gateway/wire.MaxStreamName)
 
-  let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', retryAfter: 0, at: Date.now() };
+  let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', retryAfter: 0, at: Date.now(), carrier: '', blocked: false };
   let port = null;
   let dead = false;
   const outbox = []; // messages for the hub before its port exists
@@ -593,8 +668,9 @@
         const s = {
           state: m.state, slow: !!m.slow, attempt: m.attempt, failures: m.failures,
           nextAttempt: m.nextAttempt, error: m.error || '', kind: m.kind || '', retryAfter: m.retryAfter || 0,
-          at: m.at || Date.now(),
+          at: m.at || Date.now(), carrier: m.carrier || '', blocked: !!m.blocked,
         };
+        remember(s);
         if (mode === 'shared' && !seen) {
           seen = true;
           boot.seen(); // a hub ran: the wasm is cached (see web/boot.js)
@@ -689,6 +765,31 @@
       port.postMessage(callMessage(c));
     }
     for (const m of outbox.splice(0)) port.postMessage(m);
+  }
+
+  // ---- the network's carrier, remembered
+  //
+  // A network that did not carry a WebSocket is remembered for a day, so that the next visit
+  // starts on the HTTP carrier at once instead of finding it out again; it is forgotten as
+  // soon as a WebSocket works (PROTOCOL.md §11.4). localStorage is per origin, as the network
+  // rule is per network seen from this origin.
+  const CARRIER = 'lifeline:carrier';
+  const REMEMBER_MS = 24 * 3600 * 1000;
+
+  function remembered() {
+    try {
+      const v = JSON.parse(localStorage.getItem(CARRIER) || 'null');
+      if (v && (v.kind === 'stream' || v.kind === 'poll') && typeof v.until === 'number' && v.until > Date.now()) return v.kind;
+    } catch (_) { /* no storage, or not ours: start on a WebSocket */ }
+    return '';
+  }
+
+  function remember(s) {
+    if (s.state !== 'connected' || !s.carrier) return;
+    try {
+      if (s.carrier === 'websocket') localStorage.removeItem(CARRIER);
+      else if (s.blocked) localStorage.setItem(CARRIER, JSON.stringify({ kind: s.carrier, until: Date.now() + REMEMBER_MS }));
+    } catch (_) { /* no storage: found again next time */ }
   }
 
   // ---- calls
@@ -817,7 +918,7 @@
     api.stop = gone;
     api.start = gone;
     rejectCalls(error);
-    setStatus({ state: 'failed', slow: false, attempt: status.attempt, failures: status.failures, nextAttempt: 0, error, kind: 'failed', retryAfter: 0, at: Date.now() });
+    setStatus({ state: 'failed', slow: false, attempt: status.attempt, failures: status.failures, nextAttempt: 0, error, kind: 'failed', retryAfter: 0, at: Date.now(), carrier: status.carrier, blocked: status.blocked });
   }
 
   // ---- the browser's events
@@ -836,10 +937,15 @@
       send({ t: 'bye' });
       disconnect();
     } else {
+      // The stop reaches the hub a moment later; a browser that closes the page's sockets
+      // itself meanwhile (Firefox, with 1001) must not be taken for the Host: the hub reads
+      // this before it blames anyone (gateway/carrier_js.go).
+      globalThis.__lifelinePageLeaving = true;
       send({ t: 'command', command: 'stop' });
     }
   });
   window.addEventListener('pageshow', (e) => {
+    globalThis.__lifelinePageLeaving = false;
     if (!e.persisted) life('pageshow');
     else if (mode === 'shared') startShared();
     else send({ t: 'command', command: 'start' });
@@ -874,11 +980,11 @@
       dead = true;
       const error = 'lifeline: no #lifeline-bootstrap element in the page (is the Host plugin installed?)';
       console.error(error);
-      setStatus({ state: 'misconfigured', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error, kind: 'misconfigured', retryAfter: 0, at: Date.now() });
+      setStatus({ state: 'misconfigured', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error, kind: 'misconfigured', retryAfter: 0, at: Date.now(), carrier: '', blocked: false });
       return false;
     }
     if (boot.optionsError) misuse('lifelineOptions cannot be read as JSON; ignored:', boot.optionsError);
-    helloMsg = { t: 'hello', bootstrap: boot.bootstrap, options: boot.options, href: location.href, online: navigator.onLine };
+    helloMsg = { t: 'hello', bootstrap: boot.bootstrap, options: boot.options, href: location.href, online: navigator.onLine, carrier: remembered() };
     try {
       const ms = JSON.parse(boot.bootstrap).callTimeoutMs;
       if (typeof ms === 'number' && ms > 0 && ms <= MAX_CALL_TIMEOUT) defaultCallTimeout = ms;
@@ -943,8 +1049,18 @@
   }
 
   function start() {
-    if (boot.mode === 'shared') startShared();
-    else startInPage();
+    if (boot.mode === 'shared') {
+      startShared();
+      return;
+    }
+    // A browser without SharedWorker (Chrome on Android, some embedded engines) is no other
+    // product: the page keeps a connection of its own, the same API and the same behaviour,
+    // and says so once, so that a developer who expected one connection per browser knows why.
+    const asked = globalThis.lifelineOptions && typeof globalThis.lifelineOptions === 'object' && globalThis.lifelineOptions.mode === 'in-page';
+    if (!asked && boot.worker && typeof SharedWorker !== 'function') {
+      console.info('lifeline: this browser has no SharedWorker; this page keeps a connection of its own (in-page mode)');
+    }
+    startInPage();
   }
 
   // lifeline:ready fires once the document has parsed, so that every page script has had
