@@ -629,8 +629,7 @@ func sessionKey(session string) string {
 	return "s." + base64.RawURLEncoding.EncodeToString(h[:])
 }
 
-// Start implements [hostplugin.CallStore]: one read and one conditional write per call (a
-// write, when the session's last revision is the one this Host wrote).
+// Start implements [hostplugin.CallStore]: one read and one conditional write per call.
 func (s *CallStore) Start(ctx context.Context, session string, id uint64) error {
 	_, err := s.session(ctx, session, func(r *sessionRecord) error {
 		if r.Fenced {
