@@ -3,11 +3,11 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // What a [CallError] says happened to a call, for the app to act on and a person to read.
@@ -76,7 +76,7 @@ func (e *CallError) Error() string {
 	if e.Sent {
 		sent = "sent"
 	}
-	return fmt.Sprintf("gateway: call %s (%s): %s", e.Kind, sent, e.Message)
+	return tinyfmt.Sprintf("gateway: call %s (%s): %s", e.Kind, sent, e.Message)
 }
 
 // callErr is a *CallError of kind, sent or not, saying msg. (One constructor rather than a
@@ -272,7 +272,7 @@ func (g *Gateway) queue(name string, data wire.RawJSON, opts CallOptions) (*call
 	case g.cause != nil:
 		return nil, 0, callErr(CallClosed, false, g.cause.Error())
 	case len(g.calls.queued) >= g.maxQueued || g.calls.bytes+len(c.data) > g.maxQueuedBytes:
-		return nil, 0, &CallError{Kind: CallBusy, Message: fmt.Sprintf(
+		return nil, 0, &CallError{Kind: CallBusy, Message: tinyfmt.Sprintf(
 			"%d calls (%d bytes) wait to be sent already: at most %d calls, %d bytes",
 			len(g.calls.queued), g.calls.bytes, g.maxQueued, g.maxQueuedBytes)}
 	}
@@ -296,7 +296,7 @@ func (g *Gateway) await(ctx context.Context, c *call, timeout time.Duration) (wi
 	case <-c.done:
 	case <-t.C:
 		g.abandon(c, func(sent bool) error {
-			return &CallError{Kind: CallTimeout, Sent: sent, Message: fmt.Sprintf("no reply within %v", timeout)}
+			return &CallError{Kind: CallTimeout, Sent: sent, Message: tinyfmt.Sprintf("no reply within %v", timeout)}
 		})
 	case <-ctx.Done():
 		g.abandon(c, func(sent bool) error {
@@ -469,7 +469,7 @@ func (g *Gateway) sendable(s *session) (frames [][]byte, onSent []func()) {
 		s.nextCall++
 		b, _ := wire.PageFrame{T: wire.TypeCall, ID: s.nextCall, Name: c.name, Data: c.data, Key: c.key}.Encode()
 		if s.maxFrame > 0 && int64(len(b)) > s.maxFrame {
-			g.settle(c, nil, &CallError{Kind: CallTooBig, Sent: c.sent, Message: fmt.Sprintf(
+			g.settle(c, nil, &CallError{Kind: CallTooBig, Sent: c.sent, Message: tinyfmt.Sprintf(
 				"the call's frame is %d bytes, over the %d the Host reads", len(b), s.maxFrame)})
 			continue
 		}
@@ -525,7 +525,7 @@ func (g *Gateway) orphan(s *session, cause error) {
 		return
 	}
 	var again []*call
-	for _, id := range inOrder(s.inflight) {
+	for _, id := range sortedKeys(s.inflight) {
 		c := s.inflight[id]
 		delete(s.inflight, id)
 		c.s = nil
@@ -539,20 +539,6 @@ func (g *Gateway) orphan(s *session, cause error) {
 	}
 	g.calls.queued = append(again, g.calls.queued...)
 	g.kickAll()
-}
-
-// inOrder returns the ids of the calls in flight, in the order they were sent. A session has
-// a few in flight (Options.CallsInFlight), so an insertion sort: slices.Sorted of uint64 would
-// link a whole pdqsort into the page's wasm, ~2 KB of its brotli, for these few.
-func inOrder(inflight map[uint64]*call) []uint64 {
-	ids := make([]uint64, 0, len(inflight))
-	for id := range inflight {
-		ids = append(ids, id)
-		for i := len(ids) - 1; i > 0 && ids[i] < ids[i-1]; i-- {
-			ids[i], ids[i-1] = ids[i-1], ids[i]
-		}
-	}
-	return ids
 }
 
 // closeCalls ends every call of a gateway being closed with cause. g.mu must be held.

@@ -7,9 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +20,7 @@ import (
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/hostplugin/jetstream"
+	"github.com/lifeline-go/lifeline/internal/test/hosttest"
 )
 
 // callsStream is the JetStream stream of the default bucket of a log with the default Prefix.
@@ -319,11 +317,9 @@ func TestAReSendToAnotherHostWhileTheFirstRunIsStillGoingIsATimeoutNeverBusy(t *
 	host := func() *fixture {
 		log := ns.connect(t, nil)
 		calls := newCallStore(t, log, &jetstream.CallOptions{Lease: cfg.CallTimeout()})
-		l := &logs{}
-		h, err := hostplugin.New(cfg, &hostplugin.Options{Logger: slog.New(l), Log: log, Calls: calls, Authorize: hostplugin.PublicStreams})
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := hosttest.New(t, `{"callTimeoutMs":200}`, true, hostplugin.Options{Log: log, Calls: calls})
+		t.Cleanup(release) // before the Host's Close, which waits for the run
+		h := f.H
 		h.HandleCall("overrun", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
 			if runs.Add(1) == 1 {
 				close(entered)
@@ -331,33 +327,26 @@ func TestAReSendToAnotherHostWhileTheFirstRunIsStillGoingIsATimeoutNeverBusy(t *
 			<-gate // past the call timeout: it ignores its context
 			return json.RawMessage(`"done"`), nil
 		})
-		h.SetReady(true)
-		srv := httptest.NewServer(h.Handler(http.NotFoundHandler()))
-		t.Cleanup(func() {
-			release()
-			_ = h.Close()
-			srv.Close()
-		})
-		return &fixture{h: h, srv: srv, logs: l}
+		return f
 	}
 	hostA, hostB := host(), host()
 	const call = `{"t":"call","id":1,"name":"overrun","key":"k"}`
-	a := hostA.dial(t)
-	a.expect("ready")
-	a.send(call)
+	a := hostA.Dial(t)
+	a.Expect("ready")
+	a.Send(call)
 	<-entered
-	b := hostB.dial(t)
-	b.expect("ready")
-	b.send(call)
-	if r := b.expect("reply"); r.Code != wire.CodeTimeout || !strings.Contains(r.Error, "still running") {
+	b := hostB.Dial(t)
+	b.Expect("ready")
+	b.Send(call)
+	if r := b.Expect("reply"); r.Code != wire.CodeTimeout || !strings.Contains(r.Error, "still running") {
 		t.Fatalf("the re-send on the other Host: %+v, want timeout saying it is still running", r)
 	}
 	release()
-	if r := a.expect("reply"); string(r.Data) != `"done"` {
+	if r := a.Expect("reply"); string(r.Data) != `"done"` {
 		t.Fatalf("the first run's own page: %+v, want its reply", r)
 	}
-	b.send(call)
-	if r := b.expect("reply"); string(r.Data) != `"done"` || runs.Load() != 1 {
+	b.Send(call)
+	if r := b.Expect("reply"); string(r.Data) != `"done"` || runs.Load() != 1 {
 		t.Fatalf("a re-send after the run: %+v after %d runs, want the first reply and one run", r, runs.Load())
 	}
 }
@@ -548,41 +537,30 @@ func TestPagesKeyedCallReSentToAnotherHostGetsTheFirstReply(t *testing.T) {
 	host := func() (*fixture, *jetstream.CallStore) {
 		log := ns.connect(t, nil)
 		calls := newCallStore(t, log, nil)
-		l := &logs{}
-		h, err := hostplugin.New(hostplugin.DefaultConfig(), &hostplugin.Options{
-			Logger: slog.New(l), Log: log, Calls: calls, Authorize: hostplugin.PublicStreams})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.HandleCall("order.place", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
+		f := hosttest.New(t, `{}`, true, hostplugin.Options{Log: log, Calls: calls})
+		f.H.HandleCall("order.place", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
 			return json.RawMessage(fmt.Sprintf(`{"order":%d}`, runs.Add(1))), nil
 		})
-		h.SetReady(true)
-		srv := httptest.NewServer(h.Handler(http.NotFoundHandler()))
-		t.Cleanup(func() {
-			_ = h.Close()
-			srv.Close()
-		})
-		return &fixture{h: h, srv: srv, logs: l}, calls
+		return f, calls
 	}
 	hostA, calls := host()
 	hostB, _ := host()
 	const call = `{"t":"call","id":7,"name":"order.place","key":"cart-42","data":{"sku":"x"}}`
 	var replies, tags []string
 	for _, f := range []*fixture{hostA, hostB} {
-		c := f.dial(t)
-		ready := c.expect("ready")
+		c := f.Dial(t)
+		ready := c.Expect("ready")
 		if ready.Dedup != calls.Epoch() || ready.DedupMs != calls.Window().Milliseconds() {
 			t.Errorf("ready frame's dedup %q, window %d ms; want the bucket's epoch %q and the store's window %v", ready.Dedup, ready.DedupMs, calls.Epoch(), calls.Window())
 		}
 		tags = append(tags, ready.Who)
-		c.send(call)
-		r := c.expect("reply")
+		c.Send(call)
+		r := c.Expect("reply")
 		if r.ID != 7 || r.Code != "" {
 			t.Fatalf("reply %+v, want id 7 with data", r)
 		}
 		replies = append(replies, string(r.Data))
-		_ = c.conn.CloseNow()
+		_ = c.Conn.CloseNow()
 	}
 	if want := []string{`{"order":1}`, `{"order":1}`}; !slices.Equal(replies, want) {
 		t.Errorf("replies on host A then host B: %q, want %q", replies, want)
@@ -662,11 +640,9 @@ func TestAFenceOnOneHostStopsTheSessionsCallsOnAnother(t *testing.T) {
 	host := func() *fixture {
 		log := ns.connect(t, nil)
 		calls := newCallStore(t, log, nil)
-		l := &logs{}
-		h, err := hostplugin.New(hostplugin.DefaultConfig(), &hostplugin.Options{Logger: slog.New(l), Log: log, Calls: calls, Authorize: hostplugin.PublicStreams})
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := hosttest.New(t, `{}`, true, hostplugin.Options{Log: log, Calls: calls})
+		t.Cleanup(release) // before the Host's Close, which waits for the run
+		h := f.H
 		h.HandleCall("slow", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
 			close(entered)
 			<-gate
@@ -678,32 +654,25 @@ func TestAFenceOnOneHostStopsTheSessionsCallsOnAnother(t *testing.T) {
 			ran[string(c.Data)]++
 			return nil, nil
 		})
-		h.SetReady(true)
-		srv := httptest.NewServer(h.Handler(http.NotFoundHandler()))
-		t.Cleanup(func() {
-			release()
-			_ = h.Close()
-			srv.Close()
-		})
-		return &fixture{h: h, srv: srv, logs: l}
+		return f
 	}
 	hostA, hostB := host(), host()
-	old := hostA.dial(t)
-	x := old.expect("ready").Session
-	old.send(`{"t":"call","id":1,"name":"slow"}`)
+	old := hostA.Dial(t)
+	x := old.Expect("ready").Session
+	old.Send(`{"t":"call","id":1,"name":"slow"}`)
 	<-entered
-	old.send(`{"t":"call","id":2,"name":"note","data":"behind"}`)
-	now := hostB.dial(t)
-	now.expect("ready")
-	now.send(`{"t":"fence","session":"` + x + `"}`)
-	if r := now.expect("fenced"); r.Session != x || r.Started != 1 {
+	old.Send(`{"t":"call","id":2,"name":"note","data":"behind"}`)
+	now := hostB.Dial(t)
+	now.Expect("ready")
+	now.Send(`{"t":"fence","session":"` + x + `"}`)
+	if r := now.Expect("fenced"); r.Session != x || r.Started != 1 {
 		t.Fatalf("the fence on host B: %+v, want session %q with call 1 started", r, x)
 	}
 	release()
-	if r := old.expect("reply"); r.ID != 1 {
+	if r := old.Expect("reply"); r.ID != 1 {
 		t.Fatalf("host A's session: %+v, want call 1's reply", r)
 	}
-	waitFor(t, "host A to refuse the fenced session's next call", func() bool { return hostA.logs.Has("fenced it") })
+	waitFor(t, "host A to refuse the fenced session's next call", func() bool { return hostA.Logs.Has("fenced it") })
 	mu.Lock()
 	defer mu.Unlock()
 	if n := ran[`"behind"`]; n != 0 {

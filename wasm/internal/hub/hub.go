@@ -22,13 +22,13 @@ package hub
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 	"github.com/lifeline-go/lifeline/wasm/internal/page"
 )
 
@@ -255,6 +255,7 @@ func (h *Hub) misconfigured(err error) {
 	h.log.Error("lifeline: connection settings are invalid", "err", err)
 	h.bad = err
 	h.last = &Status{Misconfigured: err}
+	gateway.DropEarly() // the socket the loader opened must not hold a session at the Host
 }
 
 // publish sends a status to every tab that said Hello. It runs on the controller's
@@ -320,8 +321,8 @@ func (h *Hub) command(cmd Command) error {
 	case CommandStart:
 		ctl.Start()
 	default:
-		return fmt.Errorf("hub: unknown command %q (known: %s, %s, %s)",
-			wire.Truncate(string(cmd)), CommandReconnect, CommandStop, CommandStart)
+		return tinyfmt.Errorf("hub: unknown command %q (known: %s, %s, %s)",
+			wire.Truncate(string(cmd)), string(CommandReconnect), string(CommandStop), string(CommandStart))
 	}
 	return nil
 }
