@@ -370,7 +370,7 @@ func pastHalfWindow(c *call, s *session) bool {
 }
 
 // fences returns the fence frames s may send now: one for each session of its dedup store
-// that ended with unkeyed calls in flight, not asked on s yet. A call sent so long ago that
+// and identity that ended with unkeyed calls in flight, not asked on s yet. A call sent so long ago that
 // the store may have forgotten what started on its session cannot be fenced any more: it
 // fails timeout. g.mu must be held.
 func (g *Gateway) fences(s *session) [][]byte {
@@ -378,7 +378,9 @@ func (g *Gateway) fences(s *session) [][]byte {
 	last := ""                                    // a session's held calls are next to each other
 	for i := len(g.calls.held) - 1; i >= 0; i-- { // backwards: settle drops held[i]
 		c := g.calls.held[i]
-		if c.epoch != s.dedup || s.callsOn.window <= 0 || c.askedOn == s {
+		if c.epoch != s.dedup || c.who != s.callsOn.who || s.callsOn.window <= 0 || c.askedOn == s {
+			// A session of another identity cannot fence it (the Host scopes a fence to the
+			// identity asking): it waits for one of its own, or its timeout.
 			continue
 		}
 		if pastHalfWindow(c, s) {

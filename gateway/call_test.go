@@ -192,8 +192,8 @@ func types(frames []wire.PageFrame) string {
 // An unkeyed call cut off is told nothing until a session of its dedup store has fenced the
 // one it was sent on: that session sends a fence frame before any call, and the Host's
 // fenced answer says which started there (interrupted) and which did not (not-run). A session
-// of another store cannot fence it: the call waits for its timeout. So does one sent so long
-// ago that the store may no longer know (half its window).
+// of another store or identity cannot fence it: the call waits for its timeout. So does one
+// sent so long ago that the store may no longer know (half its window).
 func TestAnUnkeyedCallCutOffIsToldOnlyOnceItsSessionIsFenced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gw := newGateway(t, nil)
@@ -211,6 +211,11 @@ func TestAnUnkeyedCallCutOffIsToldOnlyOnceItsSessionIsFenced(t *testing.T) {
 			t.Fatalf("a session of another store sent %s: it cannot fence s1", got)
 		}
 		other.End()
+		bob := gateway.NewReadyTestSession(t, gw, readyAs("b1", "E", time.Minute, "w-bob"))
+		if got := types(bob.Calls()); got != "" {
+			t.Fatalf("a session of another identity sent %s: the Host would fence nothing for it", got)
+		}
+		bob.End()
 		next := startCall(gw, "post", `3`, gateway.CallOptions{Timeout: time.Hour})
 		synctest.Wait()
 		for _, p := range []*pendingCall{first, second} {
@@ -258,7 +263,7 @@ func TestAnUnkeyedCallCutOffIsToldOnlyOnceItsSessionIsFenced(t *testing.T) {
 func TestAnUnkeyedCallMadeAgainWaitsForTheFenceOfTheSessionItWasSentOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gw := newGateway(t, nil)
-		again := startCall(gw, "post", `1`, gateway.CallOptions{Epoch: "E", Session: "s1", ID: 7, SentAt: time.Now(), Timeout: time.Hour})
+		again := startCall(gw, "post", `1`, gateway.CallOptions{Epoch: "E", Who: "w-alice", Session: "s1", ID: 7, SentAt: time.Now(), Timeout: time.Hour})
 		wantKind(t, startCall(gw, "post", `1`, gateway.CallOptions{Epoch: "E", Session: "s1", Key: "k"}), gateway.CallInvalid, false)
 		s := gateway.NewReadyTestSession(t, gw, readyFrame("s2", "E", time.Minute))
 		if got := types(s.Calls()); got != "fence s1" {
@@ -267,7 +272,7 @@ func TestAnUnkeyedCallMadeAgainWaitsForTheFenceOfTheSessionItWasSentOn(t *testin
 		feed(t, s, `{"t":"fenced","session":"s1","started":6}`)
 		wantKind(t, again, gateway.CallNotRun, true)
 
-		closed := startCall(gw, "post", `2`, gateway.CallOptions{Epoch: "E", Session: "s9", ID: 1, SentAt: time.Now(), Timeout: time.Hour})
+		closed := startCall(gw, "post", `2`, gateway.CallOptions{Epoch: "E", Who: "w-alice", Session: "s9", ID: 1, SentAt: time.Now(), Timeout: time.Hour})
 		synctest.Wait()
 		s.End()
 		gw.Close(nil)

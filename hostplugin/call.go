@@ -111,7 +111,9 @@ type CallStore interface {
 	// at a time, in the order of their ids), unless the session is fenced: then it returns
 	// [ErrSessionFenced], and the call must not start. Any other error means the store
 	// cannot say: the call must not start either (busy). Every call of every session goes
-	// through Start, keyed or not.
+	// through Start, keyed or not. session is opaque to the store (at most 100 bytes of
+	// ASCII): the Host names a session within its identity (session.fenceScope), so that a
+	// page can fence only sessions of its own identity.
 	Start(ctx context.Context, session string, id uint64) error
 	// Fence fences session, on every Host of the store: once it has returned, no call of that
 	// session starts (Start refuses it). It returns the highest id Start let start (0: none).
@@ -432,7 +434,7 @@ func (s *session) runCalls() {
 func (h *Host) startCall(s *session, f wire.PageFrame) bool {
 	ctx, cancel := context.WithTimeout(h.life, h.Config().callTimeout)
 	defer cancel()
-	err := h.callStore.Start(ctx, s.id, f.ID)
+	err := h.callStore.Start(ctx, s.fenceScope(s.id), f.ID)
 	switch {
 	case err == nil:
 		return true
@@ -453,6 +455,15 @@ func (h *Host) startCall(s *session, f wire.PageFrame) bool {
 	return false
 }
 
+// fenceScope is what names session in the dedup store's Start and Fence when s asks: the
+// session within s's identity (its who tag, the same on every Host of the store). So a page
+// fences only sessions of its own identity: a session id is no secret (the HTTP carrier asks
+// for one besides it), and a fence from anyone else names a record no call of that session
+// ever starts under, which stops nothing and says nothing started.
+func (s *session) fenceScope(session string) string {
+	return whoTag(s.currentDedup(), s.identity) + "/" + session
+}
+
 // fenceFor fences the session the page's fence frame f names, from s (the page's session
 // now), and answers the page with what started there. A store that is not the one s
 // announced cannot answer for the sessions of the one before; one that cannot say leaves
@@ -464,7 +475,7 @@ func (h *Host) fenceFor(s *session, f wire.PageFrame) {
 	}
 	ctx, cancel := context.WithTimeout(h.life, h.Config().callTimeout)
 	defer cancel()
-	started, err := h.callStore.Fence(ctx, f.Session)
+	started, err := h.callStore.Fence(ctx, s.fenceScope(f.Session))
 	if err != nil {
 		h.thin.callStore.Do(func() {
 			h.logger.Error("hostplugin: the call dedup store cannot fence a session now; the page will ask again",

@@ -664,3 +664,43 @@ func TestAFenceStopsTheCallsOfAnHTTPSessionToo(t *testing.T) {
 		t.Fatalf("a call on the page's session after its fence: %+v, want its reply", r)
 	}
 }
+
+// A page fences only sessions of its own identity: a session id is no secret, and a fence
+// from another identity stops nothing (and says nothing started). The page's own next
+// session, of the same identity, fences it.
+func TestOnlyThePagesOwnIdentityFencesItsSession(t *testing.T) {
+	f, l := callFixture(t, `{}`)
+	entered, gate := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release)
+	f.H.HandleCall("slow", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
+		close(entered)
+		<-gate
+		return json.RawMessage(`"slow"`), nil
+	})
+	alice := dialUser(t, f, "alice")
+	x := alice.Expect(wire.TypeReady).Session
+	alice.Send(`{"t":"call","id":1,"name":"slow"}`)
+	<-entered
+	alice.Send(`{"t":"call","id":2,"name":"echo","data":"behind"}`)
+
+	mallory := dialUser(t, f, "mallory")
+	mallory.Expect(wire.TypeReady)
+	mallory.Send(`{"t":"fence","session":"` + x + `"}`)
+	if r := mallory.Expect(wire.TypeFenced); r.Started != 0 {
+		t.Fatalf("another identity's fence: %+v, want nothing said started", r)
+	}
+	release()
+	if r := alice.Expect(wire.TypeReply); r.ID != 1 {
+		t.Fatalf("alice's session: %+v, want call 1's reply", r)
+	}
+	if r := alice.Expect(wire.TypeReply); r.ID != 2 || r.Code != "" || l.count(`|"behind"`) != 1 {
+		t.Fatalf("alice's call 2 after another identity's fence: %+v, %d runs; want its reply, run once", r, l.count(`|"behind"`))
+	}
+	again := dialUser(t, f, "alice")
+	again.Expect(wire.TypeReady)
+	again.Send(`{"t":"fence","session":"` + x + `"}`)
+	if r := again.Expect(wire.TypeFenced); r.Started != 2 {
+		t.Fatalf("alice's own fence: %+v, want calls up to 2 started", r)
+	}
+}
