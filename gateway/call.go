@@ -190,7 +190,7 @@ func (g *Gateway) readied(s *session, f wire.HostFrame) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s.ready = true
-	s.dedup, s.maxFrame, s.reportOK = f.Dedup, f.MaxFrameBytes, f.Report
+	s.dedup, s.maxFrame, s.reportOK, s.presence = f.Dedup, f.MaxFrameBytes, f.Report, f.HasPresence
 	s.callsOn = callSession{window: time.Duration(f.DedupMs) * time.Millisecond, who: f.Who, sid: f.Session}
 }
 

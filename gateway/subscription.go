@@ -44,6 +44,7 @@ type Subscription struct {
 	queue   []Delivery
 	running bool // a delivery goroutine exists
 	dups    uint64
+	pres    *presence // who is on the stream, when asked for (presence.go); nil if not
 }
 
 // Stream returns the stream's name.
@@ -100,6 +101,9 @@ func (g *Gateway) end(s *Subscription, err error) {
 	}
 	s.err = err
 	s.queue = nil
+	if s.pres != nil {
+		s.pres.unhold()
+	}
 	if !s.running {
 		close(s.done)
 	}
