@@ -6,7 +6,8 @@
 // wasm); see that package for why not go-json-experiment's jsontext.
 //
 // Frames are JSON text messages whose field "t" names the type. Host → page: ready, hb, event,
-// reset, goaway, denied, error, reply. Page → Host: sub, unsub, ping, call, report. docs/PROTOCOL.md
+// reset, goaway, denied, error, reply (and the HTTP carrier's close). Page → Host: sub, unsub,
+// ping, call, report. Access that ends and its renewal are in access.go. docs/PROTOCOL.md
 // is the protocol's account; §8 lists every frame.
 package wire
 
@@ -125,8 +126,12 @@ type HostFrame struct {
 	// ready: Report asks the page for a report frame after a reconnect (report.go).
 	Report bool `json:"report,omitempty"`
 	// ready, on the HTTP carrier only: the session's secret, which every POST of the page
-	// carries (http.go).
+	// carries (http.go); and on any carrier whose session expires, which its renewals carry
+	// (access.go).
 	Secret string `json:"secret,omitempty"`
+	// ready: how long from now the session's credential holds, in ms; 0 (absent) for no
+	// expiry. The page renews it before then (access.go).
+	ExpiresMs int64 `json:"expiresMs,omitempty"`
 	// close (the HTTP carrier's): the close code, as a WebSocket close frame carries it, with
 	// Reason.
 	Status int `json:"status,omitempty"`
@@ -219,6 +224,9 @@ func (f HostFrame) Append(b []byte) ([]byte, error) {
 		b = append(b, `,"report":true`...)
 	}
 	b = optStr(b, "secret", f.Secret)
+	if f.ExpiresMs != 0 {
+		b = strconv.AppendInt(append(b, `,"expiresMs":`...), f.ExpiresMs, 10)
+	}
 	if f.Status != 0 {
 		b = strconv.AppendInt(append(b, `,"status":`...), int64(f.Status), 10)
 	}
@@ -487,6 +495,8 @@ func DecodeHost(b []byte) (HostFrame, error) {
 			return readBool(d, key, &f.Report)
 		case "secret":
 			return readString(d, key, &f.Secret)
+		case "expiresMs":
+			return readInt(d, key, &f.ExpiresMs)
 		case "status":
 			var v int64
 			err := readInt(d, key, &v)
@@ -523,6 +533,9 @@ func (f HostFrame) Validate() error {
 		}
 		if len(f.Secret) > MaxSecret {
 			return fmt.Errorf("%w: ready secret must be at most %d bytes, got %d", ErrFrame, MaxSecret, len(f.Secret))
+		}
+		if f.ExpiresMs < 0 {
+			return fmt.Errorf("%w: ready expiresMs must be at least 0, got %d", ErrFrame, f.ExpiresMs)
 		}
 	case TypeHeartbeat, TypeGoAway, TypeError:
 	case TypeClose:
