@@ -270,7 +270,7 @@ func (h *Host) serveHTTPCarrier(w http.ResponseWriter, r *http.Request, cfg Conf
 		h.obs.Upgrade(UpgradeInjected)
 		return
 	}
-	identity, ok := h.authenticateUpgrade(w, r, originOK)
+	acc, ok := h.authenticateUpgrade(w, r, originOK)
 	if !ok {
 		return
 	}
@@ -305,7 +305,7 @@ func (h *Host) serveHTTPCarrier(w http.ResponseWriter, r *http.Request, cfg Conf
 	}
 	s := newSession(h, c, cfg, r.RemoteAddr)
 	c.s = s
-	s.identity = identity
+	s.identity = acc.Identity
 	s.doomed = fault.stallReady
 	s.watch.mode, s.watch.opened, s.watch.reports = pageMode(r.URL.Query().Get(wire.ModeParam)), time.Now(), cfg.reports
 	if !h.sessions.add(s) {
@@ -319,6 +319,7 @@ func (h *Host) serveHTTPCarrier(w http.ResponseWriter, r *http.Request, cfg Conf
 	h.obs.SessionCarrier(c.kind(), true)
 	c.heard()
 	if poll {
+		h.startAccess(s, acc) // before the ready frame, which says when it expires
 		if h.Ready() {
 			s.sendReady()
 		}
@@ -332,6 +333,7 @@ func (h *Host) serveHTTPCarrier(w http.ResponseWriter, r *http.Request, cfg Conf
 	_ = c.rc.SetWriteDeadline(time.Time{}) // a server's WriteTimeout is not for a stream
 	_ = c.rc.Flush()
 	c.mu.Unlock()
+	h.startAccess(s, acc) // once the answer's head is out: an end may write to it at once
 	if h.Ready() {
 		s.sendReady()
 	}

@@ -18,6 +18,8 @@ type sessionSet struct {
 	mu       sync.Mutex
 	all      map[*session]struct{}
 	ids      map[string]*session // the same sessions, by id (the HTTP carrier's POSTs name theirs)
+	// byIdentity heads each identity's list of sessions (sessionAccess.next), for EndSessions.
+	byIdentity map[string]*session
 	draining bool                // Drain or Stop was called: no new session
 	drainURI string              // Drain's uri, for sockets that arrive while draining
 	stopping bool                // Stop was called: late sockets are closed with 1012, not sent away
@@ -45,6 +47,7 @@ func (ss *sessionSet) add(s *session) bool {
 	}
 	ss.all[s] = struct{}{}
 	ss.ids[s.id] = s
+	ss.link(s)
 	return true
 }
 
@@ -64,6 +67,7 @@ func (ss *sessionSet) remove(s *session) bool {
 	}
 	delete(ss.all, s)
 	delete(ss.ids, s.id)
+	ss.unlink(s)
 	if len(ss.all) == 0 {
 		close(ss.idle)
 	}
@@ -237,6 +241,9 @@ func (h *Host) Close() error {
 		h.closeAll(context.Background(), closeWait, func(s *session) { s.closeUnlessEnding(wire.CloseDrained, "host closed") })
 		if h.stopRelay != nil {
 			h.stopRelay()
+		}
+		if h.acc.stopBus != nil {
+			h.acc.stopBus()
 		}
 	})
 	return nil
