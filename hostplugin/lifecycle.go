@@ -15,17 +15,18 @@ import (
 // sessionSet is the Host's open sessions, and whether it still takes new ones: how a Host
 // ends is decided here (Drain, Stop, Close) and read by every socket that arrives.
 type sessionSet struct {
-	mu  sync.Mutex
-	all map[*session]struct{}
-	ids map[string]*session // the same sessions, by id (the HTTP carrier's POSTs name theirs)
+	mu       sync.Mutex
+	all      map[*session]struct{}
+	ids      map[string]*session // the same sessions, by id (the HTTP carrier's POSTs name theirs)
+	draining bool                // Drain or Stop was called: no new session
+	drainURI string              // Drain's uri, for sockets that arrive while draining
+	stopping bool                // Stop was called: late sockets are closed with 1012, not sent away
+	restart  string              // Stop's wire.RestartReason
+	closed   bool                // Close was called
+	idle     chan struct{}       // closed whenever all is empty
+
 	// byIdentity heads each identity's list of sessions (sessionAccess.next), for EndSessions.
 	byIdentity map[string]*session
-	draining   bool          // Drain or Stop was called: no new session
-	drainURI   string        // Drain's uri, for sockets that arrive while draining
-	stopping   bool          // Stop was called: late sockets are closed with 1012, not sent away
-	restart    string        // Stop's wire.RestartReason
-	closed     bool          // Close was called
-	idle       chan struct{} // closed whenever all is empty
 }
 
 func (ss *sessionSet) init() {
