@@ -60,6 +60,9 @@ type session struct {
 
 	retryAfter atomic.Int64 // ms from an error frame "retry-after=<ms>"; -1 when none
 	restart    atomic.Int64 // ms from an error frame or close reason "service-restart[ retry-after=<ms>]"; -1 when none
+
+	ended     atomic.Pointer[accessEnd] // the Host ended the session's access (access.go); nil when not
+	stopRenew func()                    // ends its renewals and waits for them (access.go); set by the pump
 }
 
 // wireSub is one stream as a session subscribed it.
@@ -152,6 +155,9 @@ func (s *session) handle(f wire.HostFrame) error {
 		if strings.Contains(f.Message, `unknown type "`+wire.TypePing+`"`) {
 			s.noPing.Store(true) // an older Host: its answer proved the link, but ask no more
 		}
+		if reason, reauth, ok := wire.ParseAccessEnded(f.Message); ok {
+			s.endedBy(reason, reauth) // access.go
+		}
 		s.g.log.Warn("gateway: host reported an error", "url", s.target.String(), "message", f.Message)
 		return nil
 	}
@@ -174,6 +180,7 @@ func (s *session) handle(f wire.HostFrame) error {
 		close(s.readied)
 		s.g.carried(s)
 		s.kickWriter()
+		s.startRenewals(f) // access.go: when the ready frame says the credential expires
 		return nil
 	}
 	switch f.T {

@@ -43,10 +43,11 @@ type Access struct {
 	// is no expiry. A time already past refuses the request as unauthenticated.
 	Until time.Time
 
-	// at is when the hook answered: a session whose identity was ended after it is ended too,
-	// even if it registers after the end (its Authenticate ran before the credential was
-	// revoked).
-	at time.Time
+	// ends is the count of ends of identities (hostAccess.count) when the hook was asked: a
+	// session whose identity was ended after that is ended too, even if it registers after
+	// the end (its Authenticate may have run before the credential was revoked). A count, not
+	// a time: two readings of a clock may be equal.
+	ends uint64
 }
 
 // EndOptions say how [Host.EndSessions] ends an identity's sessions.
@@ -111,13 +112,15 @@ type hostAccess struct {
 	stopBus func()
 	exp     expiries
 
-	mu   sync.Mutex
-	ends map[string]endRecord // identity → its last end, for endMemory
+	count atomic.Uint64 // ends of identities so far
+	mu    sync.Mutex
+	ends  map[string]endRecord // identity → its last end, for endMemory
 }
 
 // endRecord is one end of an identity's sessions.
 type endRecord struct {
-	at     time.Time
+	n      uint64    // its number in hostAccess.count
+	at     time.Time // when: it is forgotten endMemory later
 	reason string
 	reauth bool
 }
@@ -194,7 +197,7 @@ func (h *Host) endIdentity(ctx context.Context, identity, reason string, reauth 
 			delete(h.acc.ends, id)
 		}
 	}
-	h.acc.ends[identity] = endRecord{at: now, reason: reason, reauth: reauth}
+	h.acc.ends[identity] = endRecord{n: h.acc.count.Add(1), at: now, reason: reason, reauth: reauth}
 	h.acc.mu.Unlock()
 
 	list := h.sessions.ofIdentity(identity)
@@ -219,13 +222,13 @@ func (h *Host) endIdentity(ctx context.Context, identity, reason string, reauth 
 	return len(list)
 }
 
-// endedSince reports whether identity's sessions were ended after at (a session whose
-// Authenticate answered at), and how.
-func (h *Host) endedSince(identity string, at time.Time) (endRecord, bool) {
+// endedSince reports whether identity's sessions were ended after the count of ends was n (a
+// session whose Authenticate was asked then), and how.
+func (h *Host) endedSince(identity string, n uint64) (endRecord, bool) {
 	h.acc.mu.Lock()
 	defer h.acc.mu.Unlock()
 	e, ok := h.acc.ends[identity]
-	return e, ok && !at.IsZero() && !e.at.Before(at) && time.Since(e.at) <= endMemory
+	return e, ok && e.n > n && time.Since(e.at) <= endMemory
 }
 
 // endStream ends identity's subscription to stream on this Host's sessions.
@@ -379,7 +382,7 @@ func (h *Host) startAccess(s *session, acc Access) {
 		}
 		h.acc.exp.set(s, acc.Until)
 	}
-	if e, ended := h.endedSince(s.identity, acc.at); ended {
+	if e, ended := h.endedSince(s.identity, acc.ends); ended {
 		go s.endAccess(e.reason, e.reauth, nil)
 	}
 }

@@ -89,13 +89,13 @@ func (h *Host) authenticate(r *http.Request) (acc Access, ref *refusal) {
 			}
 		}
 	}()
-	at := time.Now()
+	ends := h.acc.count.Load() // before the hook: an end after this may have missed its answer
 	acc, err := h.callAccess(r)
-	if err == nil && !acc.Until.IsZero() && !at.Before(acc.Until) {
+	if err == nil && !acc.Until.IsZero() && !time.Now().Before(acc.Until) {
 		err = errExpired
 	}
 	if err == nil {
-		acc.at = at
+		acc.ends = ends
 		return acc, nil
 	}
 	ref = &refusal{status: http.StatusForbidden, kind: wire.RefusalForbidden, reason: reasonText(err), err: err}
