@@ -150,12 +150,11 @@ func (s *session) renewals(ctx context.Context, left time.Duration, secret strin
 		if !sleep(ctx, wait) {
 			return
 		}
-		next, err := s.renew(ctx, secret)
-		var final *renewRefused
+		next, final, err := s.renew(ctx, secret)
 		switch {
 		case ctx.Err() != nil:
 			return
-		case errors.As(err, &final):
+		case final:
 			g.log.Warn("gateway: the host refused to renew the session's access; it ends at its expiry",
 				"url", s.target.String(), "expiresIn", time.Until(expiry).Round(time.Millisecond), "err", err)
 			return
@@ -196,21 +195,10 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// renewRefused is a renewal the Host answered with a refusal that another try would not
-// change: Authenticate refused it (401, 403), it named another identity (409), or the session
-// is no longer the Host's (404).
-type renewRefused struct {
-	status int
-	why    string
-}
-
-func (e *renewRefused) Error() string {
-	return fmt.Sprintf("gateway: the host refused the renewal (%d): %s", e.status, e.why)
-}
-
 // renew sends one renewal and returns how long the credential holds from now (0: it no longer
-// expires).
-func (s *session) renew(ctx context.Context, secret string) (time.Duration, error) {
+// expires), or why not: final when another try would not change it (Authenticate refused it,
+// 401 or 403; it named another identity, 409; the session is no longer the Host's, 404).
+func (s *session) renew(ctx context.Context, secret string) (next time.Duration, final bool, err error) {
 	g := s.g
 	ctx, cancel := context.WithTimeout(ctx, renewTimeout)
 	defer cancel()
@@ -218,7 +206,7 @@ func (s *session) renew(ctx context.Context, secret string) (time.Duration, erro
 	if g.renewToken != nil {
 		tok, err := g.renewToken(ctx)
 		if err != nil {
-			return 0, fmt.Errorf("gateway: the page's code gave no token for the renewal: %w", err)
+			return 0, false, fmt.Errorf("gateway: the page's code gave no token for the renewal: %w", err)
 		}
 		rn.Token = tok
 	}
@@ -230,30 +218,20 @@ func (s *session) renew(ctx context.Context, secret string) (time.Duration, erro
 	a, err := doHTTP(ctx, httpRequest{method: methodPost, url: u + sep + wire.RenewParam + "=1",
 		body: rn.Encode(), contentType: wire.SendType, header: g.handshake.header()})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	body := a.readAll(ctx, wire.MaxRefusalBody)
 	switch a.status {
 	case statusOK:
 		r, err := wire.DecodeRenewed(body)
-		if err != nil {
-			return 0, err
-		}
-		return time.Duration(r.ExpiresMs) * time.Millisecond, nil
+		return time.Duration(r.ExpiresMs) * time.Millisecond, false, err
 	case 401, 403, statusNotFound, 409:
-		why := string(body)
-		if r, err := wire.DecodeRefusal(body); err == nil {
-			why = r.Error
-			if r.Reason != "" {
-				why += ": " + r.Reason
-			}
-		}
-		return 0, &renewRefused{status: a.status, why: clip(why, maxSaid)}
+		return 0, true, fmt.Errorf("gateway: the host refused the renewal (%d): %s", a.status, clip(string(body), maxSaid))
 	}
 	if refused := refusedBy(a.status, a.retryAfter, body); refused != nil {
-		return 0, refused // a 429's wait
+		return 0, false, refused // a 429's wait
 	}
-	return 0, fmt.Errorf("gateway: the renewal was answered %d", a.status)
+	return 0, false, fmt.Errorf("gateway: the renewal was answered %d", a.status)
 }
 
 // startRenewals starts renewing the access of a session whose ready frame said it expires.

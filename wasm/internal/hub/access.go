@@ -27,16 +27,14 @@ const askTab = 4 * time.Second
 // errNoToken is the renewal's failure when every tab that set a renewer failed to give a token.
 var errNoToken = errors.New("hub: no tab gave a token for the renewal")
 
-// renewers are the tabs whose page code set a renewer, and the questions out to them.
+// renewers are the tabs whose page code set a renewer, and the one question out to them: the
+// gateway renews one session at a time, so one question is out at most.
 type renewers struct {
 	mu      sync.Mutex
 	tabs    []*Conn // in the order they set one
-	next    int
-	waiting map[int]chan tokenAnswer
-}
-
-type tokenAnswer struct {
-	token   string
+	id      int     // the question out, or the last one
+	answer  chan struct{}
+	token   string // the answer's, once answer is signalled
 	failure string
 }
 
@@ -56,16 +54,18 @@ func (h *Hub) setRenewer(conn *Conn, on bool) {
 	}
 }
 
-// tokenAnswered takes a tab's answer to question id.
+// tokenAnswered takes a tab's answer to question id; a late answer to an earlier one is
+// dropped.
 func (h *Hub) tokenAnswered(id int, token, failure string) {
 	r := &h.renew
 	r.mu.Lock()
-	ch := r.waiting[id]
-	delete(r.waiting, id)
-	r.mu.Unlock()
-	if ch != nil {
-		ch <- tokenAnswer{token: token, failure: failure}
+	defer r.mu.Unlock()
+	if id != r.id || r.answer == nil {
+		return
 	}
+	r.token, r.failure = token, failure
+	close(r.answer)
+	r.answer = nil
 }
 
 // renewToken is the gateway's Options.RenewToken: a token from the page's code, or "" when no
@@ -78,37 +78,25 @@ func (h *Hub) renewToken(ctx context.Context) (string, error) {
 	if len(tabs) == 0 {
 		return "", nil
 	}
-	var last error = errNoToken
-	for i := len(tabs) - 1; i >= 0; i-- {
-		token, err := h.askFor(ctx, tabs[i])
-		if err == nil {
+	err := errNoToken
+	for i := len(tabs) - 1; i >= 0 && ctx.Err() == nil; i-- {
+		var token string
+		if token, err = h.askFor(ctx, tabs[i]); err == nil {
 			return token, nil
 		}
-		if ctx.Err() != nil {
-			return "", context.Cause(ctx)
-		}
-		last = err
 	}
-	return "", last
+	return "", err
 }
 
 // askFor asks conn's page for a token and waits, at most askTab, for its answer.
 func (h *Hub) askFor(ctx context.Context, conn *Conn) (string, error) {
 	r := &h.renew
-	ch := make(chan tokenAnswer, 1)
+	answer := make(chan struct{})
 	r.mu.Lock()
-	r.next++
-	id := r.next
-	if r.waiting == nil {
-		r.waiting = map[int]chan tokenAnswer{}
-	}
-	r.waiting[id] = ch
+	r.id++
+	id := r.id
+	r.answer = answer
 	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.waiting, id)
-		r.mu.Unlock()
-	}()
 	conn.send(func(t Tab) {
 		if rt, ok := t.(Renewer); ok {
 			rt.Renew(id)
@@ -118,20 +106,22 @@ func (h *Hub) askFor(ctx context.Context, conn *Conn) (string, error) {
 	})
 	t := time.NewTimer(askTab)
 	defer t.Stop()
+	why := ""
 	select {
-	case a := <-ch:
-		if a.failure != "" || a.token == "" {
-			if a.failure == "" {
-				a.failure = "the page's renewer gave no token"
-			}
-			return "", errors.New("hub: " + a.failure)
+	case <-answer:
+		r.mu.Lock()
+		token, failure := r.token, r.failure
+		r.mu.Unlock()
+		if token != "" && failure == "" {
+			return token, nil
 		}
-		return a.token, nil
+		why = "the page's renewer gave no token: " + failure
 	case <-conn.done:
-		return "", errors.New("hub: the tab asked for a token left")
+		why = "the tab asked for a token left"
 	case <-t.C:
-		return "", errors.New("hub: the tab asked for a token did not answer in time")
+		why = "the tab asked for a token did not answer in time"
 	case <-ctx.Done():
 		return "", context.Cause(ctx)
 	}
+	return "", errors.New("hub: " + why)
 }
