@@ -3,10 +3,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -99,4 +101,25 @@ func TestSignOutEverywhereEndsEveryPageOfTheUser(t *testing.T) {
 		t.Fatalf("a page of a sign-in ended everywhere: %v, want 401", err)
 	}
 	page(login("erin"))
+}
+
+// docs/access.md shows the example's sign-out handler: it is this file's, verbatim.
+func TestAccessGuideCodeIsTheExample(t *testing.T) {
+	const begin = "<!-- access-code: examples/embed/signout.go, verbatim (TestAccessGuideCodeIsTheExample) -->\n```go\n"
+	guide, err := os.ReadFile("../../docs/access.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := bytes.Cut(guide, []byte(begin))
+	code, _, ok2 := bytes.Cut(rest, []byte("```\n"))
+	if !ok || !ok2 {
+		t.Fatalf("docs/access.md lacks the example's code after %q", begin)
+	}
+	src, err := os.ReadFile("signout.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(src, code) {
+		t.Errorf("docs/access.md's Go is not a verbatim excerpt of examples/embed/signout.go; it reads:\n%s", code)
+	}
 }
