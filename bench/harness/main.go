@@ -44,6 +44,7 @@ var scenarios = []scenario{
 	{"streams", "the fleet's JetStream log with a stream per user", (*env).sStreams, false},
 	{"fanout", "the Host's fan-out against Centrifuge's", (*env).sFanout, true},
 	{"sessions", "idle sessions on one Host", (*env).sSessions, true},
+	{"access", "access that ends, fleet-wide; the cost of expiries", (*env).sAccess, false}, // access.go
 }
 
 func main() {
