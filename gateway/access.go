@@ -65,6 +65,10 @@ func Reason(err error) string {
 	return ""
 }
 
+// errAccessEnded ends a session at the error frame that says its access ended for good: its
+// outcome is the AccessEndedError (accessOutcome).
+var errAccessEnded = fmt.Errorf("%w: the host ended the session's access", ErrSessionClosed)
+
 // accessEnd is what the Host said when it ended the session's access.
 type accessEnd struct {
 	reason string

@@ -156,7 +156,11 @@ func (s *session) handle(f wire.HostFrame) error {
 			s.noPing.Store(true) // an older Host: its answer proved the link, but ask no more
 		}
 		if reason, reauth, ok := wire.ParseAccessEnded(f.Message); ok {
-			s.endedBy(reason, reauth) // access.go
+			// access.go. Ended for good, the session ends now, not at the close that follows:
+			// the page shows unauthorized as soon as it can.
+			if s.endedBy(reason, reauth); !reauth {
+				return errAccessEnded
+			}
 		}
 		s.g.log.Warn("gateway: host reported an error", "url", s.target.String(), "message", f.Message)
 		return nil

@@ -157,8 +157,10 @@ const gone = -2
 // registered after it (held for its admission slot) is ended too.
 func (h *Host) EndSessions(ctx context.Context, identity string, opts EndOptions) (int, error) {
 	reason := endReason(opts.Reason)
-	n := h.endIdentity(ctx, identity, reason, opts.Reauthenticate)
-	return n, h.tellFleet(ctx, notice{From: h.id, Identity: identity, Reason: reason, Reauth: opts.Reauthenticate})
+	wait := h.endIdentity(identity, reason, opts.Reauthenticate)
+	// The other Hosts are told while this one's ends are written: neither waits for the other.
+	err := h.tellFleet(ctx, notice{From: h.id, Identity: identity, Reason: reason, Reauth: opts.Reauthenticate})
+	return wait(ctx), err
 }
 
 // EndSubscription ends identity's subscription to stream on every page: on this Host, and on
@@ -185,8 +187,10 @@ func endReason(reason string) string {
 	return defaultEndReason
 }
 
-// endIdentity ends identity's sessions on this Host and remembers the end for endMemory.
-func (h *Host) endIdentity(ctx context.Context, identity, reason string, reauth bool) int {
+// endIdentity ends identity's sessions on this Host and remembers the end for endMemory. The
+// ends run on goroutines of their own; wait waits until their frames are written (or ctx ends,
+// or endWait passes) and returns how many sessions were ended.
+func (h *Host) endIdentity(identity, reason string, reauth bool) (wait func(context.Context) int) {
 	now := time.Now()
 	h.acc.mu.Lock()
 	if h.acc.ends == nil {
@@ -201,25 +205,24 @@ func (h *Host) endIdentity(ctx context.Context, identity, reason string, reauth 
 	h.acc.mu.Unlock()
 
 	list := h.sessions.ofIdentity(identity)
-	if len(list) == 0 {
-		return 0
-	}
 	written := make(chan struct{}, len(list))
 	for _, s := range list {
 		go s.endAccess(reason, reauth, written)
 	}
-	t := time.NewTimer(endWait)
-	defer t.Stop()
-	for range list {
-		select {
-		case <-written:
-		case <-ctx.Done():
-			return len(list)
-		case <-t.C:
-			return len(list)
+	return func(ctx context.Context) int {
+		t := time.NewTimer(endWait)
+		defer t.Stop()
+		for range list {
+			select {
+			case <-written:
+			case <-ctx.Done():
+				return len(list)
+			case <-t.C:
+				return len(list)
+			}
 		}
+		return len(list)
 	}
-	return len(list)
 }
 
 // endedSince reports whether identity's sessions were ended after the count of ends was n (a
@@ -373,15 +376,22 @@ func (h *Host) expire(s *session) {
 	s.endAccess(expiredReason, false, nil)
 }
 
-// startAccess takes what Authenticate said of a session just registered: its expiry, and an
-// end of its identity that came after Authenticate answered (then it ends at once).
-func (h *Host) startAccess(s *session, acc Access) {
-	if !acc.Until.IsZero() {
-		if s.c.secret() == "" {
-			s.acc.secret = newID(16)
-		}
-		h.acc.exp.set(s, acc.Until)
+// prepareAccess takes what Authenticate said of a session about to be registered: its expiry
+// and the secret of its renewals, set before any ready frame can be sent (the gate may open
+// as soon as the session is registered). A session that is then not registered drops it.
+func (h *Host) prepareAccess(s *session, acc Access) {
+	if acc.Until.IsZero() {
+		return
 	}
+	if s.c.secret() == "" {
+		s.acc.secret = newID(16)
+	}
+	h.acc.exp.set(s, acc.Until)
+}
+
+// startAccess ends at once a session just registered whose identity was ended after its
+// Authenticate answered.
+func (h *Host) startAccess(s *session, acc Access) {
 	if e, ended := h.endedSince(s.identity, acc.ends); ended {
 		go s.endAccess(e.reason, e.reauth, nil)
 	}
@@ -825,6 +835,6 @@ func (h *Host) heard(msg []byte) {
 			h.endStream(n.Identity, n.Stream, n.Reason)
 			return
 		}
-		h.endIdentity(context.Background(), n.Identity, n.Reason, n.Reauth)
+		h.endIdentity(n.Identity, n.Reason, n.Reauth)(context.Background())
 	}()
 }

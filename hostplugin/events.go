@@ -153,7 +153,9 @@ func (h *Host) startSession(conn *websocket.Conn, sock *socket, r *http.Request,
 	s.identity = acc.Identity
 	s.doomed = fault.stallReady
 	s.watch.mode, s.watch.opened, s.watch.reports = pageMode(r.URL.Query().Get(wire.ModeParam)), time.Now(), cfg.reports
+	h.prepareAccess(s, acc)
 	if !h.sessions.add(s) {
+		s.dropAccess()
 		h.adm.release()
 		h.obs.Upgrade(UpgradeDraining)
 		h.turnAway(conn)

@@ -308,7 +308,9 @@ func (h *Host) serveHTTPCarrier(w http.ResponseWriter, r *http.Request, cfg Conf
 	s.identity = acc.Identity
 	s.doomed = fault.stallReady
 	s.watch.mode, s.watch.opened, s.watch.reports = pageMode(r.URL.Query().Get(wire.ModeParam)), time.Now(), cfg.reports
+	h.prepareAccess(s, acc)
 	if !h.sessions.add(s) {
+		s.dropAccess()
 		h.adm.release()
 		h.obs.Upgrade(UpgradeDraining)
 		answerFrames(w, h.turnAwayFrames()...)
@@ -319,7 +321,7 @@ func (h *Host) serveHTTPCarrier(w http.ResponseWriter, r *http.Request, cfg Conf
 	h.obs.SessionCarrier(c.kind(), true)
 	c.heard()
 	if poll {
-		h.startAccess(s, acc) // before the ready frame, which says when it expires
+		h.startAccess(s, acc)
 		if h.Ready() {
 			s.sendReady()
 		}

@@ -6,11 +6,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -75,6 +77,7 @@ func (e *env) sAccess(r *report) error {
 	}
 	per := sessions / 3
 	var fleets [3]*fleet
+	var clientProcs [3]*testbed.Proc
 	for i := range 3 {
 		n := per
 		if i == 2 {
@@ -86,7 +89,7 @@ func (e *env) sAccess(r *report) error {
 			return err
 		}
 		defer p.Stop(20 * time.Second)
-		fleets[i] = f
+		fleets[i], clientProcs[i] = f, p
 	}
 	connected := func() int { return fleets[0].connectedNow() + fleets[1].connectedNow() + fleets[2].connectedNow() }
 	if !waitFor(180*time.Second, func() bool { return connected() >= sessions }) {
@@ -105,17 +108,21 @@ func (e *env) sAccess(r *report) error {
 		return n
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1000}}
-	signOut := func(host, id int) (time.Duration, error) {
+	// signOut asks Host host to sign u<id> out; it returns how long the call took, and how
+	// long the Host took of it, its record and EndSessions (bin/host's answer says).
+	signOut := func(host, id int) (took, end time.Duration, err error) {
 		start := time.Now()
 		res, err := client.Post(fmt.Sprintf("http://%s/_lifeline/signout?user=u%d&reason=bench", hosts[host].addr(), id), "", nil)
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
+		var ans struct{ Ms float64 }
+		_ = json.NewDecoder(res.Body).Decode(&ans)
 		res.Body.Close()
 		if res.StatusCode != http.StatusOK {
-			return 0, fmt.Errorf("sign-out of u%d at h%d: %d", id, host+1, res.StatusCode)
+			return 0, 0, fmt.Errorf("sign-out of u%d at h%d: %d", id, host+1, res.StatusCode)
 		}
-		return time.Since(start), nil
+		return time.Since(start), time.Duration(ans.Ms * float64(time.Millisecond)), nil
 	}
 	// firsts are each client's first unauthorized, per process, read from the events as they
 	// come (a scan of what is new each time: the harness must not load the machine it measures).
@@ -184,7 +191,7 @@ func (e *env) sAccess(r *report) error {
 	for j := range accessSingles {
 		id := batch + j
 		ends := map[int]accessEnd{id: {at: time.Now(), host: j % 3}}
-		took, err := signOut(j%3, id)
+		took, _, err := signOut(j%3, id)
 		if err != nil {
 			return err
 		}
@@ -198,22 +205,36 @@ func (e *env) sAccess(r *report) error {
 		fmtMs(pct(singleLat, 50)*1000), fmtMs(pct(singleLat, 99)*1000), fmtMs(maxOf(singleLat)*1000),
 		fmt.Sprintf("%s / %s", fmtMs(pct(singleCalls, 50)*1000), fmtMs(maxOf(singleCalls)*1000)))
 
+	// Where the CPU goes meanwhile: the Hosts, the clients, NATS, the harness.
+	cpuOf := func() (hostsCPU, clientsCPU, natsCPU, self time.Duration) {
+		for i := range 3 {
+			d, _ := procCPU(hosts[i].proc.Pid())
+			hostsCPU += d
+			d, _ = procCPU(clientProcs[i].Pid())
+			clientsCPU += d
+		}
+		natsCPU, _ = nc.cpu()
+		return hostsCPU, clientsCPU, natsCPU, selfCPU()
+	}
+	h0, c0, n0, s0 := cpuOf()
+	batchStart := time.Now()
+
 	// 1,000 identities at once: the calls made together, at the three Hosts in turn.
 	ends := map[int]accessEnd{}
 	var mu sync.Mutex
-	var calls []float64
+	var calls, inEnd []float64
 	var wg sync.WaitGroup
 	var callErr error
 	for id := range batch {
 		ends[id] = accessEnd{at: time.Now(), host: id % 3}
 		wg.Go(func() {
-			took, err := signOut(id%3, id)
+			took, end, err := signOut(id%3, id)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && callErr == nil {
 				callErr = err
 			}
-			calls = append(calls, took.Seconds())
+			calls, inEnd = append(calls, took.Seconds()), append(inEnd, end.Seconds())
 		})
 	}
 	wg.Wait()
@@ -221,10 +242,15 @@ func (e *env) sAccess(r *report) error {
 		return callErr
 	}
 	lat, miss := waitEnded(ends, 30*time.Second)
+	span := time.Since(batchStart)
+	h1, c1, n1, s1 := cpuOf()
 	r.row(t, fmt.Sprintf("%d identities at once", batch), fmt.Sprintf("%d (%d missing)", len(lat), miss),
 		fmtMs(pct(lat, 50)*1000), fmtMs(pct(lat, 99)*1000), fmtMs(maxOf(lat)*1000),
 		fmt.Sprintf("%s / %s", fmtMs(pct(calls, 50)*1000), fmtMs(maxOf(calls)*1000)))
-	r.note(t, "each of the %d calls is its own POST, made together from the harness; a page's time counts from its own identity's call", batch)
+	r.note(t, "each of the %d calls is its own POST, made together from the harness; a page's time counts from its own identity's call; of a call's time, the Host's sign-out (its record and EndSessions) took %s (p50) / %s (max)",
+		batch, fmtMs(pct(inEnd, 50)*1000), fmtMs(maxOf(inEnd)*1000))
+	r.note(t, "CPU used while the %d identities were ended (%.1f s, on %d cores): the three Hosts %.1f s, the three client processes %.1f s, NATS %.1f s, the harness %.1f s",
+		batch, span.Seconds(), runtime.NumCPU(), (h1 - h0).Seconds(), (c1 - c0).Seconds(), (n1 - n0).Seconds(), (s1 - s0).Seconds())
 	r.judgeFull(full, "access", "an identity's pages fleet-wide unauthorized within 1 s (p99), one identity", pct(singleLat, 99) < 1 && singleMissing == 0,
 		fmtMs(pct(singleLat, 99)*1000), "find where the end waits: the bus's publish, the other Hosts' delivery, the end's write, or the pages' reading")
 	r.judgeFull(full, "access", fmt.Sprintf("p99 under 1 s with %d identities ended at once", batch), pct(lat, 99) < 1 && miss == 0,
