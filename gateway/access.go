@@ -69,6 +69,22 @@ func Reason(err error) string {
 // outcome is the AccessEndedError (accessOutcome).
 var errAccessEnded = fmt.Errorf("%w: the host ended the session's access", ErrSessionClosed)
 
+// accessEndedRefusal is the HTTP carrier's end when the Host refused a POST because the
+// session's access ended (wire.RefusalAccessEnded): the page may not have read the end's
+// frames yet, and is told the same by the refusal (readError).
+type accessEndedRefusal struct {
+	reason string
+	reauth bool
+	status int
+}
+
+func (e *accessEndedRefusal) Error() string {
+	return fmt.Sprintf("gateway: the host refused a POST of the session (HTTP %d): %s", e.status,
+		wire.AccessEndedReason(e.reason, e.reauth))
+}
+
+func (e *accessEndedRefusal) Unwrap() error { return ErrSessionClosed }
+
 // accessEnd is what the Host said when it ended the session's access.
 type accessEnd struct {
 	reason string

@@ -7,10 +7,12 @@ package gateway_test
 // each at exact moments on the bubble's clock.
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -39,6 +41,37 @@ type accessWorld struct {
 	hook     func(bearer string) error
 	asked    atomic.Int32 // Access calls
 	upgrades atomic.Int32 // sockets asked for (not refusal queries, not renewals)
+	// holdPolls, while set, keeps every answer to an HTTP carrier's poll from the page (it
+	// waits until the page gives the poll up): a page that has not read the end's frames.
+	holdPolls atomic.Bool
+}
+
+// heldWriter is a poll's answer that holds its writes while hold is set.
+type heldWriter struct {
+	http.ResponseWriter
+	hold *atomic.Bool
+	ctx  context.Context
+}
+
+func (h *heldWriter) held() bool {
+	if !h.hold.Load() {
+		return false
+	}
+	<-h.ctx.Done()
+	return true
+}
+
+func (h *heldWriter) WriteHeader(code int) {
+	if !h.held() {
+		h.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (h *heldWriter) Write(b []byte) (int, error) {
+	if h.held() {
+		return 0, h.ctx.Err()
+	}
+	return h.ResponseWriter.Write(b)
 }
 
 func newAccessWorld(t *testing.T, life time.Duration) *accessWorld {
@@ -58,6 +91,14 @@ func newAccessWorld(t *testing.T, life time.Duration) *accessWorld {
 	gateway.UseHandshakeClient(t, wstest.Client(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Upgrade") != "" {
 			w.upgrades.Add(1)
+		}
+		if r.Method == http.MethodPost && !r.URL.Query().Has(wire.RenewParam) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			line, _, _ := bytes.Cut(body, []byte{'\n'})
+			if env, err := wire.DecodeEnvelope(line); err == nil && env.T == wire.EnvelopePoll {
+				rw = &heldWriter{ResponseWriter: rw, hold: &w.holdPolls, ctx: r.Context()}
+			}
 		}
 		handler.ServeHTTP(rw, r)
 	})))
@@ -157,6 +198,72 @@ func TestAPageWhoseAccessEndedShowsUnauthorizedWithTheReasonAndDialsNoSocketUnti
 		w.signIn("alice")
 		r.waitConnected()
 		r.ctl.Stop()
+	})
+}
+
+func TestAPageOnTheHTTPCarrierWhoseAccessEndedShowsUnauthorizedWithTheReason(t *testing.T) {
+	for _, carrier := range []string{wire.CarrierStream, wire.CarrierPoll} {
+		t.Run(carrier, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				w := newAccessWorld(t, 0)
+				r := accessRig(t, "alice", &gateway.Options{Carrier: carrier, UpgradeAfter: time.Hour})
+				r.ctl.Start()
+				r.waitConnected()
+				w.signOut("alice")
+				start := time.Now()
+				if _, err := w.h.EndSessions(context.Background(), "alice", hostplugin.EndOptions{Reason: "You signed out."}); err != nil {
+					t.Fatal(err)
+				}
+				st := r.waitState("unauthorized", func(s controller.Status) bool { return s.State == controller.Unauthorized })
+				var ae *gateway.AccessEndedError
+				if !errors.As(st.Err, &ae) || gateway.Reason(st.Err) != "You signed out." || !st.At.Equal(start) {
+					t.Fatalf("status %+v at %v, want unauthorized with the app's reason at once", st, st.At.Sub(start))
+				}
+				r.ctl.Stop()
+			})
+		})
+	}
+}
+
+func TestAPageWhosePOSTIsRefusedForAnEndedAccessIsToldTheSame(t *testing.T) {
+	// The page has not read the end's frames (its polls are held on the way), and sends a
+	// call: the Host refuses the POST with the end's words, runs nothing of it, and the page
+	// shows unauthorized with the app's reason, as if it had read them.
+	synctest.Test(t, func(t *testing.T) {
+		w := newAccessWorld(t, 0)
+		var ran atomic.Int32
+		w.h.HandleCall("count", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
+			ran.Add(1)
+			return json.RawMessage(`1`), nil
+		})
+		r := accessRig(t, "alice", &gateway.Options{Carrier: wire.CarrierPoll, UpgradeAfter: time.Hour})
+		r.ctl.Start()
+		connected := r.waitConnected()
+		w.holdPolls.Store(true)
+		w.signOut("alice")
+		if _, err := w.h.EndSessions(context.Background(), "alice", hostplugin.EndOptions{Reason: "You signed out."}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if st := r.ctl.Status(); st.State != controller.Connected || st.Attempt != connected.Attempt {
+			t.Fatalf("before the call: %+v, want the page still unaware of the end", st)
+		}
+		start := time.Now()
+		call := startCall(r.gw, "count", `1`, gateway.CallOptions{})
+		st := r.waitState("unauthorized", func(s controller.Status) bool { return s.State == controller.Unauthorized })
+		var ae *gateway.AccessEndedError
+		if !errors.As(st.Err, &ae) || ae.Reauth || gateway.Reason(st.Err) != "You signed out." || !st.At.Equal(start) {
+			t.Fatalf("status %+v at %v, want unauthorized with the app's reason at the refusal", st, st.At.Sub(start))
+		}
+		if _, ce := call.result(t); ce == nil {
+			t.Fatal("the call in the refused POST got a reply")
+		}
+		w.holdPolls.Store(false)
+		r.ctl.Stop()
+		synctest.Wait()
+		if n := ran.Load(); n != 0 {
+			t.Fatalf("the call ran %d times after the session's access ended", n)
+		}
 	})
 }
 

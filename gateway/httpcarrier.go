@@ -245,6 +245,11 @@ func (c *httpCarrier) post(body []byte) (*httpAnswer, error) {
 func postRefused(status int, body []byte) error {
 	why := fmt.Sprintf("HTTP %d", status)
 	if r, err := wire.DecodeRefusal(bytes.TrimSpace(body)); err == nil {
+		if r.Error == wire.RefusalAccessEnded {
+			if reason, reauth, ok := wire.ParseAccessEnded(r.Reason); ok {
+				return &accessEndedRefusal{reason: reason, reauth: reauth, status: status}
+			}
+		}
 		why += " " + r.Error
 		if r.Reason != "" {
 			why += ": " + r.Reason

@@ -500,7 +500,11 @@ func since(start time.Time) int64 { return int64(time.Since(start)) }
 // readError explains why reading the socket failed.
 func (s *session) readError(err error) error {
 	code, reason, closed := closeStatus(err)
+	var refused *accessEndedRefusal
 	switch {
+	case errors.As(err, &refused):
+		s.endedBy(refused.reason, refused.reauth) // its frames may not have been read yet
+		return err
 	case errors.Is(err, errMessageTooBig):
 		return fmt.Errorf("%w: a frame exceeded the read limit of %d bytes: %w", ErrProtocol, s.g.readLimit, err)
 	case closed && code == wire.CloseOverloaded:

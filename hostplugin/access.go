@@ -350,6 +350,9 @@ func (s *session) endAccess(reason string, reauth bool, written chan<- struct{})
 	s.closed = true // the writer stops at its next look; nothing more is queued
 	s.queue = nil
 	s.mu.Unlock()
+	if hc, ok := s.c.(*httpCarrier); ok {
+		hc.endAccess(msg) // its POSTs are refused from now on, with the same words
+	}
 
 	s.calls.mu.Lock()
 	pending := s.calls.queue

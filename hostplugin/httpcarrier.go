@@ -61,6 +61,7 @@ type httpCarrier struct {
 
 	mu      sync.Mutex
 	closing bool          // the close frame is out (stream) or queued (poll)
+	revoked string        // the AccessEndedReason of a session whose access ended: sends are refused
 	dropped bool          // drop ran: nothing more is written
 	done    chan struct{} // closed by drop
 	quiet   *time.Timer   // ends a session whose page stopped polling or sending
@@ -210,6 +211,21 @@ func (c *httpCarrier) end() {
 		c.ended = true
 		c.s.end()
 	})
+}
+
+// endAccess notes that the session's access ended with msg (an AccessEndedReason): from now
+// on its sends are refused with it.
+func (c *httpCarrier) endAccess(msg string) {
+	c.mu.Lock()
+	c.revoked = msg
+	c.mu.Unlock()
+}
+
+// accessEnded is the AccessEndedReason of a session whose access ended, else "".
+func (c *httpCarrier) accessEnded() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.revoked
 }
 
 // heard notes that the page was heard from (a send, or a poll's end): a session whose page
@@ -498,7 +514,13 @@ func (h *Host) servePost(w http.ResponseWriter, r *http.Request, cfg Config, rel
 func (c *httpCarrier) send(w http.ResponseWriter, seq uint64, frames []byte) {
 	c.reader.Lock()
 	defer c.reader.Unlock()
+	msg := c.accessEnded()
 	switch {
+	case msg != "":
+		// Nothing of it is applied: its calls are not run, its subs join nothing. Its
+		// polls are still answered, so that the page reads the end's frames.
+		writeJSON(w, http.StatusUnauthorized, wire.Refusal{Error: wire.RefusalAccessEnded, Reason: msg})
+		return
 	case c.ended:
 		writeJSON(w, http.StatusNotFound, wire.Refusal{Error: wire.RefusalSession, Reason: "the session ended"})
 		return

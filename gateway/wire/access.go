@@ -101,6 +101,12 @@ const RefusalIdentity = "identity changed"
 // RefusalRenewal is a renewal's refusal (400) when its body is no Renewal.
 const RefusalRenewal = "bad renewal"
 
+// RefusalAccessEnded is the HTTP carrier's refusal (401) of a send for a session whose access
+// ended: its frames were not applied (no call of it runs), and its reason is the
+// AccessEndedReason the session's error frame and close say, so that a page whose POST is
+// answered before it reads them is told the same.
+const RefusalAccessEnded = "access ended"
+
 // Encode returns the renewal's JSON text.
 func (r Renewal) Encode() []byte {
 	b := str(append(make([]byte, 0, 48+len(r.Session)+len(r.Secret)+len(r.Token)), `{"session":`...), r.Session)
