@@ -3,9 +3,10 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"time"
+
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // Source opens generations for a [Controller]. The gateway implements it over WebSockets;
@@ -64,6 +65,11 @@ var (
 	ErrUnauthorized = errors.New("controller: the host refused the page's credentials")
 	// ErrOffline is the cause of a generation cancelled because the browser went offline.
 	ErrOffline = errors.New("controller: browser offline")
+	// ErrLeaving is wrapped by the end of a generation whose page is going away: a browser
+	// that closes the page's sockets as it unloads the page (Firefox reports each as closed
+	// with 1001 before the page's own stop arrives). It is a failure like any other, but
+	// nobody failed: it is logged at Info, never as an error on the developer's console.
+	ErrLeaving = errors.New("controller: the page is going away")
 	// ErrUnresolvedConfig is returned by New for a Config that did not come from Resolve.
 	ErrUnresolvedConfig = errors.New("controller: config was not resolved (use Resolve or DefaultConfig)")
 	// ErrNilSource is returned by New without a Source.
@@ -80,7 +86,7 @@ type RetryAfterError struct {
 }
 
 func (e *RetryAfterError) Error() string {
-	return fmt.Sprintf("%v (retry after %v)", e.Err, e.After)
+	return tinyfmt.Sprintf("%v (retry after %v)", e.Err, e.After)
 }
 
 func (e *RetryAfterError) Unwrap() error { return e.Err }
@@ -98,7 +104,7 @@ type RedirectError struct {
 }
 
 func (e *RedirectError) Error() string {
-	return fmt.Sprintf("%v (redirected to %q)", e.Err, e.To)
+	return tinyfmt.Sprintf("%v (redirected to %q)", e.Err, e.To)
 }
 
 func (e *RedirectError) Unwrap() error { return e.Err }

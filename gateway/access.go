@@ -3,7 +3,7 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 	"math/rand/v2"
 	"time"
 
@@ -67,7 +67,7 @@ func Reason(err error) string {
 
 // errAccessEnded ends a session at the error frame that says its access ended for good: its
 // outcome is the AccessEndedError (accessOutcome).
-var errAccessEnded = fmt.Errorf("%w: the host ended the session's access", ErrSessionClosed)
+var errAccessEnded = tinyfmt.Errorf("%w: the host ended the session's access", ErrSessionClosed)
 
 // accessEndedRefusal is the HTTP carrier's end when the Host refused a POST because the
 // session's access ended (wire.RefusalAccessEnded): the page may not have read the end's
@@ -79,7 +79,7 @@ type accessEndedRefusal struct {
 }
 
 func (e *accessEndedRefusal) Error() string {
-	return fmt.Sprintf("gateway: the host refused a POST of the session (HTTP %d): %s", e.status,
+	return tinyfmt.Sprintf("gateway: the host refused a POST of the session (HTTP %d): %s", e.status,
 		wire.AccessEndedReason(e.reason, e.reauth))
 }
 
@@ -226,7 +226,7 @@ func (s *session) renew(ctx context.Context, secret string) (next time.Duration,
 	if g.renewToken != nil {
 		tok, err := g.renewToken(ctx)
 		if err != nil {
-			return 0, false, fmt.Errorf("gateway: the page's code gave no token for the renewal: %w", err)
+			return 0, false, tinyfmt.Errorf("gateway: the page's code gave no token for the renewal: %w", err)
 		}
 		rn.Token = tok
 	}
@@ -246,12 +246,12 @@ func (s *session) renew(ctx context.Context, secret string) (next time.Duration,
 		r, err := wire.DecodeRenewed(body)
 		return time.Duration(r.ExpiresMs) * time.Millisecond, false, err
 	case 401, 403, statusNotFound, 409:
-		return 0, true, fmt.Errorf("gateway: the host refused the renewal (%d): %s", a.status, clip(string(body), maxSaid))
+		return 0, true, tinyfmt.Errorf("gateway: the host refused the renewal (%d): %s", a.status, clip(string(body), maxSaid))
 	}
 	if refused := refusedBy(a.status, a.retryAfter, body); refused != nil {
 		return 0, false, refused // a 429's wait
 	}
-	return 0, false, fmt.Errorf("gateway: the renewal was answered %d", a.status)
+	return 0, false, tinyfmt.Errorf("gateway: the renewal was answered %d", a.status)
 }
 
 // startRenewals starts renewing the access of a session whose ready frame said it expires.

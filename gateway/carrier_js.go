@@ -5,12 +5,14 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall/js"
 	"time"
 
+	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // frameKind is what a message carried: text (the protocol's frames) or binary (refused).
@@ -40,13 +42,43 @@ var errMessageTooBig = errors.New("gateway: message too big")
 type closeError struct {
 	code   int
 	reason string
+	// leaving: the page was going away when the socket closed (the tab script set
+	// globalThis.__lifelinePageLeaving on pagehide): the browser closed it, not the Host.
+	leaving bool
 }
 
 func (e *closeError) Error() string {
-	if e.code == closeAbnormal {
+	switch {
+	case e.leaving:
+		return tinyfmt.Sprintf("gateway: the browser closed the socket as the page went away (%d)", e.code)
+	case e.code == closeAbnormal:
 		return "gateway: the connection was lost (no close frame: 1006)"
 	}
-	return fmt.Sprintf("gateway: socket closed with %d %q", e.code, e.reason)
+	return tinyfmt.Sprintf("gateway: socket closed with %d %q", e.code, e.reason)
+}
+
+// Unwrap makes errors.Is(err, controller.ErrLeaving) hold for a socket the browser closed as
+// the page went away.
+func (e *closeError) Unwrap() error {
+	if e.leaving {
+		return controller.ErrLeaving
+	}
+	return nil
+}
+
+// leavingWait is how long a failure waits before it asks whether the page is going away. A
+// browser may close the page's sockets and abort its requests as it starts to unload it, before
+// the page's pagehide (Firefox: the close event 15–25 ms after beforeunload and before
+// pagehide): by then either the page is gone, and nothing of its program runs any more, or its
+// pagehide has said so.
+const leavingWait = 100 * time.Millisecond
+
+// pageLeaving reports, leavingWait after a failure, whether the page is going away (see
+// closeError.leaving). It sleeps: never call it from a listener, whose caller is the browser's
+// event loop.
+func pageLeaving() bool {
+	time.Sleep(leavingWait)
+	return js.Global().Get("__lifelinePageLeaving").Truthy()
 }
 
 // closeAbnormal is the code a browser reports when no close frame came (RFC 6455 §7.1.5).
@@ -59,7 +91,7 @@ func closeStatus(err error) (code int, reason string, ok bool) {
 		return code, reason, ok
 	}
 	var ce *closeError
-	if errors.As(err, &ce) && ce.code != closeAbnormal {
+	if errors.As(err, &ce) && ce.code != closeAbnormal && !ce.leaving {
 		return ce.code, ce.reason, true
 	}
 	return 0, "", false
@@ -81,6 +113,8 @@ type wsCarrier struct {
 	closed    chan struct{} // closed by the close event, or when the page gives up on it
 	signal    chan struct{} // capacity 1: a message was queued or the socket closed
 	release   func()        // removes the listeners and releases their js.Funcs
+
+	closing atomic.Bool // the page asked the browser to close the socket
 
 	mu    sync.Mutex
 	queue []message
@@ -126,11 +160,14 @@ func open(url string) (k *wsCarrier, err error) {
 	defer func() {
 		// The constructor throws on a URL it refuses (SyntaxError, SecurityError).
 		if p := recover(); p != nil {
-			k, err = nil, fmt.Errorf("gateway: new WebSocket(%q): %s", url, thrown(p))
+			k, err = nil, tinyfmt.Errorf("gateway: new WebSocket(%q): %s", url, thrown(p))
 		}
 	}()
-	ws := js.Global().Get("WebSocket").New(url, wire.Subprotocol)
-	ws.Set("binaryType", "arraybuffer")
+	ws, early := takeEarly(url)
+	if !ws.Truthy() {
+		ws = js.Global().Get("WebSocket").New(url, wire.Subprotocol)
+		ws.Set("binaryType", "arraybuffer")
+	}
 	k = &wsCarrier{
 		ws:     ws,
 		opened: make(chan struct{}),
@@ -142,6 +179,7 @@ func open(url string) (k *wsCarrier, err error) {
 		f     js.Func
 	}
 	var listeners []listener
+	handlers := map[string]func(js.Value){}
 	on := func(event string, fn func(e js.Value)) {
 		f := js.FuncOf(func(_ js.Value, args []js.Value) any {
 			fn(arg0(args))
@@ -149,6 +187,7 @@ func open(url string) (k *wsCarrier, err error) {
 		})
 		ws.Call("addEventListener", event, f)
 		listeners = append(listeners, listener{event, f})
+		handlers[event] = fn
 	}
 	on("open", func(js.Value) { close(k.opened) })
 	on("message", k.received)
@@ -162,8 +201,23 @@ func open(url string) (k *wsCarrier, err error) {
 		}
 	})
 	on("close", func(e js.Value) {
-		k.shut(&closeError{code: e.Get("code").Int(), reason: e.Get("reason").String()})
+		ce := &closeError{code: e.Get("code").Int(), reason: e.Get("reason").String()}
 		k.release()
+		select {
+		case <-k.opened:
+			if k.closing.Load() {
+				k.shut(ce) // the page closed it: no news of anyone
+				return
+			}
+			// An open socket's end that the page did not ask for waits to see whether the
+			// page is going away.
+			go func() {
+				ce.leaving = pageLeaving()
+				k.shut(ce)
+			}()
+		default:
+			k.shut(ce)
+		}
 	})
 	k.release = func() {
 		for _, l := range listeners {
@@ -171,8 +225,56 @@ func open(url string) (k *wsCarrier, err error) {
 			l.f.Release()
 		}
 	}
+	// What happened to an early socket before it was taken happens to it again, in order: no
+	// event can come between (the browser dispatches none while Go runs).
+	for _, e := range early {
+		if h := handlers[e.Get("type").String()]; h != nil {
+			h(e)
+		}
+	}
 	return k, nil
 }
+
+// takeEarly takes the socket the page's loader opened to url while the wasm loaded (web/boot.js
+// and web/worker.js, openEarly), with the events it has had so far; js.Undefined() if there is
+// none. One to another URL (the loader's reading of the config differed from the hub's) is
+// closed: no dial will take it.
+func takeEarly(url string) (js.Value, []js.Value) {
+	e := js.Global().Get("__lifelineEarly")
+	if e.Type() != js.TypeObject {
+		return js.Undefined(), nil
+	}
+	if !sameURL(e.Get("url").String(), url) {
+		e.Call("drop")
+		return js.Undefined(), nil
+	}
+	got := e.Call("take")
+	events := got.Get("events")
+	out := make([]js.Value, events.Length())
+	for i := range out {
+		out[i] = events.Index(i)
+	}
+	return got.Get("ws"), out
+}
+
+// earlyOpen reports whether the loader's early socket to url is open (then the first dial
+// takes it, whatever carrier the page remembered: the network carries WebSockets now). One
+// that is not open yet, or failed, is closed: a page that remembers a path that holds
+// WebSockets back does not wait to see.
+func earlyOpen(url string) bool {
+	e := js.Global().Get("__lifelineEarly")
+	if e.Type() != js.TypeObject {
+		return false
+	}
+	if sameURL(e.Get("url").String(), url) && e.Get("ws").Get("readyState").Int() == wsOpen {
+		return true
+	}
+	e.Call("drop")
+	return false
+}
+
+// wsOpen is WebSocket.OPEN, the readyState of a socket that opened and is not closing.
+const wsOpen = 1
 
 // received queues a message event's data.
 func (k *wsCarrier) received(e js.Value) {
@@ -236,7 +338,7 @@ func (k *wsCarrier) read() (frameKind, []byte, error) {
 			k.queue = k.queue[1:]
 			k.mu.Unlock()
 			if int64(len(m.b)) > k.readLimit {
-				return 0, nil, fmt.Errorf("%w: %d bytes, over the read limit of %d", errMessageTooBig, len(m.b), k.readLimit)
+				return 0, nil, tinyfmt.Errorf("%w: %d bytes, over the read limit of %d", errMessageTooBig, len(m.b), k.readLimit)
 			}
 			return m.kind, m.b, nil
 		}
@@ -256,11 +358,11 @@ func (k *wsCarrier) write(b []byte) (err error) {
 		return err
 	}
 	if n := k.ws.Get("bufferedAmount").Int(); n > maxBuffered {
-		return fmt.Errorf("gateway: the link is not draining: %d bytes wait to be sent (bound %d)", n, maxBuffered)
+		return tinyfmt.Errorf("gateway: the link is not draining: %d bytes wait to be sent (bound %d)", n, maxBuffered)
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("gateway: WebSocket.send: %s", thrown(p))
+			err = tinyfmt.Errorf("gateway: WebSocket.send: %s", thrown(p))
 		}
 	}()
 	k.ws.Call("send", string(b))
@@ -272,6 +374,7 @@ func (k *wsCarrier) write(b []byte) (err error) {
 // 123 bytes (closeReason cuts every reason to that): should it throw all the same, the socket
 // is closed without one.
 func (k *wsCarrier) close(reason string) {
+	k.closing.Store(true)
 	defer func() {
 		if recover() != nil {
 			k.ws.Call("close")
@@ -311,10 +414,18 @@ func thrown(p any) string {
 	if e, ok := p.(js.Error); ok {
 		return jsString(e.Value)
 	}
-	return fmt.Sprint(p)
+	return tinyfmt.Sprint(p)
 }
 
 // checkBeforeRedial: in the browser a WebSocket is checked with a plain GET before it is dialed
 // again after a failure (session.checkFirst): a browser may hold new WebSockets back after
 // failures of its own accord, and the page must not wait on it for a Host that is down.
 const checkBeforeRedial = true
+
+// dialOpaque: a browser says nothing of why a WebSocket failed before it opened (a reset and a
+// proxy's 403 are the same error event): such a failure is confirmed by a second one before
+// the page takes the path for one that refuses WebSockets (session.run).
+const dialOpaque = true
+
+// unanswered: a browser cannot tell (dialOpaque).
+func unanswered(error) bool { return false }

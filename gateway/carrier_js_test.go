@@ -9,6 +9,7 @@ import (
 	"syscall/js"
 	"testing"
 
+	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
 	ts "github.com/lifeline-go/lifeline/internal/test/testserver"
 )
@@ -84,5 +85,28 @@ func TestASocketTheAttemptGaveUpOnIsClosedWhileConnecting(t *testing.T) {
 	}
 	if state := made[0].Get("readyState").Int(); state != 2 && state != 3 {
 		t.Fatalf("the first socket's readyState is %d after its attempt gave up, want CLOSING (2) or CLOSED (3)", state)
+	}
+}
+
+// TestASocketTheBrowserClosesAsThePageGoesAwayIsNoFailureOfTheHost: Firefox closes the page's
+// sockets as it starts to unload the page, before its pagehide (1001, no reason), and the
+// page's console must not say the Host failed on every reload: a socket end the page did not
+// ask for waits a moment, and once the page has said it is leaving
+// (globalThis.__lifelinePageLeaving, set by the tab script on pagehide) it is
+// controller.ErrLeaving. Without the word, the same end is the Host's.
+func TestASocketTheBrowserClosesAsThePageGoesAwayIsNoFailureOfTheHost(t *testing.T) {
+	for _, leaving := range []bool{true, false} {
+		sc := newScenario(t)
+		script(t, sc, "a", []ts.Step{{Ready: true}, {SleepMs: 100}, {Close: 1001}})
+		js.Global().Set("__lifelinePageLeaving", leaving)
+		r := newRig(t, sc.URL("a"), fast(), nil)
+		r.ctl.Start()
+		r.waitConnected()
+		st := r.waitFailure()
+		r.ctl.Stop()
+		js.Global().Delete("__lifelinePageLeaving")
+		if got := errors.Is(st.Err, controller.ErrLeaving); got != leaving {
+			t.Fatalf("page leaving %v: failure %v, ErrLeaving %v; want %v", leaving, st.Err, got, leaving)
+		}
 	}
 }

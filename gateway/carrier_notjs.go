@@ -58,6 +58,9 @@ func dial(ctx context.Context, url string, h Handshake) (*wsCarrier, error) {
 		HTTPHeader:   h.Header,
 		HTTPClient:   handshakeClient,
 	})
+	if err != nil && resp == nil {
+		return nil, &unansweredError{err}
+	}
 	if err != nil {
 		if resp != nil && resp.Body != nil {
 			// The library keeps the first KiB of a failed handshake's body, in memory.
@@ -123,3 +126,25 @@ func (k *wsCarrier) settle(_ time.Duration, _ bool, done ...<-chan struct{}) {
 // checkBeforeRedial: natively no runtime holds a WebSocket back after failures, and a failed
 // handshake's answer says why at once; a test turns the check on (export_notjs_test.go).
 var checkBeforeRedial = false
+
+// pageLeaving: natively there is no page to go away.
+func pageLeaving() bool { return false }
+
+// dialOpaque: natively a failed dial says whether anything answered it (unanswered).
+const dialOpaque = false
+
+// unansweredError is a dial that no HTTP answer came back to: refused, reset, no route, a
+// timeout. A path that blocks WebSockets answers (a proxy's 403, a 426 without the upgrade) or
+// lets the socket open; this is the network or the Host being down.
+type unansweredError struct{ err error }
+
+func (e *unansweredError) Error() string { return e.err.Error() }
+func (e *unansweredError) Unwrap() error { return e.err }
+
+func unanswered(err error) bool {
+	var ue *unansweredError
+	return errors.As(err, &ue)
+}
+
+// earlyOpen: natively no loader opened a socket ahead of the program (see carrier_js.go).
+func earlyOpen(string) bool { return false }

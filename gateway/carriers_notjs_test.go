@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -344,5 +345,175 @@ func TestAPageThatWakesUpOnHTTPTriesAWebSocketAtOnce(t *testing.T) {
 	cs.wait(t, wire.CarrierWebSocket)
 	if took := time.Since(start); took > 2500*time.Millisecond {
 		t.Fatalf("back on a WebSocket %v after the probe, want within UpgradeAfter (1 s) and a handshake, not the schedule's 4 s", took)
+	}
+}
+
+func TestACheckWithNoAnswerIsNoVerdictTheWebSocketIsDialed(t *testing.T) {
+	// The check before a redial goes on whatever connection the browser picks, and a pooled
+	// one may have gone half-open: a query with no answer within a second decides nothing,
+	// and the WebSocket is dialed all the same.
+	gateway.CheckBeforeRedial(t)
+	rh := newRealHost(t, `{}`)
+	var fail atomic.Bool
+	fail.Store(true)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			<-r.Context().Done() // a query is never answered
+			return
+		}
+		if fail.Load() {
+			http.Error(w, "not yet", http.StatusServiceUnavailable)
+			return
+		}
+		rh.h.Handler(http.NotFoundHandler()).ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	r := newRig(t, "ws"+strings.TrimPrefix(front.URL, "http")+wire.DefaultPath, carrierRecovery(), nil)
+	r.ctl.Start()
+	r.waitFailure() // the first attempt dials at once, and fails
+	fail.Store(false)
+	start := time.Now()
+	st := r.waitConnected()
+	if took := time.Since(start); took > 3*time.Second || st.Attempt < 2 {
+		t.Fatalf("connected at attempt %d, %v after the Host was back: want the check to give up after a second and dial", st.Attempt, took)
+	}
+}
+
+func TestAnHTTPSessionDrainingToASuccessorFinishesItsCallsInFlight(t *testing.T) {
+	// A Host that restarts hands its listening socket to its successor and drains: the page's
+	// HTTP session keeps its stream on the old process, but every new request, its POSTs
+	// included, reaches the successor, which does not know the session. The session goes on
+	// draining all the same: its call in flight is answered on its stream, once, and the page
+	// moves to the successor make-before-break.
+	a, b := newRealHost(t, `{}`), newRealHost(t, `{}`)
+	release, started := make(chan struct{}), make(chan struct{}, 1)
+	a.h.HandleCall("slow", func(ctx context.Context, c *hostplugin.Call) (json.RawMessage, error) {
+		started <- struct{}{}
+		<-release
+		return json.RawMessage(`"done on a"`), nil
+	})
+	var cur atomic.Pointer[realHost]
+	cur.Store(a)
+	var bPosts atomic.Int64 // POSTs the successor got
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := cur.Load()
+		if h == b && r.Method == http.MethodPost {
+			bPosts.Add(1)
+		}
+		h.h.Handler(http.NotFoundHandler()).ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	var cs carriers
+	r := newRig(t, "ws"+strings.TrimPrefix(front.URL, "http")+wire.DefaultPath, carrierRecovery(),
+		&gateway.Options{Carrier: wire.CarrierStream, UpgradeAfter: time.Hour, OnCarrier: cs.on})
+	r.ctl.Start()
+	r.waitConnected()
+	cs.wait(t, wire.CarrierStream)
+	done := make(chan error, 1)
+	var out wire.RawJSON
+	go func() {
+		var err error
+		out, err = r.gw.Call(context.Background(), "slow", nil, gateway.CallOptions{Key: "k"})
+		done <- err
+	}()
+	select {
+	case <-started:
+	case <-time.After(bound):
+		t.Fatal("the call did not start on the first Host")
+	}
+	// The successor takes every new request from here on; its gate opens once the draining
+	// session has sent what it still sends (a probe's ping), which it answers 404.
+	b.h.SetReady(false)
+	cur.Store(b)
+	go a.h.Drain(context.Background(), "")
+	deadline := time.Now().Add(bound)
+	for b.h.Sessions() != 1 { // the page's next session, waiting at the gate
+		if time.Now().After(deadline) {
+			t.Fatal("no session of the page at the successor")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	r.gw.Probe()
+	for bPosts.Load() < 1 { // the draining session's ping (the next session, at the gate, sends nothing)
+		if time.Now().After(deadline) {
+			t.Fatal("no POST at the successor after the probe, want the draining session's ping")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.h.SetReady(true)
+	r.waitState("connected to the successor", func(s controller.Status) bool { return s.Attempt >= 2 && s.State == controller.Connected })
+	close(release)
+	select {
+	case err := <-done:
+		if err != nil || string(out) != `"done on a"` {
+			t.Fatalf("the call in flight: %s, %v; want its reply from the first Host", out, err)
+		}
+	case <-time.After(bound):
+		t.Fatal("the call in flight never settled")
+	}
+	for _, s := range r.allStatuses()[1:] {
+		if s.State != controller.Connected {
+			t.Fatalf("status %v (err %v) during the handover, want connected throughout", s.State, s.Err)
+		}
+	}
+}
+
+func TestAWebSocketThatIsMerelySlowIsNotSentToHTTP(t *testing.T) {
+	// On a slow path a WebSocket's handshake takes a few round trips, the refusal query one:
+	// the query's answer measures the round trip, and the WebSocket gets six of them before
+	// the path is taken to hold it back. Here a round trip is 300 ms: the upgrade is answered
+	// after three (900 ms), the query after one, FallbackAfter is half of one.
+	const rtt = 300 * time.Millisecond
+	rh := newRealHost(t, `{}`)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d := rtt
+		if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+			d = 3 * rtt
+		}
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
+		rh.h.Handler(http.NotFoundHandler()).ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	var cs carriers
+	r := newRig(t, "ws"+strings.TrimPrefix(front.URL, "http")+wire.DefaultPath, carrierRecovery(),
+		&gateway.Options{FallbackAfter: rtt / 2, OnCarrier: cs.on})
+	r.ctl.Start()
+	r.waitConnected()
+	if got := cs.wait(t, wire.CarrierWebSocket); got.Blocked {
+		t.Fatalf("carrier %+v, want a WebSocket", got)
+	}
+}
+
+func TestADialNothingAnsweredIsNoBlockedPath(t *testing.T) {
+	// Connections reset while the Host still answers plain GETs (the end of a blip, a reset
+	// storm at a proxy): a WebSocket dial nothing answered says the network failed, not that
+	// it refuses WebSockets. The page stays on the ladder and comes back on a WebSocket.
+	rh := newRealHost(t, `{}`)
+	var resets atomic.Int64
+	resets.Store(3)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") && resets.Add(-1) >= 0 {
+			c, _, err := http.NewResponseController(w).Hijack()
+			if err == nil {
+				if tc, ok := c.(*net.TCPConn); ok {
+					_ = tc.SetLinger(0) // a reset, not a close
+				}
+				c.Close()
+			}
+			return
+		}
+		rh.h.Handler(http.NotFoundHandler()).ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	var cs carriers
+	r := newRig(t, "ws"+strings.TrimPrefix(front.URL, "http")+wire.DefaultPath, carrierRecovery(), &gateway.Options{OnCarrier: cs.on})
+	r.ctl.Start()
+	st := r.waitConnected()
+	if got := cs.wait(t, wire.CarrierWebSocket); got.Blocked || st.Attempt != 4 {
+		t.Fatalf("carrier %+v at attempt %d, want a WebSocket at the 4th attempt (three resets on the ladder)", got, st.Attempt)
 	}
 }

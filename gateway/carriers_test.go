@@ -44,7 +44,7 @@ func (c *carriers) last() gateway.Carrier {
 }
 
 // wait waits until the last carrier told is of kind (OnCarrier runs on the session's reading
-// goroutine, a moment after the controller may have said connected), and returns it.
+// goroutine, as its ready frame comes), and returns it.
 func (c *carriers) wait(t *testing.T, kind string) gateway.Carrier {
 	t.Helper()
 	deadline := time.Now().Add(bound)
@@ -78,8 +78,16 @@ func TestEveryBlockedPathConnectsAndCarriesStreamsAndCalls(t *testing.T) {
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			var cs carriers
-			r := newRig(t, testserver.PathURL(serverURL, tc.mode), carrierRecovery(),
-				&gateway.Options{FallbackAfter: 500 * time.Millisecond, UpgradeAfter: time.Hour, OnCarrier: cs.on})
+			var r *rig
+			var toldAt []controller.State // the controller's state each time a carrier was told
+			on := func(k gateway.Carrier) {
+				cs.mu.Lock()
+				toldAt = append(toldAt, r.ctl.Status().State)
+				cs.mu.Unlock()
+				cs.on(k)
+			}
+			r = newRig(t, testserver.PathURL(serverURL, tc.mode), carrierRecovery(),
+				&gateway.Options{FallbackAfter: 500 * time.Millisecond, UpgradeAfter: time.Hour, OnCarrier: on})
 			rec := newRecorder()
 			r.gw.Subscribe(testserver.TicksStream, rec.handle)
 			r.ctl.Start()
@@ -89,6 +97,13 @@ func TestEveryBlockedPathConnectsAndCarriesStreamsAndCalls(t *testing.T) {
 			if got := cs.wait(t, tc.want); got.Blocked != (tc.want != wire.CarrierWebSocket) {
 				t.Fatalf("carrier %+v, want %s", got, tc.want)
 			}
+			// The carrier is told before the controller says connected, so that the status
+			// saying connected can say what carries it.
+			cs.mu.Lock()
+			if toldAt[0] == controller.Connected {
+				t.Errorf("the carrier was told after the controller said connected")
+			}
+			cs.mu.Unlock()
 			ds := rec.waitFor(t, "ten ticks", func(ds []gateway.Delivery) bool { return len(ds) > 10 })
 			checkStream(t, ds)
 			key := fmt.Sprintf("k-%d", rand.Uint64())

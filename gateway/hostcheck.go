@@ -3,12 +3,12 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // The refusal query (PROTOCOL.md §2.4): a plain GET of the events endpoint, with the page's
@@ -40,10 +40,16 @@ type hostCheck struct {
 // errQueryTimeout is the cause of a refusal query that ran out of time.
 var errQueryTimeout = errors.New("gateway: the refusal query timed out")
 
-// checkHost asks the Host of the events URL wsURL (ws or wss) what it would make of a socket.
+// checkHost asks the Host of the events URL wsURL (ws or wss) what it would make of a socket,
+// within queryTimeout. (checkFirst's query has the attempt's whole deadline: see askHost.)
 func (g *Gateway) checkHost(ctx context.Context, wsURL string) hostCheck {
 	ctx, cancel := context.WithTimeoutCause(ctx, queryTimeout, errQueryTimeout)
 	defer cancel()
+	return g.askHost(ctx, wsURL)
+}
+
+// askHost is the refusal query, bounded by ctx alone.
+func (g *Gateway) askHost(ctx context.Context, wsURL string) hostCheck {
 	a, err := doHTTP(ctx, httpRequest{method: methodGet, url: httpURL(wsURL), header: g.handshake.header()})
 	if err != nil {
 		return hostCheck{seen: err}
@@ -55,13 +61,13 @@ func (g *Gateway) checkHost(ctx context.Context, wsURL string) hostCheck {
 	r, derr := wire.DecodeRefusal(body)
 	switch {
 	case derr != nil:
-		return hostCheck{seen: fmt.Errorf("gateway: the refusal query was answered %d, not by a Lifeline Host", a.status)}
+		return hostCheck{seen: tinyfmt.Errorf("gateway: the refusal query was answered %d, not by a Lifeline Host", a.status)}
 	case a.status == statusUpgradeRequired && r.Error == wire.RefusalUpgradeRequired:
 		return hostCheck{up: true, carriers: slices.Contains(r.Carriers, wire.CarrierStream)}
 	case a.status == statusServiceUnavailable && r.Error == wire.RefusalNotReady:
 		return hostCheck{gated: true}
 	}
-	return hostCheck{seen: fmt.Errorf("gateway: the refusal query was answered %d %q", a.status, r.Error)}
+	return hostCheck{seen: tinyfmt.Errorf("gateway: the refusal query was answered %d %q", a.status, r.Error)}
 }
 
 // explain is what a failed dial's error becomes once the refusal query has said why: the
@@ -72,9 +78,9 @@ func explain(ctx context.Context, dialErr error, hc hostCheck) error {
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
 	case hc.refused != nil:
-		return fmt.Errorf("%w: %w", ErrDial, hc.refused)
+		return tinyfmt.Errorf("%w: %w", ErrDial, hc.refused)
 	case hc.seen != nil && !errors.Is(hc.seen, errQueryTimeout):
-		return fmt.Errorf("%w (the refusal query could not tell why: %v)", dialErr, hc.seen)
+		return tinyfmt.Errorf("%w (the refusal query could not tell why: %v)", dialErr, hc.seen)
 	}
 	return dialErr
 }

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // run carries the session: over a WebSocket first, or over the HTTP carrier where the gateway
@@ -26,11 +26,18 @@ func (s *session) run() error {
 	}
 	target := g.dialURL(s.target)
 	kind := g.startCarrier()
+	if kind != wire.CarrierWebSocket && earlyOpen(target) {
+		// The page remembers a path that did not carry WebSockets, but the socket its loader
+		// opened while the wasm loaded is open: the path carries them now.
+		kind = wire.CarrierWebSocket
+	}
 	if kind == wire.CarrierWebSocket && g.checksFirst() {
 		if err := s.checkFirst(target); err != nil {
 			return err
 		}
 	}
+	confirmed := false   // an unopened dial's failure was seen twice, with the Host up between
+	var asked *hostCheck // the Host's answer between the two
 	for {
 		err := s.over(kind, target)
 		var sus *suspect
@@ -39,6 +46,11 @@ func (s *session) run() error {
 		}
 		next := nextCarrier(kind)
 		hc := sus.check
+		if hc == nil && confirmed && asked != nil {
+			// The Host said it is up a round trip ago, before the confirming dial: not asked
+			// again (a first visit behind a path that refuses WebSockets pays for one query).
+			hc = asked
+		}
 		if hc == nil && next != "" {
 			c := g.checkHost(s.ctx, target)
 			hc = &c
@@ -48,6 +60,13 @@ func (s *session) run() error {
 				return explain(s.ctx, sus.err, *hc)
 			}
 			return sus.err
+		}
+		if sus.unopened && !confirmed {
+			// A browser tells a network that refuses WebSockets from one that just failed
+			// (a reset, the end of a blip the Host has come back from) by nothing: the same
+			// error event. A path that refuses them refuses the next one too, at once.
+			confirmed, asked = true, hc
+			continue
 		}
 		g.log.Warn("gateway: the path to the host does not carry this carrier; trying the next",
 			"url", s.target.String(), "carrier", kind, "next", next, "err", sus.err)
@@ -71,17 +90,27 @@ func nextCarrier(kind string) string {
 // suspect is the failure of a carrier before its ready frame in a way a network fails rather
 // than the Host (no answer in time, an answer that is not a Lifeline Host's, a socket that
 // ended with no word from the Host). check is the refusal query's answer if it was asked.
+// unopened: a browser's dial that failed before anything answered, which says nothing more.
 type suspect struct {
-	err   error
-	check *hostCheck
+	err      error
+	check    *hostCheck
+	unopened bool
 }
 
 func (e *suspect) Error() string { return e.err.Error() }
 func (e *suspect) Unwrap() error { return e.err }
 
+// roundTrips is how many of the path's round trips a carrier is given to bring its ready frame
+// before the path is taken to hold it back: TCP's handshake, the upgrade (or the GET) and its
+// answer, the ready frame, and as much again for a loaded Host.
+const roundTrips = 6
+
 // errPathHolds is why a carrier was given up on when the Host said it is up while the
 // carrier's ready frame had not come in Options.FallbackAfter.
 var errPathHolds = errors.New("gateway: the host is up, but its ready frame did not come through this path")
+
+// checkPatience bounds checkFirst's wait for the refusal query's answer.
+const checkPatience = time.Second
 
 // checkFirst asks the Host, before a WebSocket is dialed again after a failure, whether there
 // is any point: a browser may hold a WebSocket back after failures of its own accord (Firefox
@@ -89,29 +118,40 @@ var errPathHolds = errors.New("gateway: the host is up, but its ready frame did 
 // page wait for itself and blame the Host. Only a Host that is up (or up and gated) is dialed;
 // one that refuses the page is refused at once, and one that did not answer is down, without
 // a WebSocket that fails.
+//
+// A query that has no answer within checkPatience is no verdict: the WebSocket is dialed all the
+// same, and the attempt's own warning and deadline judge the Host (the browser may have sent the
+// query on a pooled connection that went half-open; a Host that holds it is slow, not down).
 func (s *session) checkFirst(target string) error {
-	hc := s.g.checkHost(s.ctx, target)
+	ctx, cancel := context.WithTimeoutCause(s.ctx, checkPatience, errQueryTimeout)
+	hc := s.g.askHost(ctx, target)
+	cancel()
 	switch {
 	case s.ctx.Err() != nil:
 		return context.Cause(s.ctx)
+	case errors.Is(context.Cause(ctx), errQueryTimeout):
+		return nil
 	case hc.refused != nil:
-		return fmt.Errorf("%w: %s: %w", ErrDial, s.target, hc.refused)
+		return tinyfmt.Errorf("%w: %s: %w", ErrDial, s.target, hc.refused)
 	case hc.up || hc.gated:
 		return nil
 	}
-	return fmt.Errorf("%w: %s: the host cannot be reached: %w", ErrDial, s.target, hc.seen)
+	return tinyfmt.Errorf("%w: %s: the host cannot be reached: %w", ErrDial, s.target, hc.seen)
 }
 
 // over carries the session over one carrier of kind. A carrier whose ready frame has not come
 // in Options.FallbackAfter has the Host asked, on the side, whether it is up: if it is (and has
-// the HTTP carrier), the path holds this carrier back and over gives it up (a *suspect
-// carrying the check).
+// the HTTP carrier), and the carrier still has no ready frame when it has had roundTrips of the
+// path's round trip (the query's own time tells it), the path holds this carrier back and over
+// gives it up (a *suspect carrying the check). A slow path is given the time a slow path needs:
+// a WebSocket that is merely slow is not sent to HTTP.
 func (s *session) over(kind, target string) error {
 	g := s.g
 	pctx, stop := context.WithCancel(s.ctx)
 	holds := make(chan struct{}) // closed when the path holds the carrier back
 	var check *hostCheck
 	checked := make(chan struct{})
+	dialed := time.Now()
 	go func() {
 		defer close(checked)
 		if nextCarrier(kind) == "" {
@@ -126,16 +166,22 @@ func (s *session) over(kind, target string) error {
 		case <-s.readied:
 			return
 		}
+		asked := time.Now()
 		hc := g.checkHost(pctx, target)
+		if !hc.up || !hc.carriers {
+			return
+		}
+		// A healthy carrier is ready within a few of the path's round trips of its dial.
+		t.Reset(time.Until(dialed.Add(roundTrips * time.Since(asked))))
 		select {
+		case <-t.C:
+		case <-pctx.Done():
+			return
 		case <-s.readied:
 			return
-		default:
 		}
-		if hc.up && hc.carriers {
-			check = &hc
-			close(holds)
-		}
+		check = &hc
+		close(holds)
 	}()
 	defer func() {
 		stop()
@@ -157,11 +203,13 @@ func (s *session) over(kind, target string) error {
 			return context.Cause(s.ctx)
 		case errors.Is(context.Cause(dctx), errPathHolds):
 			<-checked
-			return &suspect{err: fmt.Errorf("%w: %s: %w", ErrDial, s.target, errPathHolds), check: check}
-		case isRefusal(err):
-			return fmt.Errorf("%w: %s: %w", ErrDial, s.target, err)
+			return &suspect{err: tinyfmt.Errorf("%w: %s: %w", ErrDial, s.target, errPathHolds), check: check}
+		case isRefusal(err), unanswered(err):
+			// The Host's refusal, or a dial nothing answered (refused, reset, no route): the
+			// network or the Host is down, which no other carrier mends.
+			return tinyfmt.Errorf("%w: %s: %w", ErrDial, s.target, err)
 		}
-		return &suspect{err: fmt.Errorf("%w: %s: %w", ErrDial, s.target, err)}
+		return &suspect{err: tinyfmt.Errorf("%w: %s: %w", ErrDial, s.target, err), unopened: kind == wire.CarrierWebSocket && dialOpaque}
 	}
 	cancelDial(nil)
 	err = s.carry(c, holds)
@@ -186,7 +234,7 @@ func (s *session) dial(ctx context.Context, kind, target string) (carrier, error
 	if p := c.subprotocol(); p != wire.Subprotocol {
 		// Whatever answered, it is not a Lifeline Host (a proxy's own WebSocket, say).
 		c.hangup("lifeline: subprotocol "+wire.Subprotocol+" required", false, g.grace)
-		return nil, fmt.Errorf("%w: host did not agree on subprotocol %q, got %q", ErrProtocol, wire.Subprotocol, p)
+		return nil, tinyfmt.Errorf("%w: host did not agree on subprotocol %q, got %q", ErrProtocol, wire.Subprotocol, p)
 	}
 	return c, nil
 }
@@ -206,7 +254,7 @@ func isRefusal(err error) bool {
 func (s *session) carry(c carrier, holds <-chan struct{}) error {
 	g := s.g
 	var err error
-	s.kind = c.kind()
+	s.kind, s.carrier = c.kind(), c
 	l := &link{start: time.Now(), fail: make(chan error, 1), armed: make(chan time.Duration, 1), ping: make(chan struct{}, 1)}
 	quit := make(chan struct{})
 	pumpDone, writerDone := make(chan struct{}), make(chan struct{})
@@ -263,7 +311,7 @@ loop:
 		case <-watchdog.C:
 			quiet := time.Duration(since(l.start) - l.lastFrame.Load())
 			if quiet >= limit {
-				err = fmt.Errorf("%w: no frame for %v (heartbeat %v)", ErrLinkDead, quiet.Round(time.Millisecond), heartbeat)
+				err = tinyfmt.Errorf("%w: no frame for %v (heartbeat %v)", ErrLinkDead, quiet.Round(time.Millisecond), heartbeat)
 				force = true
 				break loop
 			}
@@ -277,7 +325,7 @@ loop:
 				probeSent = -1 // answered: the link is alive
 				continue
 			}
-			err = fmt.Errorf("%w: no answer to a liveness probe within %v", ErrLinkDead, g.probeBound(heartbeat, time.Duration(probeSent-l.lastFrame.Load())))
+			err = tinyfmt.Errorf("%w: no answer to a liveness probe within %v", ErrLinkDead, g.probeBound(heartbeat, time.Duration(probeSent-l.lastFrame.Load())))
 			force = true
 			break loop
 		case <-holds:
@@ -430,12 +478,12 @@ func (s *session) pump(c carrier, l *link, done chan<- struct{}) {
 			continue
 		}
 		if typ != textFrame {
-			fail(fmt.Errorf("%w: a binary message of %d bytes", ErrProtocol, len(b)))
+			fail(tinyfmt.Errorf("%w: a binary message of %d bytes", ErrProtocol, len(b)))
 			continue
 		}
 		f, err := wire.DecodeHost(b)
 		if err != nil {
-			fail(fmt.Errorf("%w: %w", ErrProtocol, err))
+			fail(tinyfmt.Errorf("%w: %w", ErrProtocol, err))
 			continue
 		}
 		wasReady := s.gotReady
@@ -459,7 +507,7 @@ func (s *session) writer(c carrier, l *link, quit <-chan struct{}, done chan<- s
 			return
 		case <-l.ping:
 			if err := c.write(ping); err != nil {
-				l.report(fmt.Errorf("%w: writing a ping: %w", ErrSessionClosed, err))
+				l.report(tinyfmt.Errorf("%w: writing a ping: %w", ErrSessionClosed, err))
 				return
 			}
 			continue
@@ -471,7 +519,7 @@ func (s *session) writer(c carrier, l *link, quit <-chan struct{}, done chan<- s
 				err = c.write(b)
 			}
 			if err != nil {
-				l.report(fmt.Errorf("%w: writing %s %q: %w", ErrSessionClosed, f.T, f.Stream, err))
+				l.report(tinyfmt.Errorf("%w: writing %s %q: %w", ErrSessionClosed, f.T, f.Stream, err))
 				return
 			}
 		}
@@ -481,13 +529,13 @@ func (s *session) writer(c carrier, l *link, quit <-chan struct{}, done chan<- s
 				onSent[i]() // before the write: "sent" is an upper bound, never news after a crash
 			}
 			if err := c.write(b); err != nil {
-				l.report(fmt.Errorf("%w: writing a call: %w", ErrSessionClosed, err))
+				l.report(tinyfmt.Errorf("%w: writing a call: %w", ErrSessionClosed, err))
 				return
 			}
 		}
 		if b := s.g.takeReport(s); b != nil {
 			if err := c.write(b); err != nil {
-				l.report(fmt.Errorf("%w: writing a report: %w", ErrSessionClosed, err))
+				l.report(tinyfmt.Errorf("%w: writing a report: %w", ErrSessionClosed, err))
 				return
 			}
 		}
@@ -506,9 +554,9 @@ func (s *session) readError(err error) error {
 		s.endedBy(refused.reason, refused.reauth) // its frames may not have been read yet
 		return err
 	case errors.Is(err, errMessageTooBig):
-		return fmt.Errorf("%w: a frame exceeded the read limit of %d bytes: %w", ErrProtocol, s.g.readLimit, err)
+		return tinyfmt.Errorf("%w: a frame exceeded the read limit of %d bytes: %w", ErrProtocol, s.g.readLimit, err)
 	case closed && code == wire.CloseOverloaded:
-		e := fmt.Errorf("%w: close %d %q", ErrOverloaded, code, reason)
+		e := tinyfmt.Errorf("%w: close %d %q", ErrOverloaded, code, reason)
 		if d, ok := wire.ParseRetryAfter(reason); ok {
 			return &controller.RetryAfterError{After: d, Err: e}
 		}
@@ -517,18 +565,18 @@ func (s *session) readError(err error) error {
 		if r, reauth, ok := wire.ParseAccessEnded(reason); ok {
 			s.endedBy(r, reauth) // the error frame that says it in full may not have come
 		}
-		return fmt.Errorf("%w: the host closed it with %d %q", ErrSessionClosed, code, reason)
+		return tinyfmt.Errorf("%w: the host closed it with %d %q", ErrSessionClosed, code, reason)
 	case closed && code == wire.CloseServiceRestart:
 		if d, ok := wire.ParseRestart(reason); ok {
 			s.restart.CompareAndSwap(-1, d.Milliseconds())
 		} else {
 			s.restart.CompareAndSwap(-1, 0)
 		}
-		return fmt.Errorf("%w: the host closed it with %d %q", ErrSessionClosed, code, reason)
+		return tinyfmt.Errorf("%w: the host closed it with %d %q", ErrSessionClosed, code, reason)
 	case closed:
-		return fmt.Errorf("%w: the host closed it with %d %q", ErrSessionClosed, code, reason)
+		return tinyfmt.Errorf("%w: the host closed it with %d %q", ErrSessionClosed, code, reason)
 	}
-	return fmt.Errorf("%w: %w", ErrSessionClosed, err)
+	return tinyfmt.Errorf("%w: %w", ErrSessionClosed, err)
 }
 
 // outcome is what Run returns for a session that ended with err, with what the Host said on
@@ -541,13 +589,13 @@ func (s *session) outcome(err error) error {
 	// What the Host said before it closed, unless its close frame said it already (a 1013's
 	// retry-after is in both): once is enough for the person reading it.
 	if m := s.refusal.Load(); m != nil && !strings.Contains(err.Error(), *m) {
-		err = fmt.Errorf("%w (the host said: %s)", err, clip(*m, maxSaid))
+		err = tinyfmt.Errorf("%w (the host said: %s)", err, clip(*m, maxSaid))
 	}
 	ms := s.restart.Load()
 	if ms < 0 {
 		return s.overload(err)
 	}
-	err = fmt.Errorf("%w: %w", controller.ErrHostRestarting, err)
+	err = tinyfmt.Errorf("%w: %w", controller.ErrHostRestarting, err)
 	if ms == 0 {
 		return err
 	}
@@ -565,7 +613,7 @@ func (s *session) overload(err error) error {
 		return err
 	}
 	if !errors.Is(err, ErrOverloaded) {
-		err = fmt.Errorf("%w: %w", ErrOverloaded, err)
+		err = tinyfmt.Errorf("%w: %w", ErrOverloaded, err)
 	}
 	return &controller.RetryAfterError{After: time.Duration(ms) * time.Millisecond, Err: err}
 }
@@ -688,6 +736,7 @@ func (s *session) upgrade() {
 	was := s.draining
 	s.draining = true
 	g.mu.Unlock()
+	s.drainCarrier()
 	if s.gen.Replace() != nil && !was {
 		g.mu.Lock()
 		s.draining = false

@@ -2,15 +2,13 @@ package gateway
 
 import (
 	"context"
-	"fmt"
-	"maps"
-	"net/url"
-	"slices"
 	"strings"
 	"sync/atomic"
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
+	"github.com/lifeline-go/lifeline/internal/weburl"
 )
 
 // session is one generation: one socket, from dial to close. Its frame handling (handle,
@@ -19,7 +17,7 @@ import (
 type session struct {
 	g      *Gateway
 	gen    *controller.Generation
-	target *url.URL
+	target *weburl.URL
 	// ctx ends with the generation's context or with Close; set by register.
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
@@ -32,6 +30,7 @@ type session struct {
 	noPing atomic.Bool // the Host does not know the ping frame (an older Host)
 
 	readied  chan struct{} // closed once the ready frame came and the controller took it
+	carrier  carrier       // the carrier in use, set before its pump starts
 	kind     string        // the carrier of the session (run's)
 	fellBack bool          // the attempt moved to it from a carrier the path held back (run's)
 
@@ -72,7 +71,7 @@ type wireSub struct {
 	epoch string // the log this session serves the stream from: the cursor's, then each reset's
 }
 
-func newSession(g *Gateway, gen *controller.Generation, target *url.URL) *session {
+func newSession(g *Gateway, gen *controller.Generation, target *weburl.URL) *session {
 	s := &session{
 		g:        g,
 		gen:      gen,
@@ -170,10 +169,15 @@ func (s *session) handle(f wire.HostFrame) error {
 			return s.turnedAway(f.URI)
 		}
 		if f.T != wire.TypeReady {
-			return fmt.Errorf("%w: expected a ready frame first, got %q", ErrProtocol, f.T)
+			return tinyfmt.Errorf("%w: expected a ready frame first, got %q", ErrProtocol, f.T)
 		}
 		s.gotReady = true
 		s.readyFrame = f
+		// The carrier is told before the controller hears of the ready frame: the status
+		// that says connected then says what carries it, and the indicator never shows a
+		// connection without its carrier. (If the generation is stale after all, the next
+		// ready one says what carries it.)
+		s.g.carried(s)
 		if err := s.gen.Ready(nil); err != nil {
 			return err
 		}
@@ -182,14 +186,13 @@ func (s *session) handle(f wire.HostFrame) error {
 		s.dedup, s.maxFrame, s.reportOK = f.Dedup, f.MaxFrameBytes, f.Report
 		s.g.mu.Unlock()
 		close(s.readied)
-		s.g.carried(s)
 		s.kickWriter()
 		s.startRenewals(f) // access.go: when the ready frame says the credential expires
 		return nil
 	}
 	switch f.T {
 	case wire.TypeReady:
-		return fmt.Errorf("%w: a second ready frame (session %q) on session %q",
+		return tinyfmt.Errorf("%w: a second ready frame (session %q) on session %q",
 			ErrProtocol, f.Session, s.readyFrame.Session)
 	case wire.TypeHeartbeat:
 		return nil // its arrival already fed the watchdog
@@ -211,6 +214,7 @@ func (s *session) handle(f wire.HostFrame) error {
 		was := s.draining
 		s.draining = true
 		s.g.mu.Unlock()
+		s.drainCarrier()
 		if s.gen.GoAway(to) != nil && !was {
 			s.g.mu.Lock()
 			s.draining = false
@@ -221,7 +225,7 @@ func (s *session) handle(f wire.HostFrame) error {
 		s.g.replied(s, f)
 		return nil
 	}
-	return fmt.Errorf("%w: unhandled frame type %q", ErrProtocol, f.T)
+	return tinyfmt.Errorf("%w: unhandled frame type %q", ErrProtocol, f.T)
 }
 
 // dispatch applies an event or reset received on s to its stream's subscription.
@@ -261,7 +265,7 @@ func (g *Gateway) dispatch(s *session, f wire.HostFrame) error {
 		sub.dups++
 		return nil
 	case f.Seq != sub.last+1:
-		return fmt.Errorf("%w: stream %q jumped from seq %d to %d without a reset (epoch %q)",
+		return tinyfmt.Errorf("%w: stream %q jumped from seq %d to %d without a reset (epoch %q)",
 			ErrProtocol, f.Stream, sub.last, f.Seq, sub.epoch)
 	}
 	sub.last = f.Seq
@@ -299,7 +303,7 @@ func (g *Gateway) reconcile(s *session) []wire.PageFrame {
 		return nil
 	}
 	var frames []wire.PageFrame
-	names := slices.Sorted(maps.Keys(g.subs))
+	names := sortedKeys(g.subs)
 	for name := range s.wire {
 		if g.subs[name] == nil {
 			names = append(names, name)
@@ -339,9 +343,9 @@ func (s *session) turnedAway(uri string) error {
 	if err != nil {
 		return err
 	}
-	cause := fmt.Errorf("%w: the host turned the session away before it was ready (goaway %q)", ErrSessionClosed, uri)
+	cause := tinyfmt.Errorf("%w: the host turned the session away before it was ready (goaway %q)", ErrSessionClosed, uri)
 	if to == s.gen.Target() {
-		return fmt.Errorf("%w: %w", controller.ErrHostRestarting, cause)
+		return tinyfmt.Errorf("%w: %w", controller.ErrHostRestarting, cause)
 	}
 	return &controller.RedirectError{To: to, Err: cause}
 }
@@ -367,20 +371,27 @@ func (s *session) goAwayPlace(uri string) (string, error) {
 // resolveGoAway resolves a GOAWAY uri against the URL the session dialed. A target is
 // normalised like [Gateway.URL], so that a place has one spelling; one that names the current
 // URL means "come back here" and becomes "".
-func resolveGoAway(base *url.URL, uri string) (string, error) {
+func resolveGoAway(base *weburl.URL, uri string) (string, error) {
 	if uri == "" {
 		return "", nil
 	}
-	ref, err := url.Parse(uri)
+	ref, err := weburl.Parse(uri)
 	if err != nil {
-		return "", fmt.Errorf("%w: goaway uri %q: %v", ErrProtocol, uri, err)
+		return "", tinyfmt.Errorf("%w: goaway uri %q: %v", ErrProtocol, uri, err)
 	}
 	u, err := parseURL(base.ResolveReference(ref).String())
 	if err != nil {
-		return "", fmt.Errorf("%w: goaway uri %q: %w", ErrProtocol, uri, err)
+		return "", tinyfmt.Errorf("%w: goaway uri %q: %w", ErrProtocol, uri, err)
 	}
 	if t := u.String(); t != base.String() {
 		return t, nil
 	}
 	return "", nil
+}
+
+// drainCarrier tells the session's carrier that the session is leaving.
+func (s *session) drainCarrier() {
+	if d, ok := s.carrier.(interface{ drain() }); ok {
+		d.drain()
+	}
 }

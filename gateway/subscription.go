@@ -1,10 +1,10 @@
 package gateway
 
 import (
-	"fmt"
-	"runtime/debug"
+	"runtime"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // Delivery is what a subscription's handler receives: one event of the stream, or a reset.
@@ -159,8 +159,21 @@ func (g *Gateway) call(s *Subscription, d Delivery) {
 	defer func() {
 		if v := recover(); v != nil {
 			g.log.Error("gateway: subscription handler panicked; delivery continues",
-				"stream", s.stream, "seq", d.Seq, "reset", d.Reset, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				"stream", s.stream, "seq", d.Seq, "reset", d.Reset, "panic", tinyfmt.Sprint(v), "stack", stack())
 		}
 	}()
 	s.handler(d)
+}
+
+// stack is the calling goroutine's stack, as runtime/debug.Stack gives it (which would link
+// fmt and os into the page's wasm).
+func stack() string {
+	buf := make([]byte, 4096)
+	for {
+		n := runtime.Stack(buf, false)
+		if n < len(buf) {
+			return string(buf[:n])
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }

@@ -29,13 +29,13 @@ func TestAnHTTPSessionWhoseAccessEndedIsToldTheSameWayAndItsPOSTsAreRefused(t *t
 		free := func() { releaseOnce.Do(func() { close(release) }) }
 		t.Cleanup(free)
 		var ran atomic.Int32
-		f.h.HandleCall("slow", func(ctx context.Context, c *hostplugin.Call) (json.RawMessage, error) {
+		f.H.HandleCall("slow", func(ctx context.Context, c *hostplugin.Call) (json.RawMessage, error) {
 			ran.Add(1)
 			started <- string(c.Data)
 			<-release
 			return json.RawMessage(`"done"`), nil
 		})
-		p := f.dialHTTPAs(t, "alice", poll)
+		p := dialHTTPAs(f, t, "alice", poll)
 		p.send(`{"t":"sub","stream":"ticks"}`)
 		p.expect(wire.TypeReset)
 		p.send(`{"t":"call","id":1,"name":"slow","data":1}`)
@@ -50,7 +50,7 @@ func TestAnHTTPSessionWhoseAccessEndedIsToldTheSameWayAndItsPOSTsAreRefused(t *t
 		p.send(`{"t":"call","id":2,"name":"slow","data":2}`, `{"t":"ping"}`)
 		p.expect(wire.TypeHeartbeat) // call 2 waits on the Host by now
 
-		if n, err := f.h.EndSessions(context.Background(), "alice", hostplugin.EndOptions{Reason: "revoked"}); err != nil || n != 1 {
+		if n, err := f.H.EndSessions(context.Background(), "alice", hostplugin.EndOptions{Reason: "revoked"}); err != nil || n != 1 {
 			t.Fatalf("EndSessions = %d, %v; want 1", n, err)
 		}
 		want := wire.AccessEndedReason("revoked", false)
@@ -67,7 +67,7 @@ func TestAnHTTPSessionWhoseAccessEndedIsToldTheSameWayAndItsPOSTsAreRefused(t *t
 		default:
 			t.Fatalf("a send after the end: %d %+v, want 401 %q %q", resp.StatusCode, r, wire.RefusalAccessEnded, want)
 		}
-		if _, err := f.h.Publish(context.Background(), "ticks", json.RawMessage(`1`)); err != nil {
+		if _, err := f.H.Publish(context.Background(), "ticks", json.RawMessage(`1`)); err != nil {
 			t.Fatal(err)
 		}
 
@@ -82,7 +82,7 @@ func TestAnHTTPSessionWhoseAccessEndedIsToldTheSameWayAndItsPOSTsAreRefused(t *t
 			t.Fatalf("frame %+v, want close %d %q", c, wire.CloseAccessEnded, want)
 		}
 		free()
-		waitFor(t, "the session to end", func() bool { return f.h.Sessions() == 0 })
+		waitFor(t, "the session to end", func() bool { return f.H.Sessions() == 0 })
 		select {
 		case got := <-started:
 			t.Fatalf("call %s ran after the session's access ended", got)
@@ -105,7 +105,7 @@ func TestAnHTTPSessionEndsAtItsExpiryToldTheSameWay(t *testing.T) {
 		const life = 300 * time.Millisecond
 		f := newFixtureWith(t, `{}`, true, hostplugin.Options{Access: expiring(life)})
 		start := time.Now()
-		p := f.dialHTTPAs(t, "alice", poll)
+		p := dialHTTPAs(f, t, "alice", poll)
 		if p.ready.ExpiresMs <= 0 || p.ready.ExpiresMs > life.Milliseconds() || p.ready.Secret == "" {
 			t.Fatalf("ready %+v, want expiresMs in (0, %d] and a secret", p.ready, life.Milliseconds())
 		}
@@ -122,8 +122,8 @@ func TestAnHTTPSessionEndsAtItsExpiryToldTheSameWay(t *testing.T) {
 		if c := p.next(); c.T != wire.TypeClose || c.Status != wire.CloseAccessEnded || !strings.HasPrefix(c.Reason, "access-ended") {
 			t.Fatalf("frame %+v, want close %d", c, wire.CloseAccessEnded)
 		}
-		waitFor(t, "the session to end", func() bool { return f.h.Sessions() == 0 })
-		if status, body := renewal(t, http.DefaultClient, f.srv.URL, "alice", p.ready.Session, p.ready.Secret, ""); status != http.StatusNotFound {
+		waitFor(t, "the session to end", func() bool { return f.H.Sessions() == 0 })
+		if status, body := renewal(t, http.DefaultClient, f.Srv.URL, "alice", p.ready.Session, p.ready.Secret, ""); status != http.StatusNotFound {
 			t.Fatalf("renewal after the expiry: %d %s, want 404", status, body)
 		}
 	})

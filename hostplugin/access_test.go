@@ -30,35 +30,35 @@ import (
 // expectEnd reads the frames of a page whose access ended: nothing but the error frame saying
 // why (and replies refused before it, which want lists by id), then the close 4401 with the
 // same words.
-func (c *client) expectEnd(reason string, reauth bool, refused ...uint64) {
-	c.t.Helper()
+func expectEnd(c *client, reason string, reauth bool, refused ...uint64) {
+	c.T.Helper()
 	want := wire.AccessEndedReason(reason, reauth)
 	for _, id := range refused {
-		f := c.expect(wire.TypeReply)
+		f := c.Expect(wire.TypeReply)
 		if f.ID != id || f.Code != wire.CodeAccessEnded {
-			c.t.Fatalf("reply %+v, want call %d refused %s", f, id, wire.CodeAccessEnded)
+			c.T.Fatalf("reply %+v, want call %d refused %s", f, id, wire.CodeAccessEnded)
 		}
 	}
-	if f := c.expect(wire.TypeError); f.Message != want {
-		c.t.Fatalf("error frame %q, want %q", f.Message, want)
+	if f := c.Expect(wire.TypeError); f.Message != want {
+		c.T.Fatalf("error frame %q, want %q", f.Message, want)
 	}
 	// The close reason is the same words, cut to the 123 bytes a close frame holds.
-	code, why := c.closed()
+	code, why := c.Closed()
 	if code != wire.CloseAccessEnded || why == "" || !strings.HasPrefix(want, why) || len(why) > 123 {
-		c.t.Fatalf("closed %d %q, want %d %q", code, why, wire.CloseAccessEnded, want)
+		c.T.Fatalf("closed %d %q, want %d %q", code, why, wire.CloseAccessEnded, want)
 	}
 }
 
 // sessionsOf dials n sockets as user and reads their ready frames.
-func (f *fixture) sessionsOf(t *testing.T, user string, n int) []*client {
+func sessionsOf(f *fixture, t *testing.T, user string, n int) []*client {
 	t.Helper()
 	var out []*client
 	for range n {
-		c, err := f.tryDial(t, cookie(user))
+		c, err := f.TryDial(t, cookie(user))
 		if err != nil {
 			t.Fatalf("dial as %s: %v", user, err)
 		}
-		c.expect(wire.TypeReady)
+		c.Expect(wire.TypeReady)
 		out = append(out, c)
 	}
 	return out
@@ -66,18 +66,18 @@ func (f *fixture) sessionsOf(t *testing.T, user string, n int) []*client {
 
 func TestEndSessionsEndsEverySessionOfTheIdentityAndNoOther(t *testing.T) {
 	f := newFixtureWith(t, `{}`, true, hostplugin.Options{Authenticate: byCookie})
-	alice := f.sessionsOf(t, "alice", 3)
-	bob := f.sessionsOf(t, "bob", 1)[0]
-	ap := f.dialHTTPAs(t, "alice", true)
-	bob.send(`{"t":"sub","stream":"news"}`)
-	bob.expect(wire.TypeReset)
+	alice := sessionsOf(f, t, "alice", 3)
+	bob := sessionsOf(f, t, "bob", 1)[0]
+	ap := dialHTTPAs(f, t, "alice", true)
+	bob.Send(`{"t":"sub","stream":"news"}`)
+	bob.Expect(wire.TypeReset)
 
-	n, err := f.h.EndSessions(context.Background(), "alice", hostplugin.EndOptions{Reason: "You signed out on another device."})
+	n, err := f.H.EndSessions(context.Background(), "alice", hostplugin.EndOptions{Reason: "You signed out on another device."})
 	if err != nil || n != 4 {
 		t.Fatalf("EndSessions = %d, %v; want 4 sessions (3 sockets, 1 on HTTP), no error", n, err)
 	}
 	for _, c := range alice {
-		c.expectEnd("You signed out on another device.", false)
+		expectEnd(c, "You signed out on another device.", false)
 	}
 	want := wire.AccessEndedReason("You signed out on another device.", false)
 	if e := ap.expect(wire.TypeError); e.Message != want {
@@ -87,27 +87,27 @@ func TestEndSessionsEndsEverySessionOfTheIdentityAndNoOther(t *testing.T) {
 		t.Fatalf("the HTTP page's close %+v, want %d %q", c, wire.CloseAccessEnded, want)
 	}
 	// Bob carries on.
-	if _, err := f.h.Publish(context.Background(), "news", json.RawMessage(`1`)); err != nil {
+	if _, err := f.H.Publish(context.Background(), "news", json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)
 	}
-	if e := bob.expect(wire.TypeEvent); string(e.Data) != "1" {
+	if e := bob.Expect(wire.TypeEvent); string(e.Data) != "1" {
 		t.Fatalf("bob's event %+v", e)
 	}
-	waitFor(t, "alice's sessions to be gone", func() bool { return f.h.Sessions() == 1 })
-	if n, _ := f.h.EndSessions(context.Background(), "alice", hostplugin.EndOptions{}); n != 0 {
+	waitFor(t, "alice's sessions to be gone", func() bool { return f.H.Sessions() == 1 })
+	if n, _ := f.H.EndSessions(context.Background(), "alice", hostplugin.EndOptions{}); n != 0 {
 		t.Fatalf("a second EndSessions ended %d sessions, want 0", n)
 	}
 }
 
 func TestReauthenticateAsksThePagesToComeBackThroughAuthenticate(t *testing.T) {
 	f := newFixtureWith(t, `{}`, true, hostplugin.Options{Authenticate: byCookie})
-	c := f.sessionsOf(t, "alice", 1)[0]
-	if _, err := f.h.EndSessions(context.Background(), "alice", hostplugin.EndOptions{Reason: "Your role changed.", Reauthenticate: true}); err != nil {
+	c := sessionsOf(f, t, "alice", 1)[0]
+	if _, err := f.H.EndSessions(context.Background(), "alice", hostplugin.EndOptions{Reason: "Your role changed.", Reauthenticate: true}); err != nil {
 		t.Fatal(err)
 	}
-	c.expectEnd("Your role changed.", true)
+	expectEnd(c, "Your role changed.", true)
 	// The page connects again at once, through Authenticate, which decides.
-	f.sessionsOf(t, "alice", 1)
+	sessionsOf(f, t, "alice", 1)
 	if _, body := refusedDial(t, f, nil); !strings.Contains(body, "sign in first") {
 		t.Fatalf("a page whose credential no longer passes: %s, want Authenticate's refusal", body)
 	}
@@ -115,21 +115,21 @@ func TestReauthenticateAsksThePagesToComeBackThroughAuthenticate(t *testing.T) {
 
 func TestAnEndWithoutAReasonSaysSignedOut(t *testing.T) {
 	f := newFixtureWith(t, `{}`, true, hostplugin.Options{Authenticate: byCookie})
-	c := f.sessionsOf(t, "alice", 1)[0]
-	_, _ = f.h.EndSessions(context.Background(), "alice", hostplugin.EndOptions{Reason: "\n"})
-	c.expectEnd("signed out", false)
-	d := f.sessionsOf(t, "alice", 1)[0]
-	_, _ = f.h.EndSessions(context.Background(), "alice", hostplugin.EndOptions{Reason: strings.Repeat("é", 100) + "\nsecret stack"})
-	d.expectEnd(strings.Repeat("é", 78)+"…", false)
+	c := sessionsOf(f, t, "alice", 1)[0]
+	_, _ = f.H.EndSessions(context.Background(), "alice", hostplugin.EndOptions{Reason: "\n"})
+	expectEnd(c, "signed out", false)
+	d := sessionsOf(f, t, "alice", 1)[0]
+	_, _ = f.H.EndSessions(context.Background(), "alice", hostplugin.EndOptions{Reason: strings.Repeat("é", 100) + "\nsecret stack"})
+	expectEnd(d, strings.Repeat("é", 78)+"…", false)
 }
 
 func TestNothingReachesAPageAfterItsAccessEnded(t *testing.T) {
 	// A stream published without pause, a heartbeat every 100 ms: at the end the page gets the
 	// error frame, then the close, and nothing else.
 	f := newFixtureWith(t, `{"heartbeatMs":100}`, true, hostplugin.Options{Authenticate: byCookie})
-	c := f.sessionsOf(t, "alice", 1)[0]
-	c.send(`{"t":"sub","stream":"ticks"}`)
-	c.expect(wire.TypeReset)
+	c := sessionsOf(f, t, "alice", 1)[0]
+	c.Send(`{"t":"sub","stream":"ticks"}`)
+	c.Expect(wire.TypeReset)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -141,20 +141,20 @@ func TestNothingReachesAPageAfterItsAccessEnded(t *testing.T) {
 				return
 			case <-tick.C:
 			}
-			_, _ = f.h.Publish(context.Background(), "ticks", json.RawMessage(fmt.Sprint(i)))
+			_, _ = f.H.Publish(context.Background(), "ticks", json.RawMessage(fmt.Sprint(i)))
 		}
 	})
 	defer func() { close(stop); wg.Wait() }()
 	for range 50 {
-		c.expect(wire.TypeEvent)
+		c.Expect(wire.TypeEvent)
 	}
-	if _, err := f.h.EndSessions(context.Background(), "alice", hostplugin.EndOptions{Reason: "bye"}); err != nil {
+	if _, err := f.H.EndSessions(context.Background(), "alice", hostplugin.EndOptions{Reason: "bye"}); err != nil {
 		t.Fatal(err)
 	}
 	// Events written before the end may still arrive; from the error frame on, nothing but
 	// the close.
 	for {
-		fr := c.next()
+		fr := c.Next()
 		if fr.T == wire.TypeEvent {
 			continue
 		}
@@ -165,7 +165,7 @@ func TestNothingReachesAPageAfterItsAccessEnded(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	typ, b, err := c.conn.Read(ctx)
+	typ, b, err := c.Conn.Read(ctx)
 	if err == nil {
 		t.Fatalf("after the end the page read %v %s, want the close", typ, b)
 	}
@@ -179,27 +179,27 @@ func TestACallReceivedButNotStartedIsRefusedAndNeverRuns(t *testing.T) {
 	started := make(chan string, 8)
 	release := make(chan struct{})
 	var ran atomic.Int32
-	f.h.HandleCall("slow", func(ctx context.Context, c *hostplugin.Call) (json.RawMessage, error) {
+	f.H.HandleCall("slow", func(ctx context.Context, c *hostplugin.Call) (json.RawMessage, error) {
 		ran.Add(1)
 		started <- string(c.Data)
 		<-release
 		return json.RawMessage(`"done"`), nil
 	})
-	c := f.sessionsOf(t, "alice", 1)[0]
-	c.send(`{"t":"call","id":1,"name":"slow","data":1}`)
+	c := sessionsOf(f, t, "alice", 1)[0]
+	c.Send(`{"t":"call","id":1,"name":"slow","data":1}`)
 	if got := <-started; got != "1" {
 		t.Fatalf("call %s started, want 1", got)
 	}
-	c.send(`{"t":"call","id":2,"name":"slow","data":2}`)
-	c.send(`{"t":"call","id":3,"name":"slow","data":3,"key":"k3"}`)
-	c.send(`{"t":"ping"}`)
-	c.expect(wire.TypeHeartbeat) // the calls are queued on the Host by now
-	if _, err := f.h.EndSessions(context.Background(), "alice", hostplugin.EndOptions{Reason: "revoked"}); err != nil {
+	c.Send(`{"t":"call","id":2,"name":"slow","data":2}`)
+	c.Send(`{"t":"call","id":3,"name":"slow","data":3,"key":"k3"}`)
+	c.Send(`{"t":"ping"}`)
+	c.Expect(wire.TypeHeartbeat) // the calls are queued on the Host by now
+	if _, err := f.H.EndSessions(context.Background(), "alice", hostplugin.EndOptions{Reason: "revoked"}); err != nil {
 		t.Fatal(err)
 	}
-	c.expectEnd("revoked", false, 2, 3)
+	expectEnd(c, "revoked", false, 2, 3)
 	close(release)
-	waitFor(t, "the session to end", func() bool { return f.h.Sessions() == 0 })
+	waitFor(t, "the session to end", func() bool { return f.H.Sessions() == 0 })
 	select {
 	case got := <-started:
 		t.Fatalf("call %s ran after the session's access ended", got)
@@ -214,53 +214,53 @@ func TestEndSubscriptionDeniesOneStreamAndTheRestCarriesOn(t *testing.T) {
 	var asked atomic.Int32
 	f := newFixtureWith(t, `{}`, true, hostplugin.Options{Authenticate: byCookie,
 		Authorize: func(identity, stream string) error { asked.Add(1); return nil }})
-	alice := f.sessionsOf(t, "alice", 2)
+	alice := sessionsOf(f, t, "alice", 2)
 	a1, a2 := alice[0], alice[1]
-	b := f.sessionsOf(t, "bob", 1)[0]
+	b := sessionsOf(f, t, "bob", 1)[0]
 	for _, c := range []*client{a1, b} {
-		c.send(`{"t":"sub","stream":"team"}`)
-		c.expect(wire.TypeReset)
-		c.send(`{"t":"sub","stream":"own"}`)
-		c.expect(wire.TypeReset)
+		c.Send(`{"t":"sub","stream":"team"}`)
+		c.Expect(wire.TypeReset)
+		c.Send(`{"t":"sub","stream":"own"}`)
+		c.Expect(wire.TypeReset)
 	}
-	n, err := f.h.EndSubscription(context.Background(), "alice", "team", "You left the team.")
+	n, err := f.H.EndSubscription(context.Background(), "alice", "team", "You left the team.")
 	if err != nil || n != 1 {
 		t.Fatalf("EndSubscription = %d, %v; want the 1 session that followed it", n, err)
 	}
-	if d := a1.expect(wire.TypeDenied); d.Stream != "team" || d.Reason != "You left the team." {
+	if d := a1.Expect(wire.TypeDenied); d.Stream != "team" || d.Reason != "You left the team." {
 		t.Fatalf("denied %+v", d)
 	}
 	for _, s := range []string{"team", "own"} {
-		if _, err := f.h.Publish(context.Background(), s, json.RawMessage(`"x"`)); err != nil {
+		if _, err := f.H.Publish(context.Background(), s, json.RawMessage(`"x"`)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if e := a1.expect(wire.TypeEvent); e.Stream != "own" {
+	if e := a1.Expect(wire.TypeEvent); e.Stream != "own" {
 		t.Fatalf("alice got %+v, want only her own stream's event", e)
 	}
 	for _, s := range []string{"team", "own"} {
-		if e := b.expect(wire.TypeEvent); e.Stream != s {
+		if e := b.Expect(wire.TypeEvent); e.Stream != s {
 			t.Fatalf("bob got %+v, want %s's event", e, s)
 		}
 	}
 	// On the session it ended on, a sub for the stream is denied without asking Authorize.
 	before := asked.Load()
-	a1.send(`{"t":"sub","stream":"team"}`)
-	if d := a1.expect(wire.TypeDenied); d.Stream != "team" || d.Reason != "You left the team." {
+	a1.Send(`{"t":"sub","stream":"team"}`)
+	if d := a1.Expect(wire.TypeDenied); d.Stream != "team" || d.Reason != "You left the team." {
 		t.Fatalf("a new sub: %+v, want denied with the same reason", d)
 	}
 	if asked.Load() != before {
 		t.Fatal("Authorize was asked for a stream whose access ended on the session")
 	}
 	// Alice's other page did not follow it yet: it is ended for every page she has now.
-	a2.send(`{"t":"sub","stream":"team"}`)
-	if d := a2.expect(wire.TypeDenied); d.Reason != "You left the team." {
+	a2.Send(`{"t":"sub","stream":"team"}`)
+	if d := a2.Expect(wire.TypeDenied); d.Reason != "You left the team." {
 		t.Fatalf("her other page's sub: %+v, want denied", d)
 	}
 	// A new session asks Authorize again, which decides.
-	a3 := f.sessionsOf(t, "alice", 1)[0]
-	a3.send(`{"t":"sub","stream":"team"}`)
-	a3.expect(wire.TypeReset)
+	a3 := sessionsOf(f, t, "alice", 1)[0]
+	a3.Send(`{"t":"sub","stream":"team"}`)
+	a3.Expect(wire.TypeReset)
 	if asked.Load() != before+1 {
 		t.Fatalf("Authorize asked %d times for the new session's sub, want once", asked.Load()-before)
 	}
@@ -278,12 +278,12 @@ func TestASubscriptionEndedWhileItJoinsGetsNothingOfTheStream(t *testing.T) {
 				once.Do(func() { close(authorized); <-goOn })
 				return nil
 			}})
-		c := f.sessionsOf(t, "alice", 1)[0]
-		c.send(`{"t":"sub","stream":"s"}`)
+		c := sessionsOf(f, t, "alice", 1)[0]
+		c.Send(`{"t":"sub","stream":"s"}`)
 		<-authorized
 		ended := make(chan struct{})
 		go func() {
-			_, _ = f.h.EndSubscription(context.Background(), "alice", "s", "gone")
+			_, _ = f.H.EndSubscription(context.Background(), "alice", "s", "gone")
 			close(ended)
 		}()
 		if i%2 == 0 {
@@ -293,7 +293,7 @@ func TestASubscriptionEndedWhileItJoinsGetsNothingOfTheStream(t *testing.T) {
 		<-ended
 		// Whatever came first: the page is told denied, and no event of s follows.
 		for {
-			fr := c.next()
+			fr := c.Next()
 			if fr.T == wire.TypeReset {
 				continue // the join came first; its catch-up precedes the denied frame
 			}
@@ -302,11 +302,11 @@ func TestASubscriptionEndedWhileItJoinsGetsNothingOfTheStream(t *testing.T) {
 			}
 			break
 		}
-		if _, err := f.h.Publish(context.Background(), "s", json.RawMessage(`1`)); err != nil {
+		if _, err := f.H.Publish(context.Background(), "s", json.RawMessage(`1`)); err != nil {
 			t.Fatal(err)
 		}
-		c.send(`{"t":"ping"}`)
-		if fr := c.next(); fr.T != wire.TypeHeartbeat {
+		c.Send(`{"t":"ping"}`)
+		if fr := c.Next(); fr.T != wire.TypeHeartbeat {
 			t.Fatalf("round %d: after the end the page got %+v, want nothing of s", i, fr)
 		}
 	}
@@ -327,14 +327,14 @@ func TestASessionAuthenticatedBeforeAnEndAndRegisteredAfterIsEnded(t *testing.T)
 	hold.Store(true)
 	done := make(chan *client, 1)
 	go func() {
-		c, err := f.tryDial(t, cookie("alice"))
+		c, err := f.TryDial(t, cookie("alice"))
 		if err != nil {
 			t.Errorf("dial: %v", err)
 		}
 		done <- c
 	}()
 	<-entered // Authenticate let alice in; her session is not registered yet
-	if n, _ := f.h.EndSessions(context.Background(), "alice", hostplugin.EndOptions{Reason: "signed out"}); n != 0 {
+	if n, _ := f.H.EndSessions(context.Background(), "alice", hostplugin.EndOptions{Reason: "signed out"}); n != 0 {
 		t.Fatalf("EndSessions ended %d sessions, want 0: none is registered yet", n)
 	}
 	hold.Store(false)
@@ -344,8 +344,8 @@ func TestASessionAuthenticatedBeforeAnEndAndRegisteredAfterIsEnded(t *testing.T)
 		return
 	}
 	// Its ready frame may be out before the end: either way the end follows.
-	if fr := c.next(); fr.T == wire.TypeReady {
-		c.expectEnd("signed out", false)
+	if fr := c.Next(); fr.T == wire.TypeReady {
+		expectEnd(c, "signed out", false)
 	} else if fr.T != wire.TypeError || fr.Message != wire.AccessEndedReason("signed out", false) {
 		t.Fatalf("frame %+v, want the end", fr)
 	}
@@ -383,8 +383,8 @@ func expiring(life time.Duration) func(*http.Request) (hostplugin.Access, error)
 	}
 }
 
-// bubbleHost is a Host in a synctest bubble, ready, and its endpoint in memory.
-func bubbleHost(t *testing.T, doc string, opts hostplugin.Options) (*hostplugin.Host, *http.Client) {
+// accessHost is a Host in a synctest bubble, ready, and its endpoint in memory.
+func accessHost(t *testing.T, doc string, opts hostplugin.Options) (*hostplugin.Host, *http.Client) {
 	t.Helper()
 	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	opts.NoClient = true
@@ -463,7 +463,7 @@ func renewal(t *testing.T, client *http.Client, base, user, session, secret, tok
 
 func TestASessionEndsAtItsExpiryNeverLater(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h, client := bubbleHost(t, `{"heartbeatMs":1000}`, hostplugin.Options{Access: expiring(10 * time.Second)})
+		h, client := accessHost(t, `{"heartbeatMs":1000}`, hostplugin.Options{Access: expiring(10 * time.Second)})
 		start := time.Now()
 		_, frames := bubblePageAs(t, client, "alice")
 		ready := <-frames
@@ -520,7 +520,7 @@ func TestARenewalMovesTheExpiryOrTheSessionEndsThenNeverLater(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				_, client := bubbleHost(t, `{"heartbeatMs":60000}`, hostplugin.Options{Access: expiring(10 * time.Second)})
+				_, client := accessHost(t, `{"heartbeatMs":60000}`, hostplugin.Options{Access: expiring(10 * time.Second)})
 				start := time.Now()
 				_, frames := bubblePageAs(t, client, "alice")
 				ready := (<-frames).f
@@ -560,7 +560,7 @@ func TestARenewalMovesTheExpiryOrTheSessionEndsThenNeverLater(t *testing.T) {
 func TestARenewalAuthorizesEveryStreamAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var revoked atomic.Bool
-		_, client := bubbleHost(t, `{"heartbeatMs":60000}`, hostplugin.Options{Access: expiring(time.Minute),
+		_, client := accessHost(t, `{"heartbeatMs":60000}`, hostplugin.Options{Access: expiring(time.Minute),
 			Authorize: func(identity, stream string) error {
 				if stream == "admin" && revoked.Load() {
 					return errors.New("you are no longer an admin")
@@ -594,9 +594,9 @@ func TestBadRenewalsGetAClearStatusAndBoundedWork(t *testing.T) {
 			asked.Add(1)
 			return expiring(time.Minute)(r)
 		}})
-	c := f.sessionsOf(t, "alice", 1)[0]
+	c := sessionsOf(f, t, "alice", 1)[0]
 	_ = c
-	renewURL := f.httpURL(url.Values{wire.RenewParam: {"1"}})
+	renewURL := httpURL(f, url.Values{wire.RenewParam: {"1"}})
 	post := func(body string, header http.Header, method string) (int, wire.Refusal) {
 		t.Helper()
 		req, _ := http.NewRequest(method, renewURL, strings.NewReader(body))
@@ -654,14 +654,14 @@ func TestBadRenewalsGetAClearStatusAndBoundedWork(t *testing.T) {
 
 func TestARenewalOfAnEndedSessionIs404(t *testing.T) {
 	f := newFixtureWith(t, `{}`, true, hostplugin.Options{Access: expiring(time.Minute)})
-	c, err := f.tryDial(t, cookie("alice"))
+	c, err := f.TryDial(t, cookie("alice"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready := c.expect(wire.TypeReady)
-	_, _ = f.h.EndSessions(context.Background(), "alice", hostplugin.EndOptions{})
-	c.expectEnd("signed out", false)
-	status, body := renewal(t, http.DefaultClient, f.srv.URL, "alice", ready.Session, ready.Secret, "")
+	ready := c.Expect(wire.TypeReady)
+	_, _ = f.H.EndSessions(context.Background(), "alice", hostplugin.EndOptions{})
+	expectEnd(c, "signed out", false)
+	status, body := renewal(t, http.DefaultClient, f.Srv.URL, "alice", ready.Session, ready.Secret, "")
 	if status != 404 {
 		t.Fatalf("renewal of an ended session: %d %s, want 404", status, body)
 	}
@@ -669,11 +669,11 @@ func TestARenewalOfAnEndedSessionIs404(t *testing.T) {
 
 func TestARenewalOfAnHTTPSessionCarriesItsSecret(t *testing.T) {
 	f := newFixtureWith(t, `{}`, true, hostplugin.Options{Access: expiring(time.Minute)})
-	p := f.dialHTTPAs(t, "alice", false)
+	p := dialHTTPAs(f, t, "alice", false)
 	if p.ready.ExpiresMs <= 59000 || p.ready.ExpiresMs > 60000 {
 		t.Fatalf("ready %+v, want expiresMs a moment under 60000", p.ready)
 	}
-	if status, body := renewal(t, http.DefaultClient, f.srv.URL, "alice", p.ready.Session, p.ready.Secret, ""); status != 200 {
+	if status, body := renewal(t, http.DefaultClient, f.Srv.URL, "alice", p.ready.Session, p.ready.Secret, ""); status != 200 {
 		t.Fatalf("renewal: %d %s", status, body)
 	}
 }
@@ -686,19 +686,19 @@ func TestARenewalThatReachesAnotherHostIsAuthenticatedThereAndAppliedByItsSessio
 		askedB.Add(1)
 		return expiring(time.Minute)(r)
 	}})
-	c, err := a.tryDial(t, cookie("alice"))
+	c, err := a.TryDial(t, cookie("alice"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ready := c.expect(wire.TypeReady)
-	if status, body := renewal(t, http.DefaultClient, b.srv.URL, "alice", ready.Session, ready.Secret, ""); status != 200 || askedB.Load() != 1 {
+	ready := c.Expect(wire.TypeReady)
+	if status, body := renewal(t, http.DefaultClient, b.Srv.URL, "alice", ready.Session, ready.Secret, ""); status != 200 || askedB.Load() != 1 {
 		t.Fatalf("renewal through the other Host: %d %s (its Authenticate asked %d times), want 200 once", status, body, askedB.Load())
 	}
 	for _, tt := range []struct {
 		user, secret string
 		status       int
 	}{{"bob", ready.Secret, 409}, {"alice", "0123456789", 404}, {"", ready.Secret, 401}} {
-		if status, body := renewal(t, http.DefaultClient, b.srv.URL, tt.user, ready.Session, tt.secret, ""); status != tt.status {
+		if status, body := renewal(t, http.DefaultClient, b.Srv.URL, tt.user, ready.Session, tt.secret, ""); status != tt.status {
 			t.Fatalf("relayed renewal as %q: %d %s, want %d", tt.user, status, body, tt.status)
 		}
 	}
@@ -706,7 +706,7 @@ func TestARenewalThatReachesAnotherHostIsAuthenticatedThereAndAppliedByItsSessio
 
 func TestExpiryTrackingTakesNoGoroutineOrTimerPerSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h, client := bubbleHost(t, `{"heartbeatMs":600000,"acceptRate":10000,"acceptBurst":10000}`, hostplugin.Options{Access: expiring(time.Hour)})
+		h, client := accessHost(t, `{"heartbeatMs":600000,"acceptRate":10000,"acceptBurst":10000}`, hostplugin.Options{Access: expiring(time.Hour)})
 		page := func() {
 			_, frames := bubblePageAs(t, client, "alice")
 			<-frames
@@ -721,7 +721,7 @@ func TestExpiryTrackingTakesNoGoroutineOrTimerPerSession(t *testing.T) {
 		per := float64(countGoroutines()-one) / 50
 		// A session costs its reader and the page's own reader here, and no more with an expiry
 		// than without: the same count as sessions without one.
-		h2, client2 := bubbleHost(t, `{"heartbeatMs":600000,"acceptRate":10000,"acceptBurst":10000}`, hostplugin.Options{Authenticate: byCookie})
+		h2, client2 := accessHost(t, `{"heartbeatMs":600000,"acceptRate":10000,"acceptBurst":10000}`, hostplugin.Options{Authenticate: byCookie})
 		_ = h2
 		base := countGoroutines()
 		for range 50 {
@@ -742,9 +742,9 @@ func TestExpiryTrackingTakesNoGoroutineOrTimerPerSession(t *testing.T) {
 }
 
 // dialHTTPAs opens a session on the HTTP carrier as user and reads its ready frame.
-func (f *fixture) dialHTTPAs(t *testing.T, user string, poll bool) *httpPage {
+func dialHTTPAs(f *fixture, t *testing.T, user string, poll bool) *httpPage {
 	t.Helper()
-	p, resp := f.openHTTP(t, poll, cookie(user))
+	p, resp := openHTTP(f, t, poll, cookie(user))
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("opening GET as %s: %d %s", user, resp.StatusCode, b)

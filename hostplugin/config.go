@@ -14,6 +14,7 @@ import (
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/configdoc"
+	"github.com/lifeline-go/lifeline/internal/strictjson"
 )
 
 // ConfigFile is the Host's config as it is written: the JSON file, or a value built by embedding
@@ -80,6 +81,32 @@ type ConfigFile struct {
 	// reconnect (the time not connected, the attempts, the kinds of failure), which the Host
 	// hands to its Observer; false asks for none, and refuses any sent. Default true.
 	Reports *bool `json:"reports,omitempty"`
+}
+
+// JSONFields lists the members a config file may have: each field, by its json tag
+// (internal/strictjson decodes the file by it; hostplugin's tests hold it to the tags).
+func (f *ConfigFile) JSONFields() []strictjson.Field {
+	return []strictjson.Field{
+		{Name: "recovery", Ptr: &f.Recovery},
+		{Name: "endpoint", Ptr: &f.Endpoint},
+		{Name: "heartbeatMs", Ptr: &f.HeartbeatMs},
+		{Name: "allowedOrigins", Ptr: &f.AllowedOrigins},
+		{Name: "ringSize", Ptr: &f.RingSize},
+		{Name: "maxSessions", Ptr: &f.MaxSessions},
+		{Name: "acceptRate", Ptr: &f.AcceptRate},
+		{Name: "acceptBurst", Ptr: &f.AcceptBurst},
+		{Name: "perIPRate", Ptr: &f.PerIPRate},
+		{Name: "perIPBurst", Ptr: &f.PerIPBurst},
+		{Name: "trustedProxies", Ptr: &f.TrustedProxies},
+		{Name: "maxFrameBytes", Ptr: &f.MaxFrameBytes},
+		{Name: "maxEventBytes", Ptr: &f.MaxEventBytes},
+		{Name: "callTimeoutMs", Ptr: &f.CallTimeoutMs},
+		{Name: "callRate", Ptr: &f.CallRate},
+		{Name: "callBurst", Ptr: &f.CallBurst},
+		{Name: "callDedupMs", Ptr: &f.CallDedupMs},
+		{Name: "drainTimeoutMs", Ptr: &f.DrainTimeoutMs},
+		{Name: "reports", Ptr: &f.Reports},
+	}
 }
 
 // Defaults of the fields of [ConfigFile] that are not part of the recovery config.

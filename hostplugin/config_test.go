@@ -16,6 +16,7 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/internal/test/fieldtest"
 )
 
 func TestParseConfigRefusesEveryBrokenRuleWithItsPathAndValue(t *testing.T) {
@@ -331,4 +332,8 @@ func TestParseConfigReportsShapeAndRuleErrorsTogether(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n got %v\nwant %s", err, want)
 	}
+}
+
+func TestTheConfigFileListsItsFieldsByTheirTags(t *testing.T) {
+	fieldtest.Check(t, &hostplugin.ConfigFile{})
 }

@@ -68,6 +68,10 @@ func (h *Host) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if query {
+		h.queries.Add(1)
+		if !h.faults.atQuery(w, r, h.done) {
+			return
+		}
 		h.obs.RefusalQuery(h.serveRefusalQuery(w, r, originOK))
 		return
 	}

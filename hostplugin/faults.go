@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/fault"
 )
 
@@ -63,6 +64,30 @@ func (hf *hostFaults) atUpgrade(w http.ResponseWriter, r *http.Request, done <-c
 		return upgradeFault{stallReady: true}, true
 	}
 	return upgradeFault{}, true
+}
+
+// atQuery is what the fault mode does to a refusal query, as it would to the upgrade the page
+// asks about: a Host in an outage, refusing or stalled answers a plain GET no better than a
+// socket (it reports false when it has answered, or the page left); a Host that stalls its
+// ready frames is one whose gate is shut.
+func (hf *hostFaults) atQuery(w http.ResponseWriter, r *http.Request, done <-chan struct{}) bool {
+	in := hf.in.Load()
+	if in == nil {
+		return true
+	}
+	f, ok := in.Hold(r.Context(), done)
+	if !ok {
+		return false
+	}
+	switch f.Mode {
+	case fault.Refuse, fault.Outage:
+		http.Error(w, "hostplugin: refused (fault injection: "+f.Mode.String()+")", http.StatusServiceUnavailable)
+		return false
+	case fault.StallReady:
+		writeJSON(w, http.StatusServiceUnavailable, wire.Refusal{Error: wire.RefusalNotReady})
+		return false
+	}
+	return true
 }
 
 // faultAtReady is what the fault mode does to a session as its ready frame is queued: flap

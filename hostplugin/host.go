@@ -142,6 +142,7 @@ type Host struct {
 	baselines baselines
 
 	accepted atomic.Uint64 // requests that reached the events endpoint
+	queries  atomic.Uint64 // refusal queries that reached it
 	inflight atomic.Int64  // of those, the ones whose handler is still running
 
 	closeOnce sync.Once
@@ -331,9 +332,14 @@ type Stats struct {
 	// Open counts the sockets at the endpoint: sessions plus upgrades in progress, held ones
 	// included. For a moment after an upgrade a socket counts twice.
 	Open int `json:"open"`
-	// Accepted counts the upgrade requests that reached the endpoint since the Host started,
-	// admitted or not (not the refusal queries, which are no sockets).
+	// Accepted counts the upgrade requests (and the HTTP carrier's opening GETs) that reached
+	// the endpoint since the Host started, admitted or not (not the refusal queries, which are
+	// no sockets).
 	Accepted uint64 `json:"accepted"`
+	// Queries counts the refusal queries that reached the endpoint since the Host started:
+	// with Accepted, every attempt of a page (a page checks with one before it dials again
+	// after a failure, and may dial nothing: PROTOCOL.md §11.5).
+	Queries uint64 `json:"queries"`
 }
 
 // Stats returns a snapshot of the events endpoint.
@@ -345,6 +351,7 @@ func (h *Host) Stats() Stats {
 		Sessions: sessions,
 		Open:     sessions + int(h.inflight.Load()),
 		Accepted: h.accepted.Load(),
+		Queries:  h.queries.Load(),
 	}
 }
 

@@ -13,6 +13,8 @@ func (hostFaults) atUpgrade(http.ResponseWriter, *http.Request, <-chan struct{})
 	return upgradeFault{}, true
 }
 
+func (hostFaults) atQuery(http.ResponseWriter, *http.Request, <-chan struct{}) bool { return true }
+
 type sessionFault struct{}
 
 func (*sessionFault) stop() {}

@@ -446,10 +446,15 @@
       send({ t: 'bye' });
       disconnect();
     } else {
+      // The stop reaches the hub a moment later; a browser that closes the page's sockets
+      // itself meanwhile (Firefox, with 1001) must not be taken for the Host: the hub reads
+      // this before it blames anyone (gateway/carrier_js.go).
+      globalThis.__lifelinePageLeaving = true;
       send({ t: 'command', command: 'stop' });
     }
   });
   window.addEventListener('pageshow', (e) => {
+    globalThis.__lifelinePageLeaving = false;
     if (!e.persisted) life('pageshow');
     else if (mode === 'shared') startShared();
     else send({ t: 'command', command: 'start' });
@@ -553,8 +558,18 @@
   }
 
   function start() {
-    if (boot.mode === 'shared') startShared();
-    else startInPage();
+    if (boot.mode === 'shared') {
+      startShared();
+      return;
+    }
+    // A browser without SharedWorker (Chrome on Android, some embedded engines) is no other
+    // product: the page keeps a connection of its own, the same API and the same behaviour,
+    // and says so once, so that a developer who expected one connection per browser knows why.
+    const asked = globalThis.lifelineOptions && typeof globalThis.lifelineOptions === 'object' && globalThis.lifelineOptions.mode === 'in-page';
+    if (!asked && boot.worker && typeof SharedWorker !== 'function') {
+      console.info('lifeline: this browser has no SharedWorker; this page keeps a connection of its own (in-page mode)');
+    }
+    startInPage();
   }
 
   // lifeline:ready fires once the document has parsed, so that every page script has had

@@ -47,6 +47,7 @@ func (s fanStep) sustained() bool {
 type fanRun struct {
 	kind       string
 	rssPerConn float64 // bytes
+	idleCPU    float64 // the server's CPU seconds per session per hour, idle (if measured)
 	steps      []fanStep
 	err        error
 }
@@ -109,7 +110,7 @@ func (e *env) sFanout(r *report) error {
 		r.note(sum, "this process may open %d files: N is at most %d (a server holds a socket per page)", limit+100, limit)
 	}
 	for _, n := range ns {
-		runs := []*fanRun{e.fanKind(n, fLifeline, rates, step), e.fanKind(n, fCentrifuge, rates, step)}
+		runs := []*fanRun{e.fanKind(n, fLifeline, rates, step, 0), e.fanKind(n, fCentrifuge, rates, step, 0)}
 		for _, run := range runs {
 			if run.err != nil {
 				r.fail(fmt.Sprintf("fanout %s at %d pages", run.kind, n), run.err)
@@ -120,8 +121,10 @@ func (e *env) sFanout(r *report) error {
 	return nil
 }
 
-// fanKind runs the ladder for one kind at n pages.
-func (e *env) fanKind(n int, kind string, rates []float64, step time.Duration) *fanRun {
+// fanKind runs the ladder for one kind at n pages, after idle without publications (the
+// server's CPU then is the sessions' own: heartbeats, and pings on the HTTP carrier), if idle
+// is not 0.
+func (e *env) fanKind(n int, kind string, rates []float64, step, idle time.Duration) *fanRun {
 	run := &fanRun{kind: kind}
 	var extra []string
 	if kind == fCentrifuge {
@@ -154,6 +157,16 @@ func (e *env) fanKind(n int, kind string, rates []float64, step time.Duration) *
 	}
 	run.rssPerConn = float64(after.RSS-before.RSS) / float64(n)
 	fmt.Printf("   %s, %d pages: RSS %.1f → %.1f MiB\n", kind, n, float64(before.RSS)/(1<<20), float64(after.RSS)/(1<<20))
+	if idle > 0 {
+		time.Sleep(idle)
+		quiet, err := srv.stats(false)
+		if err != nil {
+			run.err = err
+			return run
+		}
+		run.idleCPU = (quiet.CPU - after.CPU) / idle.Hours() / float64(n)
+		fmt.Printf("   %s, %d pages idle: %.1f CPU ms per session per hour\n", kind, n, run.idleCPU*1000)
+	}
 	for _, rate := range rates {
 		st, err := fanStepAt(srv, pages, rate, step)
 		if err == nil && !st.sustained() && st.lost == 0 && st.dup == 0 && st.failed == 0 {

@@ -25,11 +25,12 @@ import (
 
 // The server kinds of the fan-out scenarios.
 const (
-	fLifeline   = "lifeline"
-	fCentrifuge = "centrifuge"
+	fLifeline     = "lifeline"
+	fLifelineHTTP = "lifeline-http" // Lifeline's Host, its pages on the HTTP carrier's stream
+	fCentrifuge   = "centrifuge"
 )
 
-// centrifugeVersion is the centrifuge module bench/go.mod requires.
+// centrifugeVersion is the centrifuge module go.mod requires.
 const centrifugeVersion = "v0.40.1"
 
 // pagesPerProc bounds the pages of one fanout-pages process: each holds a socket per page,
@@ -66,7 +67,7 @@ func fdLimit() int {
 
 // fanServer is one fanout-server.
 type fanServer struct {
-	kind string
+	kind string // the pages' kind (fLifelineHTTP: a Lifeline server)
 	addr string
 	proc *testbed.Proc
 }
@@ -95,9 +96,13 @@ func (e *env) waitLine(name string, argv []string, prefix string) (*testbed.Proc
 	}
 }
 
-// startFanServer starts a server of kind for n pages; extra are more flags.
+// startFanServer starts a server for n pages of kind; extra are more flags.
 func (e *env) startFanServer(name, kind string, n int, extra ...string) (*fanServer, error) {
-	argv := append([]string{filepath.Join(e.bin, "fanout-server"), "-kind", kind, "-pages", strconv.Itoa(n)}, extra...)
+	server := kind
+	if kind == fLifelineHTTP {
+		server = fLifeline
+	}
+	argv := append([]string{filepath.Join(e.bin, "fanout-server"), "-kind", server, "-pages", strconv.Itoa(n)}, extra...)
 	p, addr, err := e.waitLine(name, argv, "ADDR ")
 	if err != nil {
 		return nil, err
@@ -106,8 +111,11 @@ func (e *env) startFanServer(name, kind string, n int, extra ...string) (*fanSer
 }
 
 func (s *fanServer) url() string {
-	if s.kind == fCentrifuge {
+	switch s.kind {
+	case fCentrifuge:
 		return "ws://" + s.addr + "/connection/websocket"
+	case fLifelineHTTP:
+		return "http://" + s.addr + "/_lifeline/events"
 	}
 	return "ws://" + s.addr + "/_lifeline/events"
 }

@@ -44,6 +44,8 @@ var scenarios = []scenario{
 	{"streams", "the fleet's JetStream log with a stream per user", (*env).sStreams, false},
 	{"fanout", "the Host's fan-out against Centrifuge's", (*env).sFanout, true},
 	{"sessions", "idle sessions on one Host", (*env).sSessions, true},
+	{"networks", "behind a proxy that refuses WebSockets (squid), beside socket.io", (*env).sNetworks, false},
+	{"carriers", "the Host's fan-out on a WebSocket and on the HTTP carrier", (*env).sCarriers, true},
 	{"access", "access that ends, fleet-wide; the cost of expiries", (*env).sAccess, false}, // access.go
 }
 

@@ -201,8 +201,9 @@ func run(args []string, stderr io.Writer) int {
 
 	mux := http.NewServeMux()
 	faultMode := func() string { return upMode } // without -faults the Host has no fault modes
+	pages := func(next http.Handler) http.Handler { return next }
 	if *faults {
-		if faultMode, err = installFaults(h, mux); err != nil {
+		if faultMode, pages, err = installFaults(h, mux); err != nil {
 			ln.Close()
 			fmt.Fprintf(stderr, "host: -faults: %v\n", err)
 			return 1
@@ -225,7 +226,7 @@ func run(args []string, stderr io.Writer) int {
 	mux.Handle("/_lifeline/ready", h.ReadinessHandler())
 	mx.serve(logger)
 	// The demo page is a plain page: the plugin injects its client, as on an embedder's site.
-	mux.Handle("/", h.Handler(http.FileServer(http.Dir(*webDir))))
+	mux.Handle("/", pages(h.Handler(http.FileServer(http.Dir(*webDir)))))
 	srv := &http.Server{
 		Handler: mux,
 		// A client that never finishes its headers must not hold a connection forever.

@@ -100,8 +100,10 @@ test('an unauthenticated page shows unauthorized, retries at the top cap only, a
   const jitter = 0.5;
   const app = await hosts.startEmbed({ recovery: { maxDelayMs, jitter } });
   await recordStatuses(page);
-  // Every socket the hub opens, stamped: in-page, from the page's own WebSocket constructor;
-  // in shared mode the sockets are the worker's, seen through DevTools once it runs.
+  // Every attempt the hub makes, stamped: a socket, or the plain GET that checks the Host first
+  // (after a refusal that GET is the whole attempt: it is refused as the socket would be, and no
+  // socket is dialed, PROTOCOL.md §11.5). In-page, from the page's own WebSocket constructor and
+  // fetch; in shared mode the requests are the worker's, seen through DevTools once it runs.
   const shared = mode !== 'in-page';
   if (!shared) {
     await page.addInitScript(() => {
@@ -113,6 +115,12 @@ test('an unauthenticated page shows unauthorized, retries at the top cap only, a
           return Reflect.construct(target, args, newTarget);
         },
       });
+      const nativeFetch = window.fetch;
+      window.fetch = function (input, init) {
+        const url = typeof input === 'string' ? input : input.url;
+        if (/\/_lifeline\/events(\?|$)/.test(url) && !/lifeline-carrier=/.test(url)) window.__dials.push(performance.now());
+        return nativeFetch.apply(this, arguments);
+      };
     });
   }
   await page.goto(app.url('/'));
@@ -125,14 +133,18 @@ test('an unauthenticated page shows unauthorized, retries at the top cap only, a
   if (shared) {
     worker = await sharedWorker(page.context().browser());
     worker.on('Network.webSocketWillSendHandshakeRequest', (e) => workerDials.push(e.timestamp * 1000));
+    worker.on('Network.requestWillBeSent', (e) => { if (/\/_lifeline\/events(\?|$)/.test(e.request.url) && !/lifeline-carrier=/.test(e.request.url)) workerDials.push(e.timestamp * 1000); });
     await worker.send('Network.enable');
   }
 
   // A refused credential is retried forever, but only at the top cap: every wait the page
   // schedules is a top-cap delay (cap × (1 − jitter) .. cap), never the ladder's first steps
   // (250–500 ms, 500–1000 ms, …), and the sockets are that far apart.
-  const dialsSoFar = async () => (shared ? workerDials.slice() : await page.evaluate(() => window.__dials.slice()));
-  await waitFor(async () => (await dialsSoFar()).length >= 5, { timeout: 45_000, interval: 100, what: 'five dials' });
+  // A socket refused and the GET that then asks why are one attempt, as a GET and the socket
+  // it lets through would be: stamps less than a second apart are merged (the waits are ≥ 3 s).
+  const attemptsOf = (stamps) => stamps.slice().sort((a, b) => a - b).filter((t, i, all) => i === 0 || t - all[i - 1] > 1000);
+  const dialsSoFar = async () => attemptsOf(shared ? workerDials.slice() : await page.evaluate(() => window.__dials.slice()));
+  await waitFor(async () => (await dialsSoFar()).length >= 5, { timeout: 45_000, interval: 100, what: 'five attempts' });
   if (worker) await worker.detach();
   const seen = await statuses(page);
   const dials = await dialsSoFar();
@@ -143,8 +155,8 @@ test('an unauthenticated page shows unauthorized, retries at the top cap only, a
     expect(w).toBeGreaterThanOrEqual(low - 50);
     expect(w).toBeLessThanOrEqual(maxDelayMs + 50);
   }
-  // Between two sockets: the refusal (an upgrade answered 401, then the refusal query that says so)
-  // and one top-cap wait.
+  // Between two attempts: the refusal (an upgrade answered 401 and the refusal query that says
+  // so, or the check alone) and one top-cap wait.
   for (let i = 1; i < dials.length; i++) {
     expect(dials[i] - dials[i - 1]).toBeGreaterThanOrEqual(low - 20);
     expect(dials[i] - dials[i - 1]).toBeLessThanOrEqual(maxDelayMs + 1000);
@@ -328,7 +340,7 @@ test('what the page is given has the shapes web/lifeline.d.ts declares', async (
   // lifelineOptions overrides the bootstrap's recovery and endpoint: the same fields.
   const bootstrap = JSON.parse(await page.locator('#lifeline-bootstrap').textContent());
   expect(Object.keys(declaredFields('Recovery')).sort()).toEqual(Object.keys(bootstrap.recovery).sort());
-  expect(Object.keys(declaredFields('Options')).sort()).toEqual(['endpoint', 'mode', 'recovery']);
+  expect(Object.keys(declaredFields('Options')).sort()).toEqual(['endpoint', 'mode', 'recovery', 'upgradeAfterMs']);
 });
 
 // The example serves its page under a Content-Security-Policy that runs no inline script but

@@ -1,7 +1,7 @@
 package wire
 
 import (
-	"fmt"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 	"strconv"
 	"strings"
 
@@ -121,7 +121,7 @@ func (r Renewal) Encode() []byte {
 func DecodeRenewal(b []byte) (Renewal, error) {
 	var r Renewal
 	if len(b) > MaxRenewal {
-		return Renewal{}, fmt.Errorf("%w: a renewal is at most %d bytes, got %d", ErrFrame, MaxRenewal, len(b))
+		return Renewal{}, tinyfmt.Errorf("%w: a renewal is at most %d bytes, got %d", ErrFrame, MaxRenewal, len(b))
 	}
 	err := decodeObject(b, func(key string, d *jsontok.Decoder) error {
 		switch key {
@@ -135,19 +135,19 @@ func DecodeRenewal(b []byte) (Renewal, error) {
 		return frameErr(d.SkipValue())
 	})
 	if err != nil {
-		return Renewal{}, fmt.Errorf("%w (in a renewal)", err)
+		return Renewal{}, tinyfmt.Errorf("%w (in a renewal)", err)
 	}
 	switch {
 	case r.Session == "" || len(r.Session) > 64:
-		return Renewal{}, fmt.Errorf("%w: renewal session must be 1..64 bytes, got %d", ErrFrame, len(r.Session))
+		return Renewal{}, tinyfmt.Errorf("%w: renewal session must be 1..64 bytes, got %d", ErrFrame, len(r.Session))
 	case r.Secret == "" || len(r.Secret) > MaxSecret:
-		return Renewal{}, fmt.Errorf("%w: renewal secret must be 1..%d bytes, got %d", ErrFrame, MaxSecret, len(r.Secret))
+		return Renewal{}, tinyfmt.Errorf("%w: renewal secret must be 1..%d bytes, got %d", ErrFrame, MaxSecret, len(r.Secret))
 	case len(r.Token) > MaxToken:
-		return Renewal{}, fmt.Errorf("%w: renewal token must be at most %d bytes, got %d", ErrFrame, MaxToken, len(r.Token))
+		return Renewal{}, tinyfmt.Errorf("%w: renewal token must be at most %d bytes, got %d", ErrFrame, MaxToken, len(r.Token))
 	}
 	for i := 0; i < len(r.Token); i++ {
 		if c := r.Token[i]; c < 0x20 || c == 0x7f {
-			return Renewal{}, fmt.Errorf("%w: renewal token has a control character at byte %d", ErrFrame, i)
+			return Renewal{}, tinyfmt.Errorf("%w: renewal token has a control character at byte %d", ErrFrame, i)
 		}
 	}
 	return r, nil
@@ -174,10 +174,10 @@ func DecodeRenewed(b []byte) (Renewed, error) {
 		return frameErr(d.SkipValue())
 	})
 	if err != nil {
-		return Renewed{}, fmt.Errorf("%w (in a renewal's answer)", err)
+		return Renewed{}, tinyfmt.Errorf("%w (in a renewal's answer)", err)
 	}
 	if r.ExpiresMs < 0 {
-		return Renewed{}, fmt.Errorf("%w: expiresMs must be at least 0, got %d", ErrFrame, r.ExpiresMs)
+		return Renewed{}, tinyfmt.Errorf("%w: expiresMs must be at least 0, got %d", ErrFrame, r.ExpiresMs)
 	}
 	return r, nil
 }

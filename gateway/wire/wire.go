@@ -14,7 +14,6 @@ package wire
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"slices"
 	"strconv"
@@ -24,6 +23,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lifeline-go/lifeline/internal/jsontok"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // Subprotocol is the WebSocket subprotocol both sides must agree on.
@@ -317,7 +317,7 @@ func decodeObject(b []byte, member func(key string, d *jsontok.Decoder) error) e
 			_, err := d.ReadToken()
 			return frameErr(err)
 		}
-		return fmt.Errorf("%w: must be a JSON object, got %s", ErrFrame, kindName(k))
+		return tinyfmt.Errorf("%w: must be a JSON object, got %s", ErrFrame, kindName(k))
 	}
 	if _, err := d.ReadToken(); err != nil {
 		return frameErr(err)
@@ -329,7 +329,7 @@ func decodeObject(b []byte, member func(key string, d *jsontok.Decoder) error) e
 		}
 		key := tok.String()
 		if slices.Contains(fd.seen, key) {
-			return fmt.Errorf("%w: duplicate key %s", ErrFrame, Truncate(string(tok.Raw)))
+			return tinyfmt.Errorf("%w: duplicate key %s", ErrFrame, Truncate(string(tok.Raw)))
 		}
 		fd.seen = append(fd.seen, key)
 		if err := member(key, d); err != nil {
@@ -340,7 +340,7 @@ func decodeObject(b []byte, member func(key string, d *jsontok.Decoder) error) e
 		return frameErr(err)
 	}
 	if _, err := d.ReadValue(); err != io.EOF {
-		return fmt.Errorf("%w: trailing data after the frame", ErrFrame)
+		return tinyfmt.Errorf("%w: trailing data after the frame", ErrFrame)
 	}
 	return nil
 }
@@ -349,7 +349,7 @@ func frameErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("%w: %v", ErrFrame, err)
+	return tinyfmt.Errorf("%w: %v", ErrFrame, err)
 }
 
 // readString reads a string field; null is the empty string.
@@ -384,7 +384,7 @@ func readUint(d *jsontok.Decoder, key string, dst *uint64) error {
 	}
 	v, err := strconv.ParseUint(string(raw), 10, 64)
 	if err != nil {
-		return fmt.Errorf("%w: %s must be an integer in 0..%d, got %s", ErrFrame, key, uint64(1<<64-1), Truncate(string(raw)))
+		return tinyfmt.Errorf("%w: %s must be an integer in 0..%d, got %s", ErrFrame, key, uint64(1<<64-1), Truncate(string(raw)))
 	}
 	*dst = v
 	return nil
@@ -404,7 +404,7 @@ func readInt(d *jsontok.Decoder, key string, dst *int64) error {
 	}
 	v, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil {
-		return fmt.Errorf("%w: %s must be an integer, got %s", ErrFrame, key, Truncate(string(raw)))
+		return tinyfmt.Errorf("%w: %s must be an integer, got %s", ErrFrame, key, Truncate(string(raw)))
 	}
 	*dst = v
 	return nil
@@ -429,7 +429,7 @@ func readRaw(d *jsontok.Decoder, dst *RawJSON, nullIsNone bool) error {
 func wrongKind(d *jsontok.Decoder, key, want string) error {
 	k := d.PeekKind()
 	_ = d.SkipValue()
-	return fmt.Errorf("%w: %s must be %s, got %s", ErrFrame, key, want, kindName(k))
+	return tinyfmt.Errorf("%w: %s must be %s, got %s", ErrFrame, key, want, kindName(k))
 }
 
 func kindName(k jsontok.Kind) string {
@@ -501,7 +501,7 @@ func DecodeHost(b []byte) (HostFrame, error) {
 			var v int64
 			err := readInt(d, key, &v)
 			if v < 0 || v > 4999 {
-				return fmt.Errorf("%w: status must be a close code in 1000..4999, got %d", ErrFrame, v)
+				return tinyfmt.Errorf("%w: status must be a close code in 1000..4999, got %d", ErrFrame, v)
 			}
 			f.Status = int(v)
 			return err
@@ -522,42 +522,42 @@ func (f HostFrame) Validate() error {
 	switch f.T {
 	case TypeReady:
 		if f.Session == "" {
-			return fmt.Errorf("%w: ready without a session", ErrFrame)
+			return tinyfmt.Errorf("%w: ready without a session", ErrFrame)
 		}
 		if hb := f.Heartbeat(); hb < MinHeartbeat || hb > MaxHeartbeat {
-			return fmt.Errorf("%w: ready heartbeatMs must be in %d..%d, got %d",
+			return tinyfmt.Errorf("%w: ready heartbeatMs must be in %d..%d, got %d",
 				ErrFrame, MinHeartbeat.Milliseconds(), MaxHeartbeat.Milliseconds(), f.HeartbeatMs)
 		}
 		if f.MaxFrameBytes < 0 {
-			return fmt.Errorf("%w: ready maxFrameBytes must be at least 0, got %d", ErrFrame, f.MaxFrameBytes)
+			return tinyfmt.Errorf("%w: ready maxFrameBytes must be at least 0, got %d", ErrFrame, f.MaxFrameBytes)
 		}
 		if len(f.Secret) > MaxSecret {
-			return fmt.Errorf("%w: ready secret must be at most %d bytes, got %d", ErrFrame, MaxSecret, len(f.Secret))
+			return tinyfmt.Errorf("%w: ready secret must be at most %d bytes, got %d", ErrFrame, MaxSecret, len(f.Secret))
 		}
 		if f.ExpiresMs < 0 {
-			return fmt.Errorf("%w: ready expiresMs must be at least 0, got %d", ErrFrame, f.ExpiresMs)
+			return tinyfmt.Errorf("%w: ready expiresMs must be at least 0, got %d", ErrFrame, f.ExpiresMs)
 		}
 	case TypeHeartbeat, TypeGoAway, TypeError:
 	case TypeClose:
 		if f.Status < 1000 {
-			return fmt.Errorf("%w: close status must be a close code in 1000..4999, got %d", ErrFrame, f.Status)
+			return tinyfmt.Errorf("%w: close status must be a close code in 1000..4999, got %d", ErrFrame, f.Status)
 		}
 	case TypeEvent:
 		if err := checkFrameStream(f.Stream); err != nil {
 			return err
 		}
 		if f.Seq == 0 {
-			return fmt.Errorf("%w: event on stream %q without a seq", ErrFrame, f.Stream)
+			return tinyfmt.Errorf("%w: event on stream %q without a seq", ErrFrame, f.Stream)
 		}
 		if len(f.Data) == 0 {
-			return fmt.Errorf("%w: event %q/%d without data", ErrFrame, f.Stream, f.Seq)
+			return tinyfmt.Errorf("%w: event %q/%d without data", ErrFrame, f.Stream, f.Seq)
 		}
 	case TypeReset:
 		if err := checkFrameStream(f.Stream); err != nil {
 			return err
 		}
 		if f.Epoch == "" {
-			return fmt.Errorf("%w: reset on stream %q without an epoch", ErrFrame, f.Stream)
+			return tinyfmt.Errorf("%w: reset on stream %q without an epoch", ErrFrame, f.Stream)
 		}
 	case TypeDenied:
 		if err := checkFrameStream(f.Stream); err != nil {
@@ -566,20 +566,20 @@ func (f HostFrame) Validate() error {
 	case TypeReply:
 		switch {
 		case f.ID == 0:
-			return fmt.Errorf("%w: reply without an id", ErrFrame)
+			return tinyfmt.Errorf("%w: reply without an id", ErrFrame)
 		case f.Code == "" && len(f.Data) == 0:
-			return fmt.Errorf("%w: reply %d has neither data nor a code", ErrFrame, f.ID)
+			return tinyfmt.Errorf("%w: reply %d has neither data nor a code", ErrFrame, f.ID)
 		case f.Code != "" && len(f.Data) != 0:
-			return fmt.Errorf("%w: reply %d has both data and a code", ErrFrame, f.ID)
+			return tinyfmt.Errorf("%w: reply %d has both data and a code", ErrFrame, f.ID)
 		case len(f.Code) > MaxCode:
-			return fmt.Errorf("%w: reply %d code must be at most %d bytes, got %d", ErrFrame, f.ID, MaxCode, len(f.Code))
+			return tinyfmt.Errorf("%w: reply %d code must be at most %d bytes, got %d", ErrFrame, f.ID, MaxCode, len(f.Code))
 		case f.RetryAfterMs < 0:
-			return fmt.Errorf("%w: reply %d retryAfterMs must be at least 0, got %d", ErrFrame, f.ID, f.RetryAfterMs)
+			return tinyfmt.Errorf("%w: reply %d retryAfterMs must be at least 0, got %d", ErrFrame, f.ID, f.RetryAfterMs)
 		}
 	case "":
-		return fmt.Errorf("%w: missing type field \"t\"", ErrFrame)
+		return tinyfmt.Errorf("%w: missing type field \"t\"", ErrFrame)
 	default:
-		return fmt.Errorf("%w: unknown type %q", ErrFrame, Truncate(f.T))
+		return tinyfmt.Errorf("%w: unknown type %q", ErrFrame, Truncate(f.T))
 	}
 	return nil
 }
@@ -621,10 +621,10 @@ func DecodePage(b []byte) (PageFrame, error) {
 	}
 	read := PageFrame{T: f.T, ID: f.ID}
 	if f.T != TypeCall && (f.ID != 0 || f.Name != "" || len(f.Data) != 0 || f.Key != "") {
-		return read, fmt.Errorf("%w: %s carries no id, name, data or key", ErrFrame, Truncate(f.T))
+		return read, tinyfmt.Errorf("%w: %s carries no id, name, data or key", ErrFrame, Truncate(f.T))
 	}
 	if f.T != TypeReport && (f.DownMs != 0 || f.Attempts != 0 || f.Kinds != nil) {
-		return read, fmt.Errorf("%w: %s carries no downMs, attempts or kinds", ErrFrame, Truncate(f.T))
+		return read, tinyfmt.Errorf("%w: %s carries no downMs, attempts or kinds", ErrFrame, Truncate(f.T))
 	}
 	switch f.T {
 	case TypeSub:
@@ -632,7 +632,7 @@ func DecodePage(b []byte) (PageFrame, error) {
 			return read, err
 		}
 		if f.Epoch == "" && f.After != 0 {
-			return read, fmt.Errorf("%w: sub %q has after=%d without an epoch", ErrFrame, f.Stream, f.After)
+			return read, tinyfmt.Errorf("%w: sub %q has after=%d without an epoch", ErrFrame, f.Stream, f.After)
 		}
 	case TypeUnsub:
 		if err := checkFrameStream(f.Stream); err != nil {
@@ -640,7 +640,7 @@ func DecodePage(b []byte) (PageFrame, error) {
 		}
 	case TypePing:
 		if f.Stream != "" || f.Epoch != "" || f.After != 0 {
-			return read, fmt.Errorf("%w: ping carries no stream, epoch or after", ErrFrame)
+			return read, tinyfmt.Errorf("%w: ping carries no stream, epoch or after", ErrFrame)
 		}
 	case TypeCall:
 		if err := f.checkCall(); err != nil {
@@ -651,9 +651,9 @@ func DecodePage(b []byte) (PageFrame, error) {
 			return read, err
 		}
 	case "":
-		return read, fmt.Errorf("%w: missing type field \"t\"", ErrFrame)
+		return read, tinyfmt.Errorf("%w: missing type field \"t\"", ErrFrame)
 	default:
-		return read, fmt.Errorf("%w: unknown type %q", ErrFrame, Truncate(f.T))
+		return read, tinyfmt.Errorf("%w: unknown type %q", ErrFrame, Truncate(f.T))
 	}
 	return f, nil
 }
@@ -663,16 +663,16 @@ func DecodePage(b []byte) (PageFrame, error) {
 func (f PageFrame) checkCall() error {
 	switch {
 	case f.ID == 0:
-		return fmt.Errorf("%w: call without an id", ErrFrame)
+		return tinyfmt.Errorf("%w: call without an id", ErrFrame)
 	case f.Stream != "" || f.Epoch != "" || f.After != 0:
-		return fmt.Errorf("%w: call %d carries no stream, epoch or after", ErrFrame, f.ID)
+		return tinyfmt.Errorf("%w: call %d carries no stream, epoch or after", ErrFrame, f.ID)
 	}
 	if err := CheckCallName(f.Name); err != nil {
-		return fmt.Errorf("%w: call %d: %w", ErrFrame, f.ID, err)
+		return tinyfmt.Errorf("%w: call %d: %w", ErrFrame, f.ID, err)
 	}
 	if f.Key != "" {
 		if err := CheckCallKey(f.Key); err != nil {
-			return fmt.Errorf("%w: call %d: %w", ErrFrame, f.ID, err)
+			return tinyfmt.Errorf("%w: call %d: %w", ErrFrame, f.ID, err)
 		}
 	}
 	return nil
@@ -689,12 +689,12 @@ var (
 // label and a URL path can all carry as it is).
 func CheckCallName(s string) error {
 	if s == "" || len(s) > MaxCallName {
-		return fmt.Errorf("%w: must be 1..%d bytes, got %d", ErrCallName, MaxCallName, len(s))
+		return tinyfmt.Errorf("%w: must be 1..%d bytes, got %d", ErrCallName, MaxCallName, len(s))
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("._:/-", c) >= 0) {
-			return fmt.Errorf("%w: %q has %q at byte %d; allowed are letters, digits and . _ : / -", ErrCallName, Truncate(s), rune(c), i)
+			return tinyfmt.Errorf("%w: %q has %q at byte %d; allowed are letters, digits and . _ : / -", ErrCallName, Truncate(s), rune(c), i)
 		}
 	}
 	return nil
@@ -704,14 +704,14 @@ func CheckCallName(s string) error {
 // control characters (a UUID, "order-7:save", a hash).
 func CheckCallKey(s string) error {
 	if s == "" || len(s) > MaxCallKey {
-		return fmt.Errorf("%w: must be 1..%d bytes, got %d", ErrCallKey, MaxCallKey, len(s))
+		return tinyfmt.Errorf("%w: must be 1..%d bytes, got %d", ErrCallKey, MaxCallKey, len(s))
 	}
 	if !utf8.ValidString(s) {
-		return fmt.Errorf("%w: must be valid UTF-8", ErrCallKey)
+		return tinyfmt.Errorf("%w: must be valid UTF-8", ErrCallKey)
 	}
 	for i, r := range s {
 		if r < 0x20 || 0x7f <= r && r < 0xa0 { // C0, DEL and C1, as unicode.IsControl
-			return fmt.Errorf("%w: has a control character at byte %d", ErrCallKey, i)
+			return tinyfmt.Errorf("%w: has a control character at byte %d", ErrCallKey, i)
 		}
 	}
 	return nil
@@ -724,7 +724,7 @@ var ErrStreamName = errors.New("wire: bad stream name")
 // one: 1..MaxStreamName bytes.
 func CheckStream(s string) error {
 	if s == "" || len(s) > MaxStreamName {
-		return fmt.Errorf("%w: must be 1..%d bytes, got %d", ErrStreamName, MaxStreamName, len(s))
+		return tinyfmt.Errorf("%w: must be 1..%d bytes, got %d", ErrStreamName, MaxStreamName, len(s))
 	}
 	return nil
 }
@@ -732,7 +732,7 @@ func CheckStream(s string) error {
 // checkFrameStream is CheckStream for a frame: its error is a bad frame too.
 func checkFrameStream(s string) error {
 	if err := CheckStream(s); err != nil {
-		return fmt.Errorf("%w: %w", ErrFrame, err)
+		return tinyfmt.Errorf("%w: %w", ErrFrame, err)
 	}
 	return nil
 }
@@ -817,10 +817,10 @@ func ParseRestart(s string) (minWait time.Duration, ok bool) {
 func CheckValue(b RawJSON) error {
 	d := jsontok.NewDecoder(b)
 	if _, err := d.ReadValue(); err != nil {
-		return fmt.Errorf("%w: not a JSON value: %v", ErrFrame, err)
+		return tinyfmt.Errorf("%w: not a JSON value: %v", ErrFrame, err)
 	}
 	if _, err := d.ReadValue(); err != io.EOF {
-		return fmt.Errorf("%w: more than one JSON value", ErrFrame)
+		return tinyfmt.Errorf("%w: more than one JSON value", ErrFrame)
 	}
 	return nil
 }

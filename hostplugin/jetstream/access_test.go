@@ -47,41 +47,41 @@ func accessHost(t *testing.T, ns *natsServer) *fixture {
 	h.SetReady(true)
 	srv := httptest.NewServer(h.Handler(http.NotFoundHandler()))
 	t.Cleanup(func() { _ = h.Close(); srv.Close() })
-	return &fixture{h: h, srv: srv}
+	return &fixture{H: h, Srv: srv}
 }
 
 // dialAs opens a socket to f as user and reads its ready frame.
-func (f *fixture) dialAs(t *testing.T, user string) (*client, wire.HostFrame) {
+func dialAs(f *fixture, t *testing.T, user string) (*client, wire.HostFrame) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	url := "ws" + strings.TrimPrefix(f.srv.URL, "http") + wire.DefaultPath
+	url := "ws" + strings.TrimPrefix(f.Srv.URL, "http") + wire.DefaultPath
 	conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{
 		Subprotocols: []string{wire.Subprotocol}, HTTPHeader: http.Header{"Cookie": {"user=" + user}}})
 	if err != nil {
 		t.Fatalf("dial as %s: %v", user, err)
 	}
 	t.Cleanup(func() { _ = conn.CloseNow() })
-	c := &client{t: t, conn: conn}
-	return c, c.expect(wire.TypeReady)
+	c := &client{T: t, Conn: conn}
+	return c, c.Expect(wire.TypeReady)
 }
 
 // closedWith reads c until its close, failing unless it is code with reason's words.
-func (c *client) closedWith(code websocket.StatusCode, want string) time.Time {
-	c.t.Helper()
+func closedWith(c *client, code websocket.StatusCode, want string) time.Time {
+	c.T.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	for {
-		_, b, err := c.conn.Read(ctx)
+		_, b, err := c.Conn.Read(ctx)
 		if err == nil {
 			if f, _ := wire.DecodeHost(b); f.T == wire.TypeError && f.Message != want {
-				c.t.Fatalf("error frame %q, want %q", f.Message, want)
+				c.T.Fatalf("error frame %q, want %q", f.Message, want)
 			}
 			continue
 		}
 		var ce websocket.CloseError
 		if !errors.As(err, &ce) || ce.Code != code || ce.Reason != want {
-			c.t.Fatalf("the socket ended with %v, want close %d %q", err, code, want)
+			c.T.Fatalf("the socket ended with %v, want close %d %q", err, code, want)
 		}
 		return time.Now()
 	}
@@ -93,62 +93,62 @@ func TestOneEndSessionsOnOneHostEndsTheIdentitysPagesOnEveryHost(t *testing.T) {
 	var alice []*client
 	for _, f := range hosts {
 		for range 2 {
-			c, _ := f.dialAs(t, "alice")
+			c, _ := dialAs(f, t, "alice")
 			alice = append(alice, c)
 		}
 	}
-	bob, _ := hosts[2].dialAs(t, "bob")
+	bob, _ := dialAs(hosts[2], t, "bob")
 	start := time.Now()
-	n, err := hosts[0].h.EndSessions(context.Background(), "alice", hostplugin.EndOptions{Reason: "Signed out everywhere."})
+	n, err := hosts[0].H.EndSessions(context.Background(), "alice", hostplugin.EndOptions{Reason: "Signed out everywhere."})
 	if err != nil || n != 2 {
 		t.Fatalf("EndSessions = %d, %v; want this Host's 2 sessions, no error", n, err)
 	}
 	want := wire.AccessEndedReason("Signed out everywhere.", false)
 	var last time.Duration
 	for _, c := range alice {
-		last = max(last, c.closedWith(wire.CloseAccessEnded, want).Sub(start))
+		last = max(last, closedWith(c, wire.CloseAccessEnded, want).Sub(start))
 	}
 	if last > time.Second {
 		t.Fatalf("the last page of the identity was ended %v after the call, want within 1 s", last)
 	}
 	t.Logf("the last of alice's 6 pages on 3 Hosts was ended %v after the call", last)
-	bob.send(`{"t":"ping"}`)
-	bob.expect(wire.TypeHeartbeat)
+	bob.Send(`{"t":"ping"}`)
+	bob.Expect(wire.TypeHeartbeat)
 }
 
 func TestOneEndSubscriptionEndsTheStreamOnEveryHost(t *testing.T) {
 	ns := startNATS(t)
 	a, b := accessHost(t, ns), accessHost(t, ns)
 	for _, s := range []string{"team", "own"} {
-		if _, err := a.h.Publish(context.Background(), s, json.RawMessage(`0`)); err != nil {
+		if _, err := a.H.Publish(context.Background(), s, json.RawMessage(`0`)); err != nil {
 			t.Fatal(err) // the streams' logs are born: the next events follow the subscriptions' resets
 		}
 	}
 	var pages []*client
 	for _, f := range []*fixture{a, b} {
-		c, _ := f.dialAs(t, "alice")
+		c, _ := dialAs(f, t, "alice")
 		for _, s := range []string{"team", "own"} {
-			c.send(`{"t":"sub","stream":"` + s + `"}`)
-			c.expect(wire.TypeReset)
+			c.Send(`{"t":"sub","stream":"` + s + `"}`)
+			c.Expect(wire.TypeReset)
 		}
 		pages = append(pages, c)
 	}
-	if _, err := a.h.EndSubscription(context.Background(), "alice", "team", "You left the team."); err != nil {
+	if _, err := a.H.EndSubscription(context.Background(), "alice", "team", "You left the team."); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range pages {
-		if d := c.expect(wire.TypeDenied); d.Stream != "team" || d.Reason != "You left the team." {
+		if d := c.Expect(wire.TypeDenied); d.Stream != "team" || d.Reason != "You left the team." {
 			t.Fatalf("denied %+v", d)
 		}
 	}
 	// The rest carries on: an event of "own" is the next frame, none of "team".
 	for _, s := range []string{"team", "own"} {
-		if _, err := a.h.Publish(context.Background(), s, json.RawMessage(`1`)); err != nil {
+		if _, err := a.H.Publish(context.Background(), s, json.RawMessage(`1`)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, c := range pages {
-		if e := c.expect(wire.TypeEvent); e.Stream != "own" {
+		if e := c.Expect(wire.TypeEvent); e.Stream != "own" {
 			t.Fatalf("after the end: %+v, want the event of own", e)
 		}
 	}
@@ -157,13 +157,13 @@ func TestOneEndSubscriptionEndsTheStreamOnEveryHost(t *testing.T) {
 func TestARenewalAtAnotherHostIsCarriedOverNATSToItsSessions(t *testing.T) {
 	ns := startNATS(t)
 	a, b := accessHost(t, ns), accessHost(t, ns)
-	_, ready := a.dialAs(t, "alice")
+	_, ready := dialAs(a, t, "alice")
 	if ready.ExpiresMs <= 0 || ready.Secret == "" {
 		t.Fatalf("ready %+v, want an expiry and a secret", ready)
 	}
 	renew := func(user, secret string) int {
 		body := wire.Renewal{Session: ready.Session, Secret: secret}.Encode()
-		req, _ := http.NewRequest(http.MethodPost, b.srv.URL+wire.DefaultPath+"?"+wire.RenewParam+"=1", bytes.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, b.Srv.URL+wire.DefaultPath+"?"+wire.RenewParam+"=1", bytes.NewReader(body))
 		req.Header.Set("Cookie", "user="+user)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -4,8 +4,10 @@
 // Host or a Centrifuge server: page i follows its personal channel and its group's, reads
 // every delivery, checks that each channel's publications come once each and in order, and
 // counts their latency from the publish time they carry. Both kinds are read the same way,
-// by testbed.RawSocket, so that the pages cost the same whatever the server. It prints
-// "CONTROL <host:port>" once its panel listens:
+// by testbed.RawSocket, so that the pages cost the same whatever the server. Kind
+// lifeline-http is Lifeline's Host over its HTTP carrier (PROTOCOL.md §11): a streaming GET down,
+// the subscriptions in a POST up, and a ping POSTed every heartbeat as a page's poster sends
+// one. It prints "CONTROL <host:port>" once its panel listens:
 //
 //	GET /stats   fanload.PagesStats (?take=1: and start the latency histogram again)
 //
@@ -56,19 +58,21 @@ type pages struct {
 	failed    atomic.Int64
 	hist      [shards]fanload.Histogram
 
+	client *http.Client // lifeline-http
+
 	mu       sync.Mutex
 	firstErr string
 }
 
 func run() error {
-	kind := flag.String("kind", "lifeline", "lifeline or centrifuge")
-	url := flag.String("url", "", "the server's WebSocket endpoint (ws://…)")
+	kind := flag.String("kind", "lifeline", "lifeline, lifeline-http or centrifuge")
+	url := flag.String("url", "", "the server's WebSocket endpoint (ws://…; for lifeline-http the events URL, http://…)")
 	n := flag.Int("n", 100, "pages in this process")
 	first := flag.Int("first", 0, "the number of this process's first page")
 	laddrs := flag.String("laddrs", "", "comma-separated local IP addresses the pages dial from, in turn (more than one gives more ports)")
 	dialers := flag.Int("dialers", 32, "pages connecting at once")
 	flag.Parse()
-	if *kind != "lifeline" && *kind != "centrifuge" {
+	if *kind != "lifeline" && *kind != "lifeline-http" && *kind != "centrifuge" {
 		return fmt.Errorf("unknown -kind %q", *kind)
 	}
 	var locals []string
@@ -76,6 +80,9 @@ func run() error {
 		locals = strings.Split(*laddrs, ",")
 	}
 	p := &pages{kind: *kind}
+	if *kind == "lifeline-http" {
+		p.client = httpClient(locals)
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(p.stats(r.URL.Query().Get("take") == "1"))
@@ -94,6 +101,16 @@ func run() error {
 				laddr := ""
 				if len(locals) > 0 {
 					laddr = locals[i%len(locals)]
+				}
+				if p.kind == "lifeline-http" {
+					st, err := p.connectHTTP(*url, i)
+					if err != nil {
+						p.fail(fmt.Errorf("page %d: %w", i, err))
+						continue
+					}
+					p.connected.Add(1)
+					go p.readHTTP(st, i)
+					continue
 				}
 				sock, err := p.connect(*url, laddr, i)
 				if err != nil {
@@ -197,6 +214,44 @@ func (p *pages) connect(url, laddr string, i int) (*testbed.RawSocket, error) {
 
 // read counts page i's deliveries until its socket ends.
 func (p *pages) read(sock *testbed.RawSocket, i int) {
+	deliver := p.deliverer(i)
+	for {
+		_, msg, err := sock.Next()
+		if err != nil {
+			p.fail(fmt.Errorf("page %d: the socket ended: %w", i, err))
+			return
+		}
+		if p.kind == "lifeline" {
+			p.lifelineFrame(i, msg, deliver)
+			continue
+		}
+		for line := range bytes.SplitSeq(msg, []byte("\n")) {
+			switch {
+			case len(line) == 2 && line[0] == '{' && line[1] == '}':
+				// Centrifuge's ping: a pong is due.
+				if err := sock.WriteText([]byte("{}")); err != nil {
+					p.fail(fmt.Errorf("page %d: pong: %w", i, err))
+					return
+				}
+			case bytes.HasPrefix(line, []byte(`{"push"`)):
+				deliver(line)
+			}
+		}
+	}
+}
+
+// lifelineFrame counts one frame of Lifeline's Host.
+func (p *pages) lifelineFrame(i int, msg []byte, deliver func([]byte)) {
+	if bytes.HasPrefix(msg, []byte(`{"t":"event"`)) {
+		deliver(msg)
+	} else if bytes.HasPrefix(msg, []byte(`{"t":"reset"`)) {
+		p.fail(fmt.Errorf("page %d was reset: %s", i, msg))
+	}
+}
+
+// deliverer is page i's count of deliveries: once each and in order per channel, and their
+// latency from the publish time they carry.
+func (p *pages) deliverer(i int) func(line []byte) {
 	user := []byte(fanload.Personal(i))
 	var lastUser, lastGroup uint64
 	shard := i % shards
@@ -204,7 +259,7 @@ func (p *pages) read(sock *testbed.RawSocket, i int) {
 	if p.kind == "centrifuge" {
 		key = "channel"
 	}
-	deliver := func(line []byte) {
+	return func(line []byte) {
 		d, ok := fanload.Parse(line, key)
 		if !ok {
 			return
@@ -222,32 +277,5 @@ func (p *pages) read(sock *testbed.RawSocket, i int) {
 		*last = max(*last, d.N)
 		p.received[shard].v.Add(1)
 		p.hist[shard].Add(time.Duration(time.Now().UnixNano() - d.TS))
-	}
-	for {
-		_, msg, err := sock.Next()
-		if err != nil {
-			p.fail(fmt.Errorf("page %d: the socket ended: %w", i, err))
-			return
-		}
-		if p.kind == "lifeline" {
-			if bytes.HasPrefix(msg, []byte(`{"t":"event"`)) {
-				deliver(msg)
-			} else if bytes.HasPrefix(msg, []byte(`{"t":"reset"`)) {
-				p.fail(fmt.Errorf("page %d was reset: %s", i, msg))
-			}
-			continue
-		}
-		for line := range bytes.SplitSeq(msg, []byte("\n")) {
-			switch {
-			case len(line) == 2 && line[0] == '{' && line[1] == '}':
-				// Centrifuge's ping: a pong is due.
-				if err := sock.WriteText([]byte("{}")); err != nil {
-					p.fail(fmt.Errorf("page %d: pong: %w", i, err))
-					return
-				}
-			case bytes.HasPrefix(line, []byte(`{"push"`)):
-				deliver(line)
-			}
-		}
 	}
 }

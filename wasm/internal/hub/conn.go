@@ -2,13 +2,13 @@ package hub
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/lifeline-go/lifeline/gateway"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // In is one message from a tab. T says which; the other fields are its arguments.
@@ -256,7 +256,7 @@ func (conn *Conn) call(m In) {
 	conn.mu.Unlock()
 	if dup {
 		conn.h.log.Warn("hub: a tab reused the id of a call in flight; refused", "id", id)
-		err := &gateway.CallError{Kind: gateway.CallInvalid, Message: fmt.Sprintf("call id %d is in flight already", id)}
+		err := &gateway.CallError{Kind: gateway.CallInvalid, Message: tinyfmt.Sprintf("call id %d is in flight already", id)}
 		conn.send(func(t Tab) { t.Replied(id, nil, err) })
 		return
 	}
@@ -302,7 +302,7 @@ func (conn *Conn) subscribe(id int, stream string) {
 	}
 	if err := wire.CheckStream(stream); err != nil {
 		conn.forget(mem)
-		conn.send(func(c Tab) { c.Ended(id, fmt.Errorf("hub: subscribe: %w", err)) })
+		conn.send(func(c Tab) { c.Ended(id, tinyfmt.Errorf("hub: subscribe: %w", err)) })
 		return
 	}
 	mem.stream = stream

@@ -22,13 +22,13 @@ package hub
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 	"github.com/lifeline-go/lifeline/wasm/internal/page"
 )
 
@@ -277,7 +277,9 @@ func (h *Hub) publish(s controller.Status) {
 // It runs on the session's reading goroutine: it must not block, and does not (send queues).
 func (h *Hub) carried(c gateway.Carrier) {
 	h.mu.Lock()
-	if c == h.carrier || h.last == nil {
+	if c == h.carrier || h.last == nil || h.last.State != controller.Connected {
+		// Told as a session becomes ready, before the controller says connected: that status
+		// says it (publish), and none comes before it saying connecting on a carrier.
 		h.carrier = c
 		h.mu.Unlock()
 		return
@@ -320,8 +322,8 @@ func (h *Hub) command(cmd Command) error {
 	case CommandStart:
 		ctl.Start()
 	default:
-		return fmt.Errorf("hub: unknown command %q (known: %s, %s, %s)",
-			wire.Truncate(string(cmd)), CommandReconnect, CommandStop, CommandStart)
+		return tinyfmt.Errorf("hub: unknown command %q (known: %s, %s, %s)",
+			wire.Truncate(string(cmd)), string(CommandReconnect), string(CommandStop), string(CommandStart))
 	}
 	return nil
 }

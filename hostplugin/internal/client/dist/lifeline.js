@@ -12,8 +12,7 @@
 //   #connection-detail              a short sentence saying what failed and what happens next
 //                                   (polite, so the reason follows the state); the raw error in
 //                                   its title; for misconfigured the invalid fields and values,
-//                                   for failed the cause, as code; for unauthorized the Host
-//                                   app's own words first (why it refused or ended the access)
+//                                   for failed the cause, as code
 //   #reconnect-now                  enabled whenever the state is not connected; once failed
 //                                   (the page's program ended) it reloads the page
 //
@@ -54,7 +53,6 @@
         other: () => ['The connection failed', 'retrying'],
       },
       join: (cause, retry) => (retry ? `${cause}; ${retry}.` : `${cause}.`),
-      because: (reason, sentence) => (/[.!?…]$/.test(reason) ? `${reason} ${sentence}` : `${reason}. ${sentence}`),
       blocked: 'This network does not carry WebSockets; connected over HTTP instead.',
       sentences: {
         offline: 'This device is offline; the page reconnects when the network is back.',
@@ -88,7 +86,6 @@
         other: () => ['连接失败', '正在重试'],
       },
       join: (cause, retry) => (retry ? `${cause}，${retry}。` : `${cause}。`),
-      because: (reason, sentence) => (/[。！？.!?…]$/.test(reason) ? `${reason}${sentence}` : `${reason}。${sentence}`),
       blocked: '当前网络不支持 WebSocket，已改用 HTTP 连接。',
       sentences: {
         offline: '设备已离线，网络恢复后将自动重连。',
@@ -184,12 +181,6 @@
     return items.length ? items.join('; ') : error;
   }
 
-  // appWords is the Host application's own part of a reason: the plugin's words before it
-  // ("hostplugin: unauthenticated: ", which an app's error wraps) are for developers.
-  function appWords(reason) {
-    return (reason || '').replace(/^hostplugin: (?:unauthenticated|forbidden)(?:: |$)/, '').trim();
-  }
-
   // describe says what failed, for a person: the sentence, and the technical text the detail
   // shows as code (only where a developer must act: the settings, a program that ended).
   function describe(s, state) {
@@ -201,8 +192,7 @@
       let code = '';
       if (kind === 'misconfigured' && error) code = invalidFields(error);
       if (kind === 'failed') code = error;
-      const why = kind === 'unauthorized' ? appWords(s.reason) : '';
-      return { sentence: why ? L.because(why, L.sentences[kind]) : L.sentences[kind], code };
+      return { sentence: L.sentences[kind], code };
     }
     const cause = (L.causes[kind] || L.causes.other)(Math.ceil(retryAfterMs(s) / 1000));
     const retrying = state === 'connecting' || state === 'slow' || state === 'reconnecting';
@@ -400,6 +390,14 @@
 //   take()                  what the boot started, once: {worker, failed} (failed: the worker's
 //                           error event, if it came) or {error} in shared mode, {module,
 //                           runner} in-page; null afterwards, or without a bootstrap
+//   events(mode)            the URL the hub dials first: the events endpoint (lifelineOptions'
+//                           or the bootstrap's, resolved against the page) as ws: or wss:, with
+//                           the page's mode ('' if it cannot say)
+//
+// The Host's socket opens here too, while the wasm loads (openEarly): the hub's first dial
+// takes it (gateway/carrier_js.go, takeEarly), so that on a first visit over a slow link the
+// handshake's round trips overlap the download instead of following it. In-page the boot opens
+// it; a shared hub's worker opens its own at the start (web/worker.js, the same openEarly).
 (function () {
   'use strict';
 
@@ -426,15 +424,32 @@
     // The hub checks the option's value and names a bad one.
     b.mode = want === 'in-page' || !b.worker || typeof SharedWorker !== 'function' ? 'in-page' : 'shared';
 
+    // gateway/gateway.go's normalise and dialURL make the same of it; where they do not, the
+    // hub leaves the early socket and opens its own.
+    b.events = (mode) => {
+      try {
+        let endpoint = o && typeof o === 'object' && typeof o.endpoint === 'string' ? o.endpoint : '';
+        if (!endpoint) endpoint = JSON.parse(b.bootstrap).endpoint || '/_lifeline/events';
+        const u = new URL(endpoint, location.href);
+        if (u.protocol === 'http:' || u.protocol === 'ws:') u.protocol = 'ws:';
+        else if (u.protocol === 'https:' || u.protocol === 'wss:') u.protocol = 'wss:';
+        else return '';
+        u.hash = '';
+        return u.href + (u.search ? '&' : '?') + 'lifeline-mode=' + encodeURIComponent(mode);
+      } catch (_) { return ''; } // the hub says what is wrong with the config
+    };
+    // One hub per config and per events URL: a relative endpoint names another Host from
+    // another page, and the worker's URL carries it.
     b.hubName = (generation) => {
       let h = 0x811c9dc5;
-      for (const c of b.bootstrap + '\u0000' + b.options) h = Math.imul(h ^ c.codePointAt(0), 0x01000193) >>> 0;
+      for (const c of b.bootstrap + '\u0000' + b.options + '\u0000' + b.events('shared')) h = Math.imul(h ^ c.codePointAt(0), 0x01000193) >>> 0;
       return 'lifeline:' + h.toString(16) + (generation ? ':' + generation : '');
     };
     b.newWorker = (generation) => {
       const url = new URL(b.worker, location.href);
       url.searchParams.set('run', new URL(b.run, location.href).href);
       url.searchParams.set('wasm', new URL(b.wasm, location.href).href);
+      url.searchParams.set('events', b.events('shared'));
       // extendedLifetime keeps the hub, and its socket, through a reload of the only tab.
       return new SharedWorker(url.href, { name: b.hubName(generation), extendedLifetime: true });
     };
@@ -468,6 +483,7 @@
           warm();
         } catch (e) { started = { error: e }; }
       } else {
+        openEarly(b.events('in-page'));
         started = { module: b.compile(), runner: b.loadRunner() };
         started.runner.catch(() => {}); // the tab script reports it
       }
@@ -482,6 +498,49 @@
       if (seen === b.wasm || typeof fetch !== 'function' || typeof WritableStream !== 'function') return;
       fetch(b.wasm).then((r) => r.body && r.body.pipeTo(new WritableStream()).catch(() => {}), () => {});
     }
+    // openEarly BEGIN: web/boot.js and web/worker.js have this same function (hostplugin/internal/client's
+    // tests hold them alike)
+    // openEarly opens the Host's socket at url and keeps every event of it, in order, for the
+    // hub's first dial, which takes it with globalThis.__lifelineEarly.take() once it has
+    // checked that url is the one it dials (or leaves it with drop()). A socket not taken in
+    // EARLY_MS (a config the hub refuses, a page that never starts it) is closed: the Host
+    // keeps no session nobody reads.
+    function openEarly(url) {
+      const EARLY_MS = 30000;
+      if (!url || typeof WebSocket !== 'function' || (typeof navigator === 'object' && navigator.onLine === false)) return;
+      let ws;
+      try {
+        ws = new WebSocket(url, 'lifeline.v1');
+      } catch (_) { return; } // the hub's own dial says why
+      ws.binaryType = 'arraybuffer';
+      const events = [];
+      const keep = (e) => events.push(e);
+      const types = ['open', 'message', 'error', 'close'];
+      for (const t of types) ws.addEventListener(t, keep);
+      const release = () => {
+        clearTimeout(timer);
+        for (const t of types) ws.removeEventListener(t, keep);
+        if (globalThis.__lifelineEarly === early) delete globalThis.__lifelineEarly;
+      };
+      const drop = () => {
+        release();
+        try { ws.close(1000, 'not taken'); } catch (_) { /* closed already */ }
+      };
+      const timer = setTimeout(drop, EARLY_MS);
+      const early = {
+        url,
+        ws,
+        take() {
+          release();
+          if (globalThis.__lifelineSockets) globalThis.__lifelineSockets.add(ws); // web/runner.js
+          return { ws, events };
+        },
+        drop,
+      };
+      globalThis.__lifelineEarly = early;
+    }
+    // openEarly END
+
     b.seen = () => { try { localStorage.setItem(SEEN, b.wasm); } catch (_) { /* no storage: warm again */ } };
     b.take = () => {
       const s = started;
@@ -496,9 +555,7 @@
 // see wasm/main.go), to which it talks over a MessagePort.
 //
 //   lifeline.state()               the current status: {state, slow, attempt, failures,
-//                                  nextAttempt, error, kind, reason, retryAfter, at, carrier,
-//                                  blocked} (reason: the Host app's words when it refused or
-//                                  ended the page's access)
+//                                  nextAttempt, error, kind, retryAfter, at, carrier, blocked}
 //   lifeline.onState(fn)           fn(status) now and on every change; returns a remover
 //   lifeline.reconnectNow()        attempt at once, from the first cap
 //   lifeline.stop(), .start()      end everything / begin a fresh sequence
@@ -509,10 +566,6 @@
 //                                  a Promise of the Host's reply to data (any JSON value); it
 //                                  rejects with an Error whose kind says what happened and whose
 //                                  sent says whether the call had gone out (README, "Calls")
-//   lifeline.onRenew(fn)           fn() → a Promise of a token (a string), asked before the
-//                                  Host's credential expires, sent with the renewal (the
-//                                  Host's Authenticate sees "Authorization: Bearer <token>");
-//                                  returns a remover (docs/access.md)
 //
 // The API exists as soon as this script has run: calls made before the hub is up are queued.
 // Embedder code can never break the page: a listener or handler that throws is logged and the
@@ -545,7 +598,7 @@
   let seen = false; // boot.seen() was called
   const MAX_STREAM = 256; // bytes of UTF-8 (gateway/wire.MaxStreamName)
 
-  let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', reason: '', retryAfter: 0, at: Date.now(), carrier: '', blocked: false };
+  let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', retryAfter: 0, at: Date.now(), carrier: '', blocked: false };
   let port = null;
   let dead = false;
   const outbox = []; // messages for the hub before its port exists
@@ -614,7 +667,7 @@
       case 'status': {
         const s = {
           state: m.state, slow: !!m.slow, attempt: m.attempt, failures: m.failures,
-          nextAttempt: m.nextAttempt, error: m.error || '', kind: m.kind || '', reason: m.reason || '', retryAfter: m.retryAfter || 0,
+          nextAttempt: m.nextAttempt, error: m.error || '', kind: m.kind || '', retryAfter: m.retryAfter || 0,
           at: m.at || Date.now(), carrier: m.carrier || '', blocked: !!m.blocked,
         };
         remember(s);
@@ -649,9 +702,6 @@
         try { sub.fn(d); } catch (err) { report('the lifeline.subscribe("' + short(sub.stream) + '") handler', err); }
         break;
       }
-      case 'renew': // the hub asks the page's renewer for a token (onRenew)
-        askRenewer(m.id);
-        break;
       case 'exited': // shared mode: the hub's program ended; every tab moves to a fresh hub
         hubFailed(m.error, m.next);
         break;
@@ -706,7 +756,6 @@
     port = p;
     port.onmessage = onHubMessage;
     if (helloMsg) port.postMessage(helloMsg);
-    if (renewer) port.postMessage({ t: 'renewer', on: true });
     for (const [id, sub] of subs) port.postMessage({ t: 'subscribe', id, stream: sub.stream });
     for (const c of Array.from(calls.values())) {
       if (c.sent && !c.key) {
@@ -741,44 +790,6 @@
       if (s.carrier === 'websocket') localStorage.removeItem(CARRIER);
       else if (s.blocked) localStorage.setItem(CARRIER, JSON.stringify({ kind: s.carrier, until: Date.now() + REMEMBER_MS }));
     } catch (_) { /* no storage: found again next time */ }
-  }
-
-  // ---- renewals
-  //
-  // A Host whose credential expires renews the session before then (PROTOCOL.md §12.3), with
-  // the page's cookies and, where the page's code hands one over, a token: the renewer set
-  // with onRenew. Its Promise is bounded, so a renewer that never settles cannot hold the
-  // renewal up past its expiry.
-  let renewer = null;
-  const RENEW_WAIT = 3500; // under the hub's 4 s for a tab's answer
-
-  function askRenewer(id) {
-    const answer = (m) => send(Object.assign({ t: 'token', id }, m));
-    const fn = renewer;
-    if (!fn) return answer({ failure: 'this page has no renewer' });
-    let settled = false;
-    const timer = setTimeout(() => {
-      if (!settled) { settled = true; answer({ failure: 'the renewer did not settle within ' + RENEW_WAIT + ' ms' }); }
-    }, RENEW_WAIT);
-    const done = (m) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      answer(m);
-    };
-    let p;
-    try { p = Promise.resolve(fn()); } catch (e) {
-      report('the lifeline.onRenew renewer', e);
-      return done({ failure: 'the renewer threw: ' + e });
-    }
-    p.then((token) => {
-      if (typeof token !== 'string' || token === '') {
-        misuse('lifeline.onRenew(fn): fn must resolve to a non-empty string token, got', token);
-        done({ failure: 'the renewer gave no token' });
-        return;
-      }
-      done({ token });
-    }, (e) => done({ failure: 'the renewer failed: ' + e }));
   }
 
   // ---- calls
@@ -837,19 +848,6 @@
       return once(() => listeners.delete(entry));
     },
     reconnectNow() { send({ t: 'command', command: 'reconnect' }); },
-    onRenew(fn) {
-      if (typeof fn !== 'function') {
-        misuse('lifeline.onRenew(fn): fn must be a function returning a Promise of a token, got', fn);
-        return noop;
-      }
-      renewer = fn;
-      send({ t: 'renewer', on: true });
-      return once(() => {
-        if (renewer !== fn) return; // replaced meanwhile: the newer one stays
-        renewer = null;
-        send({ t: 'renewer', on: false });
-      });
-    },
     stop() { send({ t: 'command', command: 'stop' }); },
     start() { send({ t: 'command', command: 'start' }); },
     subscribe(stream, fn) {
@@ -920,7 +918,7 @@
     api.stop = gone;
     api.start = gone;
     rejectCalls(error);
-    setStatus({ state: 'failed', slow: false, attempt: status.attempt, failures: status.failures, nextAttempt: 0, error, kind: 'failed', reason: '', retryAfter: 0, at: Date.now(), carrier: status.carrier, blocked: status.blocked });
+    setStatus({ state: 'failed', slow: false, attempt: status.attempt, failures: status.failures, nextAttempt: 0, error, kind: 'failed', retryAfter: 0, at: Date.now(), carrier: status.carrier, blocked: status.blocked });
   }
 
   // ---- the browser's events
@@ -939,10 +937,15 @@
       send({ t: 'bye' });
       disconnect();
     } else {
+      // The stop reaches the hub a moment later; a browser that closes the page's sockets
+      // itself meanwhile (Firefox, with 1001) must not be taken for the Host: the hub reads
+      // this before it blames anyone (gateway/carrier_js.go).
+      globalThis.__lifelinePageLeaving = true;
       send({ t: 'command', command: 'stop' });
     }
   });
   window.addEventListener('pageshow', (e) => {
+    globalThis.__lifelinePageLeaving = false;
     if (!e.persisted) life('pageshow');
     else if (mode === 'shared') startShared();
     else send({ t: 'command', command: 'start' });
@@ -977,7 +980,7 @@
       dead = true;
       const error = 'lifeline: no #lifeline-bootstrap element in the page (is the Host plugin installed?)';
       console.error(error);
-      setStatus({ state: 'misconfigured', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error, kind: 'misconfigured', reason: '', retryAfter: 0, at: Date.now(), carrier: '', blocked: false });
+      setStatus({ state: 'misconfigured', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error, kind: 'misconfigured', retryAfter: 0, at: Date.now(), carrier: '', blocked: false });
       return false;
     }
     if (boot.optionsError) misuse('lifelineOptions cannot be read as JSON; ignored:', boot.optionsError);
@@ -1046,8 +1049,18 @@
   }
 
   function start() {
-    if (boot.mode === 'shared') startShared();
-    else startInPage();
+    if (boot.mode === 'shared') {
+      startShared();
+      return;
+    }
+    // A browser without SharedWorker (Chrome on Android, some embedded engines) is no other
+    // product: the page keeps a connection of its own, the same API and the same behaviour,
+    // and says so once, so that a developer who expected one connection per browser knows why.
+    const asked = globalThis.lifelineOptions && typeof globalThis.lifelineOptions === 'object' && globalThis.lifelineOptions.mode === 'in-page';
+    if (!asked && boot.worker && typeof SharedWorker !== 'function') {
+      console.info('lifeline: this browser has no SharedWorker; this page keeps a connection of its own (in-page mode)');
+    }
+    startInPage();
   }
 
   // lifeline:ready fires once the document has parsed, so that every page script has had
