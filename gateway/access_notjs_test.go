@@ -267,6 +267,50 @@ func TestAPageWhosePOSTIsRefusedForAnEndedAccessIsToldTheSame(t *testing.T) {
 	})
 }
 
+func TestAnEndedSubscriptionIsDeniedWithTheReasonAndTheRestCarriesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newAccessWorld(t, 0)
+		r := accessRig(t, "alice", nil)
+		var mu sync.Mutex
+		got := map[string]int{}
+		count := func(d gateway.Delivery) {
+			if !d.Reset {
+				mu.Lock()
+				got[d.Stream]++
+				mu.Unlock()
+			}
+		}
+		team := r.gw.Subscribe("team", count)
+		own := r.gw.Subscribe("own", count)
+		r.ctl.Start()
+		connected := r.waitConnected()
+		synctest.Wait() // both subscribed at the Host
+		if n, err := w.h.EndSubscription(context.Background(), "alice", "team", "You left the team."); err != nil || n != 1 {
+			t.Fatalf("EndSubscription = %d, %v; want the page's one session", n, err)
+		}
+		synctest.Wait()
+		var de *gateway.DeniedError
+		if err := team.Err(); !errors.As(err, &de) || de.Reason != "You left the team." {
+			t.Fatalf("the ended stream's Err = %v, want denied with the app's reason", err)
+		}
+		for _, s := range []string{"team", "own"} {
+			if _, err := w.h.Publish(context.Background(), s, json.RawMessage(`1`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		if got["team"] != 0 || got["own"] != 1 || own.Err() != nil {
+			t.Fatalf("after the end: %v events, own's Err %v; want own's one event and none of team's", got, own.Err())
+		}
+		if st := r.ctl.Status(); st.State != controller.Connected || st.Attempt != connected.Attempt {
+			t.Fatalf("after the end: %+v, want the same session connected", st)
+		}
+		r.ctl.Stop()
+	})
+}
+
 func TestReauthenticateReconnectsAtOnceThroughAuthenticate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newAccessWorld(t, 0)
