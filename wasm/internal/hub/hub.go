@@ -257,6 +257,7 @@ func (h *Hub) misconfigured(err error) {
 	h.log.Error("lifeline: connection settings are invalid", "err", err)
 	h.bad = err
 	h.last = &Status{Misconfigured: err}
+	gateway.DropEarly() // the socket the loader opened must not hold a session at the Host
 }
 
 // publish sends a status to every tab that said Hello. It runs on the controller's
