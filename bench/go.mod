@@ -7,6 +7,7 @@ require (
 	github.com/coder/websocket v1.8.15
 	github.com/lifeline-go/lifeline v0.0.0-00010101000000-000000000000
 	github.com/lifeline-go/lifeline/hostplugin/jetstream v0.0.0-00010101000000-000000000000
+	github.com/nats-io/nats.go v1.55.0
 	golang.org/x/sys v0.49.0
 )
 
@@ -24,7 +25,6 @@ require (
 	github.com/leodido/go-urn v1.5.0 // indirect
 	github.com/maypok86/otter/v2 v2.4.0 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
-	github.com/nats-io/nats.go v1.55.0 // indirect
 	github.com/nats-io/nkeys v0.4.16 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/prometheus/client_golang v1.25.0 // indirect
