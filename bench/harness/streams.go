@@ -257,7 +257,7 @@ type streamsRow struct {
 	rssMin, rssMax          float64 // MiB
 	appendP50, appendP99    float64 // ms
 	appendP90, appendP999   float64
-	appendN                 int // appends measured
+	appendN                 int                     // appends measured
 	floor                   map[string]floorFigures // by floor kind
 	liveP50, liveP99        float64
 	resumeP50, resumeP99    float64
