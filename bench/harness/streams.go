@@ -178,6 +178,12 @@ func (e *env) startNATSCluster(name string) (*natsCluster, error) {
 	}
 	for i := range 3 {
 		dir := filepath.Join(e.raw, fmt.Sprintf("%s-nats%d", name, i+1))
+		// A scenario run again (the machine stalled) starts from an empty cluster, as the first
+		// try did: streams left by it would make the second try's first appends refused and
+		// read, and the floor's bare publishes (which expect their subjects empty) all refused.
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
 		p, err := e.bed.Start(fmt.Sprintf("%s-nats%d", name, i+1), []string{filepath.Join(e.bin, "natsnode"),
 			"-name", fmt.Sprintf("n%d", i+1), "-addr", clients[i], "-cluster", routes[i],
 			"-routes", strings.Join(routeURLs, ","), "-dir", dir, "-stock-raft"}, nil)
