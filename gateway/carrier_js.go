@@ -5,7 +5,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"syscall/js"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // frameKind is what a message carried: text (the protocol's frames) or binary (refused).
@@ -50,11 +50,11 @@ type closeError struct {
 func (e *closeError) Error() string {
 	switch {
 	case e.leaving:
-		return fmt.Sprintf("gateway: the browser closed the socket as the page went away (%d)", e.code)
+		return tinyfmt.Sprintf("gateway: the browser closed the socket as the page went away (%d)", e.code)
 	case e.code == closeAbnormal:
 		return "gateway: the connection was lost (no close frame: 1006)"
 	}
-	return fmt.Sprintf("gateway: socket closed with %d %q", e.code, e.reason)
+	return tinyfmt.Sprintf("gateway: socket closed with %d %q", e.code, e.reason)
 }
 
 // Unwrap makes errors.Is(err, controller.ErrLeaving) hold for a socket the browser closed as
@@ -160,11 +160,14 @@ func open(url string) (k *wsCarrier, err error) {
 	defer func() {
 		// The constructor throws on a URL it refuses (SyntaxError, SecurityError).
 		if p := recover(); p != nil {
-			k, err = nil, fmt.Errorf("gateway: new WebSocket(%q): %s", url, thrown(p))
+			k, err = nil, tinyfmt.Errorf("gateway: new WebSocket(%q): %s", url, thrown(p))
 		}
 	}()
-	ws := js.Global().Get("WebSocket").New(url, wire.Subprotocol)
-	ws.Set("binaryType", "arraybuffer")
+	ws, early := takeEarly(url)
+	if !ws.Truthy() {
+		ws = js.Global().Get("WebSocket").New(url, wire.Subprotocol)
+		ws.Set("binaryType", "arraybuffer")
+	}
 	k = &wsCarrier{
 		ws:     ws,
 		opened: make(chan struct{}),
@@ -176,6 +179,7 @@ func open(url string) (k *wsCarrier, err error) {
 		f     js.Func
 	}
 	var listeners []listener
+	handlers := map[string]func(js.Value){}
 	on := func(event string, fn func(e js.Value)) {
 		f := js.FuncOf(func(_ js.Value, args []js.Value) any {
 			fn(arg0(args))
@@ -183,6 +187,7 @@ func open(url string) (k *wsCarrier, err error) {
 		})
 		ws.Call("addEventListener", event, f)
 		listeners = append(listeners, listener{event, f})
+		handlers[event] = fn
 	}
 	on("open", func(js.Value) { close(k.opened) })
 	on("message", k.received)
@@ -220,8 +225,66 @@ func open(url string) (k *wsCarrier, err error) {
 			l.f.Release()
 		}
 	}
+	// What happened to an early socket before it was taken happens to it again, in order: no
+	// event can come between (the browser dispatches none while Go runs).
+	for _, e := range early {
+		if h := handlers[e.Get("type").String()]; h != nil {
+			h(e)
+		}
+	}
 	return k, nil
 }
+
+// takeEarly takes the socket the page's loader opened to url while the wasm loaded (web/boot.js
+// and web/worker.js, openEarly), with the events it has had so far; js.Undefined() if there is
+// none. One to another URL (the loader's reading of the config differed from the hub's) is
+// closed: no dial will take it.
+func takeEarly(url string) (js.Value, []js.Value) {
+	e := js.Global().Get("__lifelineEarly")
+	if e.Type() != js.TypeObject {
+		return js.Undefined(), nil
+	}
+	if !sameURL(e.Get("url").String(), url) {
+		e.Call("drop")
+		return js.Undefined(), nil
+	}
+	got := e.Call("take")
+	events := got.Get("events")
+	out := make([]js.Value, events.Length())
+	for i := range out {
+		out[i] = events.Index(i)
+	}
+	return got.Get("ws"), out
+}
+
+// DropEarly closes the socket the page's loader opened while the wasm loaded, if no dial took
+// it: a hub that will not connect (its settings are invalid) must leave no session at the Host
+// (README, "misconfigured": nothing connects). The loader's own 30 s limit is for a page that
+// never starts its hub at all.
+func DropEarly() {
+	if e := js.Global().Get("__lifelineEarly"); e.Type() == js.TypeObject {
+		e.Call("drop")
+	}
+}
+
+// earlyOpen reports whether the loader's early socket to url is open (then the first dial
+// takes it, whatever carrier the page remembered: the network carries WebSockets now). One
+// that is not open yet, or failed, is closed: a page that remembers a path that holds
+// WebSockets back does not wait to see.
+func earlyOpen(url string) bool {
+	e := js.Global().Get("__lifelineEarly")
+	if e.Type() != js.TypeObject {
+		return false
+	}
+	if sameURL(e.Get("url").String(), url) && e.Get("ws").Get("readyState").Int() == wsOpen {
+		return true
+	}
+	e.Call("drop")
+	return false
+}
+
+// wsOpen is WebSocket.OPEN, the readyState of a socket that opened and is not closing.
+const wsOpen = 1
 
 // received queues a message event's data.
 func (k *wsCarrier) received(e js.Value) {
@@ -285,7 +348,7 @@ func (k *wsCarrier) read() (frameKind, []byte, error) {
 			k.queue = k.queue[1:]
 			k.mu.Unlock()
 			if int64(len(m.b)) > k.readLimit {
-				return 0, nil, fmt.Errorf("%w: %d bytes, over the read limit of %d", errMessageTooBig, len(m.b), k.readLimit)
+				return 0, nil, tinyfmt.Errorf("%w: %d bytes, over the read limit of %d", errMessageTooBig, len(m.b), k.readLimit)
 			}
 			return m.kind, m.b, nil
 		}
@@ -305,11 +368,11 @@ func (k *wsCarrier) write(b []byte) (err error) {
 		return err
 	}
 	if n := k.ws.Get("bufferedAmount").Int(); n > maxBuffered {
-		return fmt.Errorf("gateway: the link is not draining: %d bytes wait to be sent (bound %d)", n, maxBuffered)
+		return tinyfmt.Errorf("gateway: the link is not draining: %d bytes wait to be sent (bound %d)", n, maxBuffered)
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("gateway: WebSocket.send: %s", thrown(p))
+			err = tinyfmt.Errorf("gateway: WebSocket.send: %s", thrown(p))
 		}
 	}()
 	k.ws.Call("send", string(b))
@@ -361,7 +424,7 @@ func thrown(p any) string {
 	if e, ok := p.(js.Error); ok {
 		return jsString(e.Value)
 	}
-	return fmt.Sprint(p)
+	return tinyfmt.Sprint(p)
 }
 
 // checkBeforeRedial: in the browser a WebSocket is checked with a plain GET before it is dialed

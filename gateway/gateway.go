@@ -3,18 +3,16 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
-	"maps"
 	"math/rand/v2"
-	"net/url"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
+	"github.com/lifeline-go/lifeline/internal/weburl"
 )
 
 // Errors a caller may see, reached with errors.Is.
@@ -59,9 +57,9 @@ type DeniedError struct {
 
 func (e *DeniedError) Error() string {
 	if e.Reason == "" {
-		return fmt.Sprintf("gateway: the host denied stream %q", e.Stream)
+		return tinyfmt.Sprintf("gateway: the host denied stream %q", e.Stream)
 	}
-	return fmt.Sprintf("gateway: the host denied stream %q: %s", e.Stream, e.Reason)
+	return tinyfmt.Sprintf("gateway: the host denied stream %q: %s", e.Stream, e.Reason)
 }
 
 // Is makes errors.Is(err, ErrDenied) hold.
@@ -237,7 +235,7 @@ func New(rawURL string, opts *Options) (*Gateway, error) {
 		o.Carrier = wire.CarrierWebSocket
 	case wire.CarrierWebSocket, wire.CarrierStream, wire.CarrierPoll:
 	default:
-		return nil, fmt.Errorf("%w %q: want %q, %q or %q", ErrBadCarrier, o.Carrier, wire.CarrierWebSocket, wire.CarrierStream, wire.CarrierPoll)
+		return nil, tinyfmt.Errorf("%w %q: want %q, %q or %q", ErrBadCarrier, o.Carrier, wire.CarrierWebSocket, wire.CarrierStream, wire.CarrierPoll)
 	}
 	if o.FallbackAfter <= 0 {
 		o.FallbackAfter = DefaultFallbackAfter
@@ -277,13 +275,13 @@ func New(rawURL string, opts *Options) (*Gateway, error) {
 func (g *Gateway) URL() string { return g.url }
 
 // parseURL checks an events URL and normalises it (see normalise).
-func parseURL(raw string) (*url.URL, error) {
-	u, err := url.Parse(raw)
+func parseURL(raw string) (*weburl.URL, error) {
+	u, err := weburl.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %v", ErrBadURL, raw, err)
+		return nil, tinyfmt.Errorf("%w: %q: %v", ErrBadURL, raw, err)
 	}
 	if u, err = normalise(u); err != nil {
-		return nil, fmt.Errorf("%w in %q", err, raw)
+		return nil, tinyfmt.Errorf("%w in %q", err, raw)
 	}
 	return u, nil
 }
@@ -291,20 +289,31 @@ func parseURL(raw string) (*url.URL, error) {
 // normalise is the one rule for events URLs: the scheme becomes ws or wss (http and https
 // mean them), a host is required, and the fragment goes. The controller compares places as
 // strings, so every URL that names one (the gateway's own, GOAWAY targets) passes through here.
-func normalise(u *url.URL) (*url.URL, error) {
+func normalise(u *weburl.URL) (*weburl.URL, error) {
 	switch strings.ToLower(u.Scheme) {
 	case "ws", "http":
 		u.Scheme = "ws"
 	case "wss", "https":
 		u.Scheme = "wss"
 	default:
-		return nil, fmt.Errorf("%w: scheme must be ws, wss, http or https, got %q", ErrBadURL, u.Scheme)
+		return nil, tinyfmt.Errorf("%w: scheme must be ws, wss, http or https, got %q", ErrBadURL, u.Scheme)
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("%w: no host", ErrBadURL)
+		return nil, tinyfmt.Errorf("%w: no host", ErrBadURL)
 	}
 	u.Fragment = ""
 	return u, nil
+}
+
+// sameURL reports whether a and b name the same events URL once normalised (the page's loader
+// spells a URL as a browser does, the gateway as net/url does).
+func sameURL(a, b string) bool {
+	ua, err := parseURL(a)
+	if err != nil {
+		return false
+	}
+	ub, err := parseURL(b)
+	return err == nil && ua.String() == ub.String()
 }
 
 // Subscribe follows stream: handler receives its events once each and in order, or a reset
@@ -324,9 +333,9 @@ func (g *Gateway) Subscribe(stream string, handler func(Delivery)) *Subscription
 	defer g.mu.Unlock()
 	switch {
 	case handler == nil:
-		g.end(s, fmt.Errorf("%w: Subscribe(%q)", ErrNilHandler, stream))
+		g.end(s, tinyfmt.Errorf("%w: Subscribe(%q)", ErrNilHandler, stream))
 	case wire.CheckStream(stream) != nil:
-		g.end(s, fmt.Errorf("gateway: Subscribe(%q): %w", wire.Truncate(stream), wire.CheckStream(stream)))
+		g.end(s, tinyfmt.Errorf("gateway: Subscribe(%q): %w", wire.Truncate(stream), wire.CheckStream(stream)))
 	case g.cause != nil:
 		g.end(s, g.cause)
 	default:
@@ -352,7 +361,7 @@ func (g *Gateway) Close(cause error) {
 	if g.cause == nil {
 		g.cause = cause
 		g.finish(cause)
-		for _, name := range slices.Sorted(maps.Keys(g.subs)) {
+		for _, name := range sortedKeys(g.subs) {
 			g.end(g.subs[name], cause)
 		}
 		clear(g.subs)
@@ -403,7 +412,7 @@ func (g *Gateway) Run(ctx context.Context, gen *controller.Generation) error {
 
 // register records a new session, refusing it once the gateway is closed. The session's
 // context ends with the generation's or with Close, whichever comes first.
-func (g *Gateway) register(ctx context.Context, gen *controller.Generation, u *url.URL) (*session, error) {
+func (g *Gateway) register(ctx context.Context, gen *controller.Generation, u *weburl.URL) (*session, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.cause != nil {
@@ -445,7 +454,7 @@ func closedError(cause error) error {
 	if errors.Is(cause, ErrClosed) {
 		return cause
 	}
-	return fmt.Errorf("%w: %w", ErrClosed, cause)
+	return tinyfmt.Errorf("%w: %w", ErrClosed, cause)
 }
 
 // Probe checks that the links are alive now, instead of waiting for the watchdog (2.5 ×

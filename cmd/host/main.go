@@ -138,7 +138,10 @@ func run(args []string, stderr io.Writer) int {
 	}
 	defer mx.Close()
 	// The demo's streams (ticks, host, board) are public.
-	opts := &hostplugin.Options{Logger: logger, Authorize: hostplugin.PublicStreams}
+	// Pages say who they are with a cookie, and the streams room.* carry presence
+	// (presence.go).
+	opts := &hostplugin.Options{Logger: logger, Authorize: hostplugin.PublicStreams,
+		Authenticate: demoAuthenticate, Presence: demoPresence(shared)}
 	if shared != nil {
 		opts.Log = shared
 		if log, ok := shared.(*jetstream.Log); ok {
@@ -189,8 +192,9 @@ func run(args []string, stderr io.Writer) int {
 
 	mux := http.NewServeMux()
 	faultMode := func() string { return upMode } // without -faults the Host has no fault modes
+	pages := func(next http.Handler) http.Handler { return next }
 	if *faults {
-		if faultMode, err = installFaults(h, mux); err != nil {
+		if faultMode, pages, err = installFaults(h, mux); err != nil {
 			ln.Close()
 			fmt.Fprintf(stderr, "host: -faults: %v\n", err)
 			return 1
@@ -210,7 +214,7 @@ func run(args []string, stderr io.Writer) int {
 	mux.Handle("/_lifeline/ready", h.ReadinessHandler())
 	mx.serve(logger)
 	// The demo page is a plain page: the plugin injects its client, as on an embedder's site.
-	mux.Handle("/", h.Handler(http.FileServer(http.Dir(*webDir))))
+	mux.Handle("/", pages(h.Handler(http.FileServer(http.Dir(*webDir)))))
 	srv := &http.Server{
 		Handler: mux,
 		// A client that never finishes its headers must not hold a connection forever.

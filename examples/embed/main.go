@@ -72,10 +72,11 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	case <-ctx.Done():
 	}
-	// Nobody serves in this process's place.
+	// Nobody serves in this process's place: every page is told the Host is restarting
+	// (close 1012) and comes back soon, then the Host closes, then the server shuts down.
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return shutdown(sctx, h, srv)
+	return h.Shutdown(sctx, srv)
 }
 
 // app is the application: a page, a sign-in stub, the users whose streams it publishes, and

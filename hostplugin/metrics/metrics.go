@@ -9,8 +9,9 @@
 //	h, err := hostplugin.New(cfg, &hostplugin.Options{Authorize: authorize, Observer: m})
 //	http.Handle("/metrics", promhttp.Handler())
 //
-// It is a package and module of its own, so that an embedder who does not use Prometheus
-// links none of it. The README's "Operating Lifeline" lists every metric and what it means;
+// It is a package of its own, so that an embedder who does not use Prometheus links none of
+// it (and downloads none of it: the go command downloads a module only for the packages a
+// build imports). The README's "Operating Lifeline" lists every metric and what it means;
 // deploy/ has a Grafana dashboard and alerting rules built on them.
 //
 // Names follow the Prometheus naming guide: the lifeline_ prefix, base units (seconds,
