@@ -405,15 +405,6 @@ func (l *Log) AppendUnique(ctx context.Context, stream, id string, build func(se
 	return l.append(ctx, stream, build, id)
 }
 
-// headRead is the answer of a head read made alongside a publish.
-type headRead struct {
-	head *stored
-	err  error
-}
-
-// errNoHeadRead says that no head was read alongside the refused publish.
-var errNoHeadRead = errors.New("jetstream: no head read ahead")
-
 // publishRetry is how long append waits before it tries again a publish that found no shard
 // leader, or (with an id) lost its answer.
 const publishRetry = 100 * time.Millisecond
@@ -426,11 +417,6 @@ const jsErrCodeDuplicateInProcess = 10158
 // so that JetStream stores it only if no other event of the stream came in between. When one
 // did (another Host appended), the publish is refused: the head is read from the shard's
 // leader and the event is numbered again. A stream that holds no event begins a new epoch.
-//
-// A publish made on no known head (the first append of this Host to the stream, or one it
-// forgot) has the head read alongside it: if the stream holds events the publish is refused,
-// and the read is then answered or under way instead of starting after the refusal (three
-// round trips in a row become two). A new stream costs a read nobody needs.
 func (l *Log) append(ctx context.Context, stream string, build func(uint64) json.RawMessage, id string) (hostplugin.Event, bool, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -445,24 +431,13 @@ func (l *Log) append(ctx context.Context, stream string, build func(uint64) json
 	fail := func(err error) (hostplugin.Event, bool, error) {
 		return hostplugin.Event{}, false, fmt.Errorf("%w: append to %q: %v", ErrUnavailable, wire.Truncate(stream), err)
 	}
-	checked := false        // whether a missing shard leader was told from a deleted shard
-	var ahead chan headRead // the head, read alongside a publish made on no known head
-	aheadCtx, stopAhead := context.WithCancel(ctx)
-	defer stopAhead()
+	checked := false // whether a missing shard leader was told from a deleted shard
 	for refusals := 0; ; {
 		// With no head known, the stream is taken to hold nothing: a new stream is stored at
 		// the first try, and one that holds events refuses the publish and is read.
 		head, known := l.known(stream)
 		if !known {
 			head = stored{epoch: newID(8)}
-			if ahead == nil && refusals == 0 {
-				read := make(chan headRead, 1) // never blocks the reader: nobody may take its answer
-				ahead = read
-				go func() {
-					h, err := l.leaderHead(aheadCtx, pl)
-					read <- headRead{h, err}
-				}()
-			}
 		}
 		data := build(head.seq + 1)
 		msg := &nats.Msg{Subject: pl.subject, Header: nats.Header{}, Data: data}
@@ -511,19 +486,9 @@ func (l *Log) append(ctx context.Context, stream string, build func(uint64) json
 			if refusals++; refusals > 1 && !sleepUntil(ctx, time.Now().Add(time.Duration(min(refusals, 20))*time.Millisecond), deadline) {
 				return fail(err)
 			}
-			var h *stored
-			err = errNoHeadRead
-			if ahead != nil {
-				// Read before the refusal: it may miss an event stored meanwhile, which only
-				// makes the next publish refused and the head read again.
-				r := <-ahead
-				ahead = nil
-				h, err = r.head, r.err
-			}
+			h, err := l.leaderHead(ctx, pl)
 			if err != nil {
-				if h, err = l.leaderHead(ctx, pl); err != nil {
-					return fail(err)
-				}
+				return fail(err)
 			}
 			if h == nil {
 				l.forget(stream)
