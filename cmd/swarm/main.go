@@ -273,7 +273,7 @@ func (c *client) call(ctx context.Context, p *callPlan, k int) {
 	id := p.id(c.id, k)
 	l := swarmline.Line{ID: c.id, Event: swarmline.Call, Call: k, Keyed: p.keyedAt(k), Made: swarmline.Stamp(time.Now())}
 	var epoch atomic.Value // string: set on the gateway's writer goroutine, read here
-	opts := gateway.CallOptions{OnSent: func(e string) { epoch.Store(e) }}
+	opts := gateway.CallOptions{OnSent: func(on gateway.Sent) { epoch.Store(on.Epoch) }}
 	if l.Keyed {
 		opts.Key = id
 	}
