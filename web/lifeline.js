@@ -20,7 +20,7 @@
 //   lifeline.call(name, data, {timeoutMs, key})
 //                                  a Promise of the Host's reply to data (any JSON value); it
 //                                  rejects with an Error whose kind says what happened and whose
-//                                  sent says whether the call had gone out (README, "Calls")
+//                                  sent says whether the call had gone out (docs/calls.md)
 //   lifeline.onRenew(fn)           fn() → a Promise of a token (a string), asked before the
 //                                  Host's credential expires, sent with the renewal (the
 //                                  Host's Authenticate sees "Authorization: Bearer <token>");

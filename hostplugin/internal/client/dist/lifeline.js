@@ -1,4 +1,4 @@
-// The Settings indicator: the DOM contract that tests and embedders rely on (README.md, "The DOM contract").
+// The Settings indicator: the DOM contract that tests and embedders rely on (docs/embedding.md, "The DOM contract").
 //
 //   #connection-status[data-state]  connecting | slow | connected | reconnecting | offline |
 //                                   stopped | misconfigured | unauthorized | failed;
@@ -582,7 +582,7 @@
 //   lifeline.call(name, data, {timeoutMs, key})
 //                                  a Promise of the Host's reply to data (any JSON value); it
 //                                  rejects with an Error whose kind says what happened and whose
-//                                  sent says whether the call had gone out (README, "Calls")
+//                                  sent says whether the call had gone out (docs/calls.md)
 //   lifeline.onRenew(fn)           fn() → a Promise of a token (a string), asked before the
 //                                  Host's credential expires, sent with the renewal (the
 //                                  Host's Authenticate sees "Authorization: Bearer <token>");
