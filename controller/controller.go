@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 

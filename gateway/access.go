@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Access that ends (PROTOCOL.md §13), the page's side: the Host's application ended the

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 

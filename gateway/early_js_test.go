@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 	ts "github.com/lifeline-go/lifeline/internal/test/testserver"
 )
 

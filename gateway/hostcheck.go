@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 

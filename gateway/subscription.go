@@ -3,7 +3,7 @@ package gateway
 import (
 	"runtime"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 

@@ -7,7 +7,7 @@ import (
 	"syscall/js"
 
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/wasm/internal/hub"
 )
 

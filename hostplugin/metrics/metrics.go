@@ -28,7 +28,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 )
 

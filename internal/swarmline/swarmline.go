@@ -19,7 +19,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // The events, in the order a client usually prints them.

@@ -33,7 +33,7 @@ import (
 	"github.com/lifeline-go/lifeline/bench/callline"
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/internal/swarmline"
 )
 

@@ -30,7 +30,7 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/bench/fanload"
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/internal/test/testbed"
 )
 

@@ -35,7 +35,7 @@ import (
 	"github.com/centrifugal/centrifuge"
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 )
 

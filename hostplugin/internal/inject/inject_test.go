@@ -28,7 +28,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/hostplugin/internal/inject"
 	"github.com/lifeline-go/lifeline/internal/test/pagetest"
 	"github.com/lifeline-go/lifeline/internal/test/testlog"

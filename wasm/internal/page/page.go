@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/internal/configdoc"
 	"github.com/lifeline-go/lifeline/internal/strictjson"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"

@@ -3,7 +3,7 @@ package wire_test
 import (
 	"testing"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/internal/test/fieldtest"
 )
 
