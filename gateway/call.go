@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // What a [CallError] says happened to a call, for the app to act on and a person to read.

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/internal/weburl"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Pending returns, per stream, the action a generation that became ready now would send

@@ -17,10 +17,10 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/hostplugin/jetstream"
 	"github.com/lifeline-go/lifeline/internal/test/hosttest"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // callsStream is the JetStream stream of the default bucket of a log with the default Prefix.

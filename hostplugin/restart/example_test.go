@@ -16,9 +16,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/hostplugin/restart"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // A Host's main with graceful restarts: SIGUSR2 starts a successor that inherits the port and
