@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // The HTTP carrier (PROTOCOL.md §11), for a path that will not carry a WebSocket: the Host's
@@ -261,6 +261,11 @@ func (c *httpCarrier) post(body []byte) (*httpAnswer, error) {
 func postRefused(status int, body []byte) error {
 	why := tinyfmt.Sprintf("HTTP %d", status)
 	if r, err := wire.DecodeRefusal(bytes.TrimSpace(body)); err == nil {
+		if r.Error == wire.RefusalAccessEnded {
+			if reason, reauth, ok := wire.ParseAccessEnded(r.Reason); ok {
+				return &accessEndedRefusal{reason: reason, reauth: reauth, status: status}
+			}
+		}
 		why += " " + r.Error
 		if r.Reason != "" {
 			why += ": " + r.Reason

@@ -6,9 +6,9 @@ import (
 	"sync/atomic"
 
 	"github.com/lifeline-go/lifeline/controller"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 	"github.com/lifeline-go/lifeline/internal/weburl"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // session is one generation: one socket, from dial to close. Its frame handling (handle,
@@ -46,6 +46,7 @@ type session struct {
 	maxFrame int64              // the ready frame's maxFrameBytes (0: not said)
 	nextCall uint64             // the id of the last call sent
 	inflight map[uint64]*call   // calls sent on it without their reply, by id
+	callsOn  callSession        // the rest of what the ready frame said of calls (call.go)
 	report   *wire.PageFrame    // the report of the outage it ended, until written (report.go)
 	reportOK bool               // the ready frame asked for reports
 	presence bool               // the ready frame says the Host carries presence
@@ -60,6 +61,9 @@ type session struct {
 
 	retryAfter atomic.Int64 // ms from an error frame "retry-after=<ms>"; -1 when none
 	restart    atomic.Int64 // ms from an error frame or close reason "service-restart[ retry-after=<ms>]"; -1 when none
+
+	ended     atomic.Pointer[accessEnd] // the Host ended the session's access (access.go); nil when not
+	stopRenew func()                    // ends its renewals and waits for them (access.go); set by the pump
 }
 
 // wireSub is one stream as a session subscribed it.
@@ -156,6 +160,13 @@ func (s *session) handle(f wire.HostFrame) error {
 		if strings.Contains(f.Message, `unknown type "`+wire.TypePing+`"`) {
 			s.noPing.Store(true) // an older Host: its answer proved the link, but ask no more
 		}
+		if reason, reauth, ok := wire.ParseAccessEnded(f.Message); ok {
+			// access.go. Ended for good, the session ends now, not at the close that follows:
+			// the page shows unauthorized as soon as it can.
+			if s.endedBy(reason, reauth); !reauth {
+				return errAccessEnded
+			}
+		}
 		s.g.log.Warn("gateway: host reported an error", "url", s.target.String(), "message", f.Message)
 		return nil
 	}
@@ -176,12 +187,10 @@ func (s *session) handle(f wire.HostFrame) error {
 		if err := s.gen.Ready(nil); err != nil {
 			return err
 		}
-		s.g.mu.Lock()
-		s.ready = true
-		s.dedup, s.maxFrame, s.reportOK, s.presence = f.Dedup, f.MaxFrameBytes, f.Report, f.HasPresence
-		s.g.mu.Unlock()
+		s.g.readied(s, f)
 		close(s.readied)
 		s.kickWriter()
+		s.startRenewals(f) // access.go: when the ready frame says the credential expires
 		return nil
 	}
 	switch f.T {
@@ -217,6 +226,9 @@ func (s *session) handle(f wire.HostFrame) error {
 		return nil
 	case wire.TypeReply:
 		s.g.replied(s, f)
+		return nil
+	case wire.TypeFenced:
+		s.g.fenced(s, f)
 		return nil
 	case wire.TypePresence:
 		s.g.onPresence(s, f)

@@ -18,7 +18,9 @@ declare namespace Lifeline {
    * - `stopped`: `lifeline.stop()` was called (or the page was hidden into the back-forward
    *   cache); nothing runs until `lifeline.start()`.
    * - `unauthorized`: the Host refused the page's credentials (HTTP 401/403 from the app's
-   *   Authenticate); retried at the top cap only, due at `nextAttempt`. Sign in, then
+   *   Authenticate), or its application ended the page's access (a sign-out, a revocation, a
+   *   credential that expired: `reason` says why); retried at the top cap only, due at
+   *   `nextAttempt`, each time through the Host's Authenticate. Sign in, then
    *   `lifeline.reconnectNow()`.
    * - `misconfigured`: the connection settings are invalid (`error` names the fields and the
    *   values seen); the page does not connect.
@@ -82,6 +84,12 @@ declare namespace Lifeline {
     /** The last failure, for developers (English); `''` once connected. */
     readonly error: string;
     readonly kind: Kind;
+    /**
+     * The Host application's own words, while `unauthorized`: why it refused the credential,
+     * or why it ended the page's access (`EndSessions`' reason, or that the sign-in expired);
+     * `''` otherwise. Show it as text.
+     */
+    readonly reason: string;
     /** The wait (ms) the Host asked for with its refusal (busy, restarting); else 0. */
     readonly retryAfter: number;
     /**
@@ -185,16 +193,28 @@ declare namespace Lifeline {
    * - `bad-request`: the Host could not read the call; the handler never ran. Sent.
    * - `busy`: over the Host's call rate or queue (`retryAfter` says when to try again), or over
    *   the page's queue of unsent calls (not sent). Never run.
-   * - `interrupted`: the connection ended after the call was sent and before its reply, and the
-   *   call was not sent again (it had no `key`, or the page came back to a Host whose dedup store
-   *   is not the one it sent it to). It may have run, at most once: the outcome is unknown.
-   * - `timeout`: no reply within `timeoutMs`; `sent` says whether it had gone out (then it may
-   *   still run, at most once).
+   * - `not-run`: the connection ended after the call was sent and before its reply, and the
+   *   Host has since fenced that connection's session before the call started there: it never
+   *   ran, and never will. Safe to make again. Sent.
+   * - `interrupted`: the call had started on the Host, and its reply was lost (the connection
+   *   ended, and the Host has fenced its session; or the Host running a keyed call died): it ran,
+   *   or runs to its end, once, and nothing of it starts after this. Check, then decide. Sent.
+   * - `timeout`: what became of the call cannot be learned, or not in time; `sent` says whether
+   *   it had gone out (then it may have run, or still run, at most once). No reply within
+   *   `timeoutMs`; or the Host ran it past its `callTimeoutMs`; or a call cut off could neither be
+   *   sent again nor its session fenced (a Host of another dedup store, half the Host's dedup
+   *   window past, the page's program ended).
+   * - `identity-changed`: a keyed call cut off and not sent again because the page's identity
+   *   changed since (the user signed in as someone else): it may have run as the identity it
+   *   was made as, at most once, and never runs as the new one. Sent.
    * - `too-big`: the call is over what the Host reads. Not sent.
    * - `invalid`: a name, key, timeout or data Lifeline cannot send. Not sent.
    * - `unsupported`: the Host takes no calls. Not sent.
    * - `closed`: the connection was closed for good; `sent` says whether it had gone out.
-   * - `failed`: the page's connection program ended; `sent` calls say `interrupted` instead.
+   * - `access-ended`: the Host ended the page's access (a sign-out, a revocation, an expiry)
+   *   before the call ran: the Host refused it (sent) or it was never sent; it never ran, and
+   *   it is not sent on a later connection, which may be another user's.
+   * - `failed`: the page's connection program ended; `sent` calls say `timeout` instead.
    */
   type CallErrorKind =
     | 'app'
@@ -202,12 +222,15 @@ declare namespace Lifeline {
     | 'unknown'
     | 'bad-request'
     | 'busy'
+    | 'not-run'
     | 'interrupted'
     | 'timeout'
+    | 'identity-changed'
     | 'too-big'
     | 'invalid'
     | 'unsupported'
     | 'closed'
+    | 'access-ended'
     | 'failed';
 
   /** Why `lifeline.call` rejected. */
@@ -314,6 +337,14 @@ declare namespace Lifeline {
      * waits to be sent; calls reach the Host in the order made. Rejects with a `CallError`.
      */
     call<R = unknown>(name: string, data?: unknown, opts?: CallOptions): Promise<R>;
+    /**
+     * Sets the renewer: before a credential the Host said expires runs out, the connection
+     * renews it with the page's cookies and asks `fn` for a token to send along (the Host's
+     * Authenticate reads it as `Authorization: Bearer <token>`). `fn` resolves to the token
+     * within 3.5 s, or rejects. In shared mode every tab's connection is one: a tab with a
+     * renewer is asked. A later `onRenew` replaces it; the remover unsets it.
+     */
+    onRenew(fn: () => Promise<string> | string): Remove;
   }
 }
 

@@ -3,7 +3,9 @@
 // see wasm/main.go), to which it talks over a MessagePort.
 //
 //   lifeline.state()               the current status: {state, slow, attempt, failures,
-//                                  nextAttempt, error, kind, retryAfter, at, carrier, blocked}
+//                                  nextAttempt, error, kind, reason, retryAfter, at, carrier,
+//                                  blocked} (reason: the Host app's words when it refused or
+//                                  ended the page's access)
 //   lifeline.onState(fn)           fn(status) now and on every change; returns a remover
 //   lifeline.reconnectNow()        attempt at once, from the first cap
 //   lifeline.stop(), .start()      end everything / begin a fresh sequence
@@ -18,7 +20,11 @@
 //   lifeline.call(name, data, {timeoutMs, key})
 //                                  a Promise of the Host's reply to data (any JSON value); it
 //                                  rejects with an Error whose kind says what happened and whose
-//                                  sent says whether the call had gone out (README, "Calls")
+//                                  sent says whether the call had gone out (docs/calls.md)
+//   lifeline.onRenew(fn)           fn() → a Promise of a token (a string), asked before the
+//                                  Host's credential expires, sent with the renewal (the
+//                                  Host's Authenticate sees "Authorization: Bearer <token>");
+//                                  returns a remover (docs/access.md)
 //
 // The API exists as soon as this script has run: calls made before the hub is up are queued.
 // Embedder code can never break the page: a listener or handler that throws is logged and the
@@ -49,18 +55,19 @@
 
   let boot = null; // globalThis.__lifelineBoot(), once the page has its bootstrap (web/boot.js)
   let seen = false; // boot.seen() was called
-  const MAX_STREAM = 256; // bytes of UTF-8 (gateway/wire.MaxStreamName)
+  const MAX_STREAM = 256; // bytes of UTF-8 (internal/wire.MaxStreamName)
 
-  let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', retryAfter: 0, at: Date.now(), carrier: '', blocked: false };
+  let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', reason: '', retryAfter: 0, at: Date.now(), carrier: '', blocked: false };
   let port = null;
   let dead = false;
   const outbox = []; // messages for the hub before its port exists
   const listeners = new Set();
   const subs = new Map(); // id → {stream, fn, presence (a presence subscription's Map id → member)}
   let nextID = 1;
-  // Calls not yet answered: id → {name, data (JSON text), key, deadline, sent, epoch, resolve,
-  // reject, timer}. sent and epoch are what the hub said before the call's write: a call
-  // the hub never said it sent never went out, so after a lost hub it is made again as new.
+  // Calls not yet answered: id → {name, data (JSON text), key, deadline, sent, epoch, who,
+  // session, wid, sentAt, resolve, reject, timer}. sent, epoch, who, session and wid are what
+  // the hub said before the call's write (and sentAt when it first said so): a call the hub never said it sent never went out, so after
+  // a lost hub it is made again as new.
   const calls = new Map();
   let nextCallID = 1;
   let defaultCallTimeout = 30000; // the bootstrap's callTimeoutMs, read at hello
@@ -121,7 +128,7 @@
       case 'status': {
         const s = {
           state: m.state, slow: !!m.slow, attempt: m.attempt, failures: m.failures,
-          nextAttempt: m.nextAttempt, error: m.error || '', kind: m.kind || '', retryAfter: m.retryAfter || 0,
+          nextAttempt: m.nextAttempt, error: m.error || '', kind: m.kind || '', reason: m.reason || '', retryAfter: m.retryAfter || 0,
           at: m.at || Date.now(), carrier: m.carrier || '', blocked: !!m.blocked,
         };
         remember(s);
@@ -166,6 +173,9 @@
         try { sub.fn(p); } catch (err) { report('the lifeline.presence("' + short(sub.stream) + '") handler', err); }
         break;
       }
+      case 'renew': // the hub asks the page's renewer for a token (onRenew)
+        askRenewer(m.id);
+        break;
       case 'exited': // shared mode: the hub's program ended; every tab moves to a fresh hub
         hubFailed(m.error, m.next);
         break;
@@ -175,7 +185,14 @@
         break;
       case 'sent': {
         const c = calls.get(m.id);
-        if (c) { c.sent = true; c.epoch = m.epoch || ''; }
+        if (c) {
+          if (!c.sent) c.sentAt = Date.now(); // its first send: a keyed re-send is bounded by the Host's dedup window from it
+          c.sent = true;
+          c.epoch = m.epoch || '';
+          c.who = m.who || '';
+          c.session = m.session || '';
+          c.wid = m.wid || 0;
+        }
         break;
       }
       case 'reply': {
@@ -242,19 +259,22 @@
   //
   // The calls not yet answered go to it too, by the rule of calls after a lost hub (this is
   // the first hub, or the last one crashed, dropped this tab, or was left on pagehide): a
-  // call the old hub never said it sent is made as new (it never went out); one it sent goes
-  // again only with its key, under the dedup epoch it went out under (the new hub sends it
-  // only to a Host of that store); an unkeyed one it sent is interrupted, never sent twice.
+  // call the old hub never said it sent is made as new (it never went out); a keyed one it
+  // sent goes again, under the dedup epoch and identity it went out under (the new hub sends
+  // it only to a Host of that store, as that identity); an unkeyed one it sent is never sent
+  // twice: the new hub fences the session it went out on, and tells it not-run or
+  // interrupted by what started there.
   function connect(p) {
     port = p;
     pingAt = 0;
     heardAt = 0;
     port.onmessage = onHubMessage;
     if (helloMsg) port.postMessage(helloMsg);
+    if (renewer) port.postMessage({ t: 'renewer', on: true });
     for (const [id, sub] of subs) port.postMessage({ t: 'subscribe', id, stream: sub.stream, presence: !!sub.presence });
     for (const c of Array.from(calls.values())) {
-      if (c.sent && !c.key) {
-        settleCall(c, undefined, callError('interrupted', 'the connection that sent it was lost before its reply; it is not sent again', true, '', 0));
+      if (c.sent && !c.key && !c.session) { // nothing names the session to fence: it cannot be learned
+        settleCall(c, undefined, callError('timeout', 'the hub that sent it was lost before its reply; it may have run, or still run, at most once', true, '', 0));
         continue;
       }
       port.postMessage(callMessage(c));
@@ -287,6 +307,44 @@
     } catch (_) { /* no storage: found again next time */ }
   }
 
+  // ---- renewals
+  //
+  // A Host whose credential expires renews the session before then (PROTOCOL.md §13.3), with
+  // the page's cookies and, where the page's code hands one over, a token: the renewer set
+  // with onRenew. Its Promise is bounded, so a renewer that never settles cannot hold the
+  // renewal up past its expiry.
+  let renewer = null;
+  const RENEW_WAIT = 3500; // under the hub's 4 s for a tab's answer
+
+  function askRenewer(id) {
+    const answer = (m) => send(Object.assign({ t: 'token', id }, m));
+    const fn = renewer;
+    if (!fn) return answer({ failure: 'this page has no renewer' });
+    let settled = false;
+    const timer = setTimeout(() => {
+      if (!settled) { settled = true; answer({ failure: 'the renewer did not settle within ' + RENEW_WAIT + ' ms' }); }
+    }, RENEW_WAIT);
+    const done = (m) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      answer(m);
+    };
+    let p;
+    try { p = Promise.resolve(fn()); } catch (e) {
+      report('the lifeline.onRenew renewer', e);
+      return done({ failure: 'the renewer threw: ' + e });
+    }
+    p.then((token) => {
+      if (typeof token !== 'string' || token === '') {
+        misuse('lifeline.onRenew(fn): fn must resolve to a non-empty string token, got', token);
+        done({ failure: 'the renewer gave no token' });
+        return;
+      }
+      done({ token });
+    }, (e) => done({ failure: 'the renewer failed: ' + e }));
+  }
+
   // ---- calls
 
   function callError(kind, message, sent, code, retryAfter) {
@@ -302,6 +360,8 @@
     return {
       t: 'call', id: c.id, name: c.name, data: c.data, key: c.key,
       timeoutMs: Math.max(1, Math.ceil(c.deadline - Date.now())), epoch: c.sent ? c.epoch : '',
+      who: c.sent ? c.who : '', sentAgoMs: c.sent ? Math.max(0, Date.now() - c.sentAt) : 0,
+      session: c.sent && !c.key ? c.session : '', wid: c.sent && !c.key ? c.wid : 0,
     };
   }
 
@@ -313,10 +373,11 @@
     else c.resolve(data);
   }
 
-  // rejectCalls ends every call once the program has ended: those sent may have run.
+  // rejectCalls ends every call once the program has ended: those sent may have run, or still
+  // run (nothing is left to fence their session), which is what timeout says of a sent call.
   function rejectCalls(why) {
     for (const c of Array.from(calls.values())) {
-      if (c.sent) settleCall(c, undefined, callError('interrupted', why, true, '', 0));
+      if (c.sent) settleCall(c, undefined, callError('timeout', why + '; it may have run, or still run, at most once', true, '', 0));
       else settleCall(c, undefined, callError('failed', why, false, '', 0));
     }
   }
@@ -343,6 +404,19 @@
       return once(() => listeners.delete(entry));
     },
     reconnectNow() { send({ t: 'command', command: 'reconnect' }); },
+    onRenew(fn) {
+      if (typeof fn !== 'function') {
+        misuse('lifeline.onRenew(fn): fn must be a function returning a Promise of a token, got', fn);
+        return noop;
+      }
+      renewer = fn;
+      send({ t: 'renewer', on: true });
+      return once(() => {
+        if (renewer !== fn) return; // replaced meanwhile: the newer one stays
+        renewer = null;
+        send({ t: 'renewer', on: false });
+      });
+    },
     stop() { send({ t: 'command', command: 'stop' }); },
     start() { send({ t: 'command', command: 'start' }); },
     subscribe(stream, fn) { return follow('subscribe', stream, fn, false); },
@@ -367,7 +441,7 @@
       if (dead) return Promise.reject(callError('failed', 'the Lifeline program has stopped; reload the page', false, '', 0));
       return new Promise((resolve, reject) => {
         const timeoutMs = o.timeoutMs || defaultCallTimeout;
-        const c = { id: nextCallID++, name, data: text, key: o.key || '', deadline: Date.now() + timeoutMs, sent: false, epoch: '', resolve, reject };
+        const c = { id: nextCallID++, name, data: text, key: o.key || '', deadline: Date.now() + timeoutMs, sent: false, epoch: '', who: '', session: '', wid: 0, sentAt: 0, resolve, reject };
         // The hub times the call; this timer, a little later, covers a hub that went silent.
         c.timer = setTimeout(() => {
           send({ t: 'cancel', id: c.id });
@@ -418,7 +492,7 @@
     api.stop = gone;
     api.start = gone;
     rejectCalls(error);
-    setStatus({ state: 'failed', slow: false, attempt: status.attempt, failures: status.failures, nextAttempt: 0, error, kind: 'failed', retryAfter: 0, at: Date.now(), carrier: status.carrier, blocked: status.blocked });
+    setStatus({ state: 'failed', slow: false, attempt: status.attempt, failures: status.failures, nextAttempt: 0, error, kind: 'failed', reason: '', retryAfter: 0, at: Date.now(), carrier: status.carrier, blocked: status.blocked });
   }
 
   // ---- the browser's events
@@ -510,7 +584,7 @@
       dead = true;
       const error = 'lifeline: no #lifeline-bootstrap element in the page (is the Host plugin installed?)';
       console.error(error);
-      setStatus({ state: 'misconfigured', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error, kind: 'misconfigured', retryAfter: 0, at: Date.now(), carrier: '', blocked: false });
+      setStatus({ state: 'misconfigured', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error, kind: 'misconfigured', reason: '', retryAfter: 0, at: Date.now(), carrier: '', blocked: false });
       return false;
     }
     if (boot.optionsError) misuse('lifelineOptions cannot be read as JSON; ignored:', boot.optionsError);
