@@ -7,11 +7,6 @@
 // substring), and the defect in one line.
 const defects = [
   {
-    engines: ['webkit'], modes: ['in-page'],
-    title: 'a reload and a navigation away log no console error',
-    defect: 'WebKitGTK in-page: a reload logs a false console.error "lifeline: connection failed attempt=1 failures=1 err=gateway: session closed: gateway: the connection was lost (no close frame: 1006)"',
-  },
-  {
     engines: ['firefox'], modes: ['*'],
     title: 'a stalled handshake (stall-open)',
     defect: 'Firefox: a socket the page gives up on while the Host holds its upgrade (Reconnect now, the deadline) stays open at the Host, and they pile up (1 → 5 open in 15 s; Chromium closes each at once)',
