@@ -617,7 +617,7 @@
 
   let boot = null; // globalThis.__lifelineBoot(), once the page has its bootstrap (web/boot.js)
   let seen = false; // boot.seen() was called
-  const MAX_STREAM = 256; // bytes of UTF-8 (gateway/wire.MaxStreamName)
+  const MAX_STREAM = 256; // bytes of UTF-8 (internal/wire.MaxStreamName)
 
   let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', reason: '', retryAfter: 0, at: Date.now(), carrier: '', blocked: false };
   let port = null;
