@@ -329,6 +329,7 @@ func sameURL(a, b string) bool {
 // subscription that has already ended with the reason.
 func (g *Gateway) Subscribe(stream string, handler func(Delivery)) *Subscription {
 	s := &Subscription{g: g, stream: stream, handler: handler, done: make(chan struct{})}
+	s.running.Init(&g.mu, func() bool { return g.deliverOne(s) })
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/serial"
 )
 
 // fanouts are the Host's live fan-outs, one per stream that a session follows.
@@ -37,14 +38,15 @@ type fanout struct {
 	h      *Host
 	stream string
 	stop   func() // ends the Follow; called once, by whoever marks the fan-out dead
-
-	runFn func() // fo.run, bound once: a go statement of a method value allocates each time
+	// followed is closed once the Follow is made (stop is set): joiners wait for it before
+	// their catch-up reads the log, so that no event falls between the two.
+	followed chan struct{}
 
 	mu        sync.Mutex // guards the fields below
 	followers map[*session]*follower
 	queue     []work
-	running   bool // run is draining queue
-	dead      bool // removed from fanouts.live: a joiner must fetch a new fan-out
+	running   serial.Loop // does queue (round), on a goroutine only while it holds any
+	dead      bool        // removed from fanouts.live: a joiner must fetch a new fan-out
 }
 
 // follower is one subscription of a session to the stream. A session that subscribes again
@@ -92,18 +94,43 @@ func (h *Host) join(s *session, stream string, cur Cursor) *fanout {
 	}
 }
 
-// fanoutFor returns the live fan-out of stream, making it (and its Follow) when there is none.
+// fanoutFor returns the live fan-out of stream once its Follow is made, making both when there
+// is none. The Follow is made with no lock held: a log shared over the network makes round
+// trips there, and every session that subscribes to any stream takes fanouts.mu; only the
+// joiners of this stream wait for it.
 func (h *Host) fanoutFor(stream string) *fanout {
 	h.fanouts.mu.Lock()
-	defer h.fanouts.mu.Unlock()
-	if fo := h.fanouts.live[stream]; fo != nil {
-		return fo
+	fo := h.fanouts.live[stream]
+	made := fo == nil
+	if made {
+		fo = &fanout{h: h, stream: stream, followers: map[*session]*follower{}, followed: make(chan struct{})}
+		fo.running.Init(&fo.mu, fo.round)
+		h.fanouts.live[stream] = fo
 	}
-	fo := &fanout{h: h, stream: stream, followers: map[*session]*follower{}}
-	fo.runFn = fo.run
-	fo.stop = h.log.Follow(stream, fo.deliver)
-	h.fanouts.live[stream] = fo
+	h.fanouts.mu.Unlock()
+	if made {
+		fo.follow()
+	}
+	<-fo.followed
 	return fo
+}
+
+// follow makes the fan-out's Follow. If the log panics, the fan-out is removed before the
+// panic goes on, so that the joiners waiting for it fetch another rather than wait forever.
+func (fo *fanout) follow() {
+	h := fo.h
+	defer func() {
+		if fo.stop == nil {
+			h.fanouts.mu.Lock()
+			fo.mu.Lock()
+			fo.dead, fo.stop = true, func() {}
+			delete(h.fanouts.live, fo.stream)
+			fo.mu.Unlock()
+			h.fanouts.mu.Unlock()
+		}
+		close(fo.followed)
+	}()
+	fo.stop = h.log.Follow(fo.stream, fo.deliver)
 }
 
 // leave unsubscribes s; once it returns, no frame of the stream reaches s. The last one out
@@ -157,7 +184,7 @@ func (fo *fanout) deliver(ev Event) {
 	defer fo.mu.Unlock()
 	switch {
 	case fo.dead:
-	case fo.running || len(fo.queue) > 0:
+	case fo.running.Running() || len(fo.queue) > 0:
 		fo.enqueueLocked(work{ev: ev})
 	case fo.sendLocked(ev):
 		// run resets the rest; those sent it now hold it, and are passed over.
@@ -167,36 +194,31 @@ func (fo *fanout) deliver(ev Event) {
 
 func (fo *fanout) enqueueLocked(w work) {
 	fo.queue = append(fo.queue, w)
-	if !fo.running {
-		fo.running = true
-		go fo.runFn()
-	}
+	fo.running.Start()
 }
 
-// run does the queued work in order until there is none, then exits.
-func (fo *fanout) run() {
-	for {
-		fo.mu.Lock()
-		batch := fo.queue
-		fo.queue = nil
-		if len(batch) == 0 || fo.dead {
-			fo.running = false
-			fo.mu.Unlock()
-			release(batch)
-			return
-		}
-		fo.mu.Unlock()
-		for _, w := range batch {
-			if w.catchUp != nil {
-				fo.catchUp(w.catchUp, w.from)
-				if w.done != nil { // a retried catch-up has nobody waiting
-					close(w.done)
-				}
-			} else {
-				fo.fanOut(w.ev)
+// round does the work queued so far, in order, on the fan-out's goroutine; with none left (or
+// the fan-out dead) the goroutine exits. fo.mu is held, and released while the work is done.
+func (fo *fanout) round() bool {
+	batch := fo.queue
+	fo.queue = nil
+	if len(batch) == 0 || fo.dead {
+		release(batch)
+		return false
+	}
+	fo.mu.Unlock()
+	for _, w := range batch {
+		if w.catchUp != nil {
+			fo.catchUp(w.catchUp, w.from)
+			if w.done != nil { // a retried catch-up has nobody waiting
+				close(w.done)
 			}
+		} else {
+			fo.fanOut(w.ev)
 		}
 	}
+	fo.mu.Lock()
+	return true
 }
 
 // follows reports whether f is still the subscription of its session. fo.mu is held.
