@@ -1,8 +1,11 @@
 # Targets stay thin: the work is in scripts/, where it can be read and run on its own.
-.PHONY: run test bench lint clean soak fleet
+.PHONY: run check test bench lint clean soak fleet
 
 run: ## build everything and serve the demo page on http://127.0.0.1:8080
 	./scripts/run.sh
+
+check: ## the inner loop, under a minute: gofmt, vet (native and js/wasm), go test -short of every package; no browser
+	./scripts/check.sh
 
 test: ## every test: lint, go test -race, wasm tests (Node, Chromium), Playwright, chaos smoke, short fleet
 	./scripts/test.sh
