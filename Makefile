@@ -10,7 +10,7 @@ check: ## the inner loop, under a minute: gofmt, vet (native and js/wasm), go te
 test: ## every test: lint, go test -race, wasm tests (Node, Chromium), Playwright, chaos smoke, short fleet
 	./scripts/test.sh
 
-lint: ## gofmt, go mod tidy, vet + staticcheck (native and js/wasm, with and without -tags lifeline_faults), the import rules
+lint: ## gofmt, go mod tidy, vet + staticcheck (native and js/wasm, with and without -tags lifeline_faults), the import rules, govulncheck (offline)
 	./scripts/lint.sh
 
 bench: ## benchmarks (long; not part of make test)
