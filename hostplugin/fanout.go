@@ -25,11 +25,11 @@ type fanouts struct {
 //
 // Every frame of the stream reaches its followers in the order of the log: a follower's
 // catch-up when it joins, and each event the log delivers. An event with nothing queued before
-// it is sent from the log's Follow callback (deliver); everything else waits in queue for run,
-// a goroutine that exists only while there is work, and that does it in order. What calls out
-// of the Host (the log's Since, the application's BaselineFunc) runs on run with no lock held:
-// a baseline may call Publish, a slow one holds up its own stream only, and neither a slow
-// baseline nor a slow log read holds up any Publish. (grpc's callback serializer is the
+// it is sent from the log's Follow callback (deliver); everything else waits in queue for the
+// fan-out's goroutine (round, on a serial.Loop), which exists only while there is work, and
+// does it in order. What calls out of the Host (the log's Since, the application's
+// BaselineFunc) runs in round with no lock held: a baseline may call Publish, a slow one holds
+// up its own stream only, and neither a slow baseline nor a slow log read holds up any Publish. (grpc's callback serializer is the
 // model.) Frames are queued on a session under mu, after a check that it still follows, so
 // that once leave has returned nothing more of the stream reaches it.
 //
@@ -55,14 +55,14 @@ type follower struct {
 	s       *session
 	cur     Cursor // what it holds; events at or before it are not resent
 	joined  bool   // its catch-up is done: live events are for it from now on
-	retries int    // failed catch-ups (the log could not be read); run only
+	retries int    // failed catch-ups (the log could not be read); round only
 }
 
 // maxLogRetry is the longest a catch-up the log could not serve waits before it is tried
 // again: the ladder's top cap, so a page waits for a log no longer than for a Host.
 const maxLogRetry = 10 * time.Second
 
-// work is one step of run: a follower's catch-up from a cursor, or an event of the log.
+// work is one step of round: a follower's catch-up from a cursor, or an event of the log.
 type work struct {
 	catchUp *follower
 	from    Cursor
@@ -178,7 +178,7 @@ func release(dropped []work) {
 // from here, on the log's goroutine: sending only queues frames on sessions, so the log
 // (which holds the stream's lock meanwhile, as Ring does) is held up by no page, and a
 // publication costs no goroutine of the fan-out's. Otherwise, and for the followers it must
-// reset (the baseline is the application's, and may call Publish), it is queued for run.
+// reset (the baseline is the application's, and may call Publish), it is queued for round.
 func (fo *fanout) deliver(ev Event) {
 	fo.mu.Lock()
 	defer fo.mu.Unlock()
@@ -187,7 +187,7 @@ func (fo *fanout) deliver(ev Event) {
 	case fo.running.Running() || len(fo.queue) > 0:
 		fo.enqueueLocked(work{ev: ev})
 	case fo.sendLocked(ev):
-		// run resets the rest; those sent it now hold it, and are passed over.
+		// round resets the rest; those sent it now hold it, and are passed over.
 		fo.enqueueLocked(work{ev: ev})
 	}
 }
@@ -317,7 +317,7 @@ func (fo *fanout) fanOut(ev Event) {
 	if !resets {
 		return
 	}
-	// The baseline is the application's: it runs with no lock held. Only run moves cursors
+	// The baseline is the application's: it runs with no lock held. Only round moves cursors
 	// while it runs, so the followers to reset are the same afterwards, less those that left
 	// or subscribed again.
 	at := Cursor{Epoch: ev.Epoch, Seq: ev.Seq}

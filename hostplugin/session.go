@@ -360,7 +360,7 @@ func (s *session) send(m message) {
 }
 
 // queueLocked queues m, shedding the session if its page reads too slowly, and reports
-// whether the caller must start the writer (s.flush).
+// whether the caller must start the writer (s.flushFn: the writing loop).
 func (s *session) queueLocked(m message) (start bool) {
 	if s.closed {
 		return false
