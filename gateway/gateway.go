@@ -181,7 +181,7 @@ type Gateway struct {
 	subs     map[string]*Subscription
 	sessions map[*session]struct{}
 	calls    calls
-	recovery recovery      // what the page lives through between two connections (report.go)
+	outages  outageRecord  // what the page lives through between two connections (report.go)
 	prefer   string        // the carrier the next attempt starts on
 	failed   bool          // the last attempt or session failed: a WebSocket is checked before it is dialed again
 	upgrades int           // probes for a WebSocket since the last WebSocket session
