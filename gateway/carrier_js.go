@@ -257,6 +257,16 @@ func takeEarly(url string) (js.Value, []js.Value) {
 	return got.Get("ws"), out
 }
 
+// DropEarly closes the socket the page's loader opened while the wasm loaded, if no dial took
+// it: a hub that will not connect (its settings are invalid) must leave no session at the Host
+// (README, "misconfigured": nothing connects). The loader's own 30 s limit is for a page that
+// never starts its hub at all.
+func DropEarly() {
+	if e := js.Global().Get("__lifelineEarly"); e.Type() == js.TypeObject {
+		e.Call("drop")
+	}
+}
+
 // earlyOpen reports whether the loader's early socket to url is open (then the first dial
 // takes it, whatever carrier the page remembered: the network carries WebSockets now). One
 // that is not open yet, or failed, is closed: a page that remembers a path that holds

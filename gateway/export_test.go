@@ -86,3 +86,11 @@ func (t *TestSession) End() {
 		t.s.g.unregister(t.s, nil)
 	})
 }
+
+// WithPresence makes the session's Host one whose ready frame says it carries presence.
+func (t *TestSession) WithPresence() *TestSession {
+	t.s.g.mu.Lock()
+	t.s.presence = true
+	t.s.g.mu.Unlock()
+	return t
+}

@@ -207,6 +207,14 @@ func (c *httpCarrier) poll() (*httpAnswer, error) {
 		return nil, tinyfmt.Errorf("%w: the first answer of the polls carried no ready frame", ErrProtocol)
 	}
 	a, err := c.post(wire.AppendLine(nil, env.Encode()))
+	if err != nil && c.isDraining() && c.life.Err() == nil {
+		// A draining session's Host may be a successor that does not know it (a restart that
+		// handed the listening socket on): its polls fail while the page's next session is
+		// being made. The session holds, silent, make-before-break, until that session
+		// replaces it, or the dead-link probe ends it; it is not a lost connection.
+		<-c.life.Done()
+		return nil, c.cause(err)
+	}
 	if err != nil {
 		c.end(err)
 		return nil, err

@@ -467,7 +467,7 @@ func (s *session) pump(c carrier, l *link, done chan<- struct{}) {
 	for {
 		typ, b, err := c.read()
 		if err != nil {
-			if !failed {
+			if !failed && !s.movedOnGone(err) {
 				fail(s.readError(err))
 			}
 			return
@@ -712,6 +712,42 @@ func probeURL(u string) string {
 	}
 	return u + sep + wire.ProbeParam + "=1"
 }
+
+// movedOnGone handles a session on the HTTP carrier that a Host says it does not have (404 to
+// a poll or a POST) while the page holds it ready. That is, most often, a Host that restarted
+// and handed its listening socket to a successor before its goaway reached this page: the
+// successor takes the new requests and knows no session of its predecessor. The page moves as
+// after an empty goaway, make-before-break: the connection it shows holds until the next
+// session is ready, or for goneHold at most, after which the failure stands. It reports
+// whether the session was replaced.
+func (s *session) movedOnGone(err error) bool {
+	if !errors.Is(err, errSessionGone) || !s.gotReady {
+		return false
+	}
+	g := s.g
+	g.mu.Lock()
+	was := s.draining
+	s.draining = true
+	g.mu.Unlock()
+	if s.gen.GoAway("") != nil {
+		g.mu.Lock()
+		s.draining = was
+		g.mu.Unlock()
+		return false
+	}
+	t := time.NewTimer(goneHold)
+	defer t.Stop()
+	select {
+	case <-s.ctx.Done(): // replaced (or closed)
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// goneHold is how long a session whose Host no longer has it is shown as connected while the
+// page makes its next one: a restart's successor answers within a handshake's slow warning.
+const goneHold = 3 * time.Second
 
 // upgrade moves the page from this session on the HTTP carrier to a WebSocket, which a probe
 // found gets through: the next attempt dials one, and this session keeps delivering until it

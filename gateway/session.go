@@ -48,6 +48,7 @@ type session struct {
 	inflight map[uint64]*call   // calls sent on it without their reply, by id
 	report   *wire.PageFrame    // the report of the outage it ended, until written (report.go)
 	reportOK bool               // the ready frame asked for reports
+	presence bool               // the ready frame says the Host carries presence
 
 	drained chan struct{} // signalled when inflight empties (capacity 1)
 
@@ -66,6 +67,10 @@ type wireSub struct {
 	sub   *Subscription
 	token uint64 // sub.token when the sub frame was sent
 	epoch string // the log this session serves the stream from: the cursor's, then each reset's
+	// presence: the sub frame asked for presence; batch is a presence batch whose last frame
+	// has not come yet (presence.go).
+	presence bool
+	batch    *presBatch
 }
 
 func newSession(g *Gateway, gen *controller.Generation, target *weburl.URL) *session {
@@ -173,7 +178,7 @@ func (s *session) handle(f wire.HostFrame) error {
 		}
 		s.g.mu.Lock()
 		s.ready = true
-		s.dedup, s.maxFrame, s.reportOK = f.Dedup, f.MaxFrameBytes, f.Report
+		s.dedup, s.maxFrame, s.reportOK, s.presence = f.Dedup, f.MaxFrameBytes, f.Report, f.HasPresence
 		s.g.mu.Unlock()
 		close(s.readied)
 		s.kickWriter()
@@ -212,6 +217,9 @@ func (s *session) handle(f wire.HostFrame) error {
 		return nil
 	case wire.TypeReply:
 		s.g.replied(s, f)
+		return nil
+	case wire.TypePresence:
+		s.g.onPresence(s, f)
 		return nil
 	}
 	return tinyfmt.Errorf("%w: unhandled frame type %q", ErrProtocol, f.T)
@@ -316,8 +324,14 @@ func (g *Gateway) reconcile(s *session) []wire.PageFrame {
 			if sub.epoch != "" {
 				f.Epoch, f.After = sub.epoch, sub.last
 			}
+			switch {
+			case sub.pres != nil && s.presence:
+				sub.presenceAsk(&f)
+			case sub.pres != nil:
+				g.noPresenceHere(sub)
+			}
 			frames = append(frames, f)
-			s.wire[name] = wireSub{sub: sub, token: sub.token, epoch: sub.epoch}
+			s.wire[name] = wireSub{sub: sub, token: sub.token, epoch: sub.epoch, presence: f.Presence}
 		}
 	}
 	return frames

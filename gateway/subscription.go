@@ -45,6 +45,7 @@ type Subscription struct {
 	queue   []Delivery
 	running serial.Loop // runs the handler over queue (deliverOne), on a goroutine only while it holds any
 	dups    uint64
+	pres    *presence // who is on the stream, when asked for (presence.go); nil if not
 }
 
 // Stream returns the stream's name.
@@ -101,6 +102,9 @@ func (g *Gateway) end(s *Subscription, err error) {
 	}
 	s.err = err
 	s.queue = nil
+	if s.pres != nil {
+		s.pres.unhold()
+	}
 	if !s.running.Running() {
 		close(s.done)
 	}

@@ -83,6 +83,9 @@ type Options struct {
 	// Observer is told what the Host does, for its operator's metrics (package
 	// hostplugin/metrics implements it for Prometheus). Default: none.
 	Observer Observer
+	// Presence turns on presence: who is on a stream, fleet-wide (see [Presence]). Default
+	// nil: none (a sub asking for it is answered as by a Host that never heard of it).
+	Presence *Presence
 	// Relay carries the HTTP carrier's POSTs that reach this Host for a session of another
 	// Host of the fleet, so that a load balancer in front of the fleet needs no sticky
 	// sessions (hostplugin/jetstream has one on NATS). Default: none, which one Host needs.
@@ -153,6 +156,8 @@ type Host struct {
 	relay     Relay
 	stopRelay func()
 
+	pres *presence // Options.Presence; nil without
+
 	faults hostFaults // fault injection: empty unless built with -tags lifeline_faults
 	thin   thinned
 	obs    Observer // Options.Observer, or a NopObserver
@@ -161,11 +166,11 @@ type Host struct {
 // thinned are the logs that floods of refusals and bad frames would repeat: each is written a
 // few times, then at most once per interval.
 type thinned struct {
-	origin, overload, perIP, badFrame, auth, denied, authPanic, logRead, callStore, relay rate.Sometimes
+	origin, overload, perIP, badFrame, auth, denied, authPanic, logRead, callStore, relay, presence rate.Sometimes
 }
 
 func (t *thinned) init() {
-	for _, s := range []*rate.Sometimes{&t.origin, &t.overload, &t.perIP, &t.badFrame, &t.auth, &t.denied, &t.authPanic, &t.logRead, &t.callStore, &t.relay} {
+	for _, s := range []*rate.Sometimes{&t.origin, &t.overload, &t.perIP, &t.badFrame, &t.auth, &t.denied, &t.authPanic, &t.logRead, &t.callStore, &t.relay, &t.presence} {
 		s.First, s.Interval = 5, 10*time.Second
 	}
 }
@@ -182,6 +187,13 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	}
 	if o.Authorize == nil {
 		return nil, errNoAuthorize
+	}
+	var pres Presence
+	if o.Presence != nil {
+		var err error
+		if pres, err = checkPresence(o.Presence); err != nil {
+			return nil, err
+		}
 	}
 	h := &Host{
 		logger:    o.Logger,
@@ -227,6 +239,17 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	h.apply(cfg)
 	if err := h.serveRelay(); err != nil {
 		return nil, err
+	}
+	if o.Presence != nil {
+		h.pres = newPresence(h, pres)
+		if pres.Fleet != nil {
+			if err := h.pres.joinFleet(pres.Fleet); err != nil {
+				if h.stopRelay != nil {
+					h.stopRelay()
+				}
+				return nil, fmt.Errorf("hostplugin: joining the fleet's presence: %w", err)
+			}
+		}
 	}
 	return h, nil
 }

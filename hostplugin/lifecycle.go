@@ -312,6 +312,9 @@ func (h *Host) Close() error {
 		if h.stopRelay != nil {
 			h.stopRelay()
 		}
+		if h.pres != nil {
+			h.pres.close() // after the sessions: the fleet is told this Host is gone
+		}
 	})
 	return nil
 }

@@ -113,7 +113,8 @@ type session struct {
 	subs  map[string]*fanout // run only
 	bad   int                // run only
 	calls sessionCalls
-	watch watch // what the Observer is told of it (observer.go)
+	pres  sessionPresence // run only (presence.go)
+	watch watch           // what the Observer is told of it (observer.go)
 }
 
 // maxSpare is the largest batch array a writer keeps for the next queue: an idle session
@@ -272,12 +273,14 @@ func (s *session) subscribe(f wire.PageFrame) {
 		s.subs = map[string]*fanout{}
 	}
 	s.subs[f.Stream] = s.h.join(s, f.Stream, Cursor{Epoch: f.Epoch, Seq: f.After})
+	s.presenceSub(f)
 }
 
 func (s *session) unsubscribe(stream string) {
 	if fo, ok := s.subs[stream]; ok {
 		delete(s.subs, stream)
 		s.h.leave(fo, s)
+		s.presenceUnsub(stream)
 	}
 }
 
@@ -293,6 +296,7 @@ func (s *session) sendReady() {
 	rf := wire.Ready(s.id, s.heartbeat)
 	s.dedup = s.h.callStore.Epoch()
 	rf.Dedup, rf.MaxFrameBytes, rf.Report, rf.Secret = s.dedup, s.readLimit, s.watch.reports, s.c.secret()
+	rf.HasPresence = s.h.pres != nil
 	s.queue = slices.Insert(s.queue, 0, mustEncode(rf).b)
 	start := s.startWriterLocked()
 	s.wrote = time.Now()
@@ -530,6 +534,7 @@ func (s *session) end() {
 	s.fault.stop()
 	s.mu.Unlock()
 	s.endCalls()
+	s.presenceEnd()
 	for _, fo := range s.subs {
 		s.h.leave(fo, s)
 	}

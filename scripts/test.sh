@@ -52,5 +52,8 @@ SOAK_BUILD=0 SOAK_FLEET=0 SOAK_DURATION=60s SOAK_CLIENTS=50 SOAK_CALLS=100 SOAK_
 step "fleet (short): 3 Hosts on NATS JetStream behind nginx, 200 clients + 2 pages, rolling restart and kills"
 go run ./e2e/fleet
 
+step "fleet presence: pages on 3 Hosts see each other; a Host SIGKILL, a NATS leader kill, a rolling restart"
+go run ./e2e/fleet -presence
+
 echo
 echo "== make test passed in $((SECONDS - start)) s"

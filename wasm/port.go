@@ -14,7 +14,7 @@ import (
 // port is one tab's MessagePort, as a hub.Tab.
 //
 // Tab → hub: {t:"hello", bootstrap, options, href, online, carrier}, {t:"command", command},
-// {t:"online", online}, {t:"subscribe", id, stream}, {t:"unsubscribe", id},
+// {t:"online", online}, {t:"subscribe", id, stream, presence}, {t:"unsubscribe", id},
 // {t:"life", event}, {t:"call", id, name, data (JSON text), key, timeoutMs, epoch},
 // {t:"cancel", id}, {t:"ping"}, {t:"bye"} (hub.Msg, hub.Command and hub.Event name them).
 // Hub → tab: {t:"status", state, slow, attempt, failures, nextAttempt (ms since the epoch, 0
@@ -23,7 +23,9 @@ import (
 // {t:"ended", id, error, denied, reason} (reason: the Host's words when it denied the
 // subscription, "" otherwise), {t:"sent", id, epoch} (the call is being written under that
 // dedup epoch), {t:"reply", id, data (JSON text)} or {t:"reply", id, error, kind, sent, code,
-// retryAfter (ms)} (gateway.CallError's fields).
+// retryAfter (ms)} (gateway.CallError's fields), {t:"presence", id, stream, first, total,
+// limit, reason, joined, updated, left} (joined and updated: [{id, count, meta (JSON text, ""
+// for none)}], left: [id]; first: the tab's first for id, whose joined lists every member).
 type port struct {
 	v    js.Value
 	conn *hub.Conn
@@ -83,6 +85,7 @@ func inbound(d js.Value) hub.In {
 		Epoch:     str("epoch"),
 		TimeoutMs: num("timeoutMs"),
 		Carrier:   str("carrier"),
+		Presence:  d.Get("presence").Truthy(),
 	}
 }
 
@@ -167,4 +170,25 @@ func (p *port) Replied(id int, reply wire.RawJSON, err error) {
 		m["retryAfter"] = float64(ce.RetryAfter.Milliseconds())
 	}
 	p.post(m)
+}
+
+// Presence implements hub.Tab: only what changed crosses to the tab, which keeps the list.
+func (p *port) Presence(id int, pr gateway.Presence, first bool) {
+	left := make([]any, len(pr.Left))
+	for i, l := range pr.Left {
+		left[i] = l
+	}
+	p.post(map[string]any{
+		"t": "presence", "id": id, "stream": pr.Stream, "first": first, "total": pr.Total, "limit": pr.Limit,
+		"reason": pr.Reason, "joined": members(pr.Joined), "updated": members(pr.Updated), "left": left,
+	})
+}
+
+// members are presence members as a tab reads them.
+func members(ms []gateway.Member) []any {
+	out := make([]any, len(ms))
+	for i, m := range ms {
+		out[i] = map[string]any{"id": m.ID, "count": m.Count, "meta": string(m.Meta)}
+	}
+	return out
 }

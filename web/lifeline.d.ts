@@ -141,6 +141,42 @@ declare namespace Lifeline {
   type Message<T = unknown, B = unknown> = Delivery<T, B> | End;
 
   /**
+   * One member of a stream: an identity (what the Host's `Authenticate` returned), with every
+   * session it has on the stream across the fleet (tabs of one browser are one session), and
+   * the metadata the Host's app gives it (`null` for none).
+   */
+  interface Member<M = unknown> {
+    readonly id: string;
+    readonly count: number;
+    readonly meta: M | null;
+  }
+
+  /**
+   * Who is on a stream (`lifeline.presence`): the members now, and what changed since the last
+   * call. A reconnect, a move to another Host or a Host's restart within the Host's grace window
+   * changes nothing here: nobody is seen to leave and join again.
+   */
+  interface Presence<M = unknown> {
+    readonly stream: string;
+    /** The members listed now, ordered by `id`: at most `limit` of them when the Host caps its lists. */
+    readonly members: readonly Member<M>[];
+    /** Every member of the stream, listed or not. */
+    readonly total: number;
+    /** The Host's cap on the members it lists when the stream is over it; 0 when all are listed. */
+    readonly limit: number;
+    /** Members counted and not listed (`total` − `members.length`). */
+    readonly beyond: number;
+    /** Listed now and not at the last call (all of them at the first). */
+    readonly joined: readonly Member<M>[];
+    /** Listed at the last call too, with another count or metadata. */
+    readonly updated: readonly Member<M>[];
+    /** The ids listed at the last call and not now. */
+    readonly left: readonly string[];
+    /** Why the stream shows no presence (the Host refused it, or carries none); `''` when it does. */
+    readonly reason: string;
+  }
+
+  /**
    * What happened to a call that did not get the Host's reply (`CallError.kind`):
    *
    * - `app`: the Host's handler returned an error; `message` is its first line. Sent.
@@ -264,6 +300,14 @@ declare namespace Lifeline {
      * last `End` if the subscription ends on its own. The remover unsubscribes.
      */
     subscribe<T = unknown, B = unknown>(stream: string, fn: (message: Message<T, B>) => void): Remove;
+    /**
+     * Who is on `stream`: `fn` gets a `Presence` once the members are known and after each
+     * batch of changes, and a last `End` if the subscription ends on its own (the Host's
+     * Authorize refused it: the same rule as for its events). Following it makes this browser a
+     * member of the stream, as `subscribe` does: in shared mode every tab of the browser is one
+     * session, which leaves the grace window after its last tab closed. The remover stops it.
+     */
+    presence<M = unknown>(stream: string, fn: (update: Presence<M> | End) => void): Remove;
     /**
      * Asks the Host's handler `name` (1 to 128 of letters, digits and `. _ : / -`) for its
      * reply to `data` (any JSON value; `undefined` is `null`). A call made while not connected

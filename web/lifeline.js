@@ -10,6 +10,11 @@
 //   lifeline.subscribe(stream, fn) fn(delivery) for each event or baseline of stream, and a last
 //                                  fn({stream, error, denied, reason}) if the subscription ends
 //                                  (reason: the Host's words when it denied it); returns a remover
+//   lifeline.presence(stream, fn)  who is on stream: fn(p) once the members are known and after
+//                                  each change, p = {stream, members: [{id, count, meta}] by id,
+//                                  total, limit, beyond, joined, updated, left, reason}; a last
+//                                  fn({stream, error, denied, reason}) if it ends (as subscribe);
+//                                  following it makes this browser a member; returns a remover
 //   lifeline.call(name, data, {timeoutMs, key})
 //                                  a Promise of the Host's reply to data (any JSON value); it
 //                                  rejects with an Error whose kind says what happened and whose
@@ -51,7 +56,7 @@
   let dead = false;
   const outbox = []; // messages for the hub before its port exists
   const listeners = new Set();
-  const subs = new Map(); // id → {stream, fn}
+  const subs = new Map(); // id → {stream, fn, presence (a presence subscription's Map id → member)}
   let nextID = 1;
   // Calls not yet answered: id → {name, data (JSON text), key, deadline, sent, epoch, resolve,
   // reject, timer}. sent and epoch are what the hub said before the call's write: a call
@@ -150,6 +155,14 @@
         try { sub.fn(d); } catch (err) { report('the lifeline.subscribe("' + short(sub.stream) + '") handler', err); }
         break;
       }
+      case 'presence': {
+        const sub = subs.get(m.id);
+        if (!sub || !sub.presence) return; // unsubscribed meanwhile
+        const p = applyPresence(sub, m);
+        if (!p) return;
+        try { sub.fn(p); } catch (err) { report('the lifeline.presence("' + short(sub.stream) + '") handler', err); }
+        break;
+      }
       case 'exited': // shared mode: the hub's program ended; every tab moves to a fresh hub
         hubFailed(m.error, m.next);
         break;
@@ -185,11 +198,40 @@
         if (!sub) return;
         subs.delete(m.id);
         try { sub.fn({ stream: sub.stream, error: m.error, denied: !!m.denied, reason: m.reason || '' }); } catch (err) {
-          report('the lifeline.subscribe("' + short(sub.stream) + '") handler', err);
+          report('the lifeline.' + (sub.presence ? 'presence' : 'subscribe') + '("' + short(sub.stream) + '") handler', err);
         }
         break;
       }
     }
+  }
+
+  // applyPresence applies the hub's report m (what changed; everything at first) to the
+  // members sub keeps, and returns what the page's fn is told, or null if m is not readable.
+  function applyPresence(sub, m) {
+    const read = (list) => {
+      const out = [];
+      for (const x of list || []) {
+        let meta = null;
+        if (x.meta) {
+          try { meta = JSON.parse(x.meta); } catch (err) {
+            console.error('lifeline: a presence member of "' + m.stream + '" has metadata that is not JSON; shown without:', err);
+          }
+        }
+        out.push(Object.freeze({ id: x.id, count: x.count, meta }));
+      }
+      return out;
+    };
+    const joined = read(m.joined), updated = read(m.updated), left = (m.left || []).slice();
+    if (m.first) sub.presence.clear();
+    for (const id of left) sub.presence.delete(id);
+    for (const x of joined) sub.presence.set(x.id, x);
+    for (const x of updated) sub.presence.set(x.id, x);
+    const members = Array.from(sub.presence.values()).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return Object.freeze({
+      stream: m.stream, members: Object.freeze(members), total: m.total || 0, limit: m.limit || 0,
+      beyond: Math.max(0, (m.total || 0) - members.length), joined: Object.freeze(joined),
+      updated: Object.freeze(updated), left: Object.freeze(left), reason: m.reason || '',
+    });
   }
 
   // connect makes p the port to the hub: the hello goes first, then every subscription still
@@ -204,7 +246,7 @@
     port = p;
     port.onmessage = onHubMessage;
     if (helloMsg) port.postMessage(helloMsg);
-    for (const [id, sub] of subs) port.postMessage({ t: 'subscribe', id, stream: sub.stream });
+    for (const [id, sub] of subs) port.postMessage({ t: 'subscribe', id, stream: sub.stream, presence: !!sub.presence });
     for (const c of Array.from(calls.values())) {
       if (c.sent && !c.key) {
         settleCall(c, undefined, callError('interrupted', 'the connection that sent it was lost before its reply; it is not sent again', true, '', 0));
@@ -298,29 +340,8 @@
     reconnectNow() { send({ t: 'command', command: 'reconnect' }); },
     stop() { send({ t: 'command', command: 'stop' }); },
     start() { send({ t: 'command', command: 'start' }); },
-    subscribe(stream, fn) {
-      if (typeof stream !== 'string') {
-        misuse('lifeline.subscribe(stream, fn): stream must be a string, got', stream);
-        return noop;
-      }
-      const bytes = encoder.encode(stream).length;
-      if (bytes < 1 || bytes > MAX_STREAM) {
-        misuse('lifeline.subscribe(' + JSON.stringify(short(stream)) + ', fn): the protocol cannot carry this stream name (1..' +
-          MAX_STREAM + ' bytes of UTF-8, got ' + bytes + '):', stream);
-        return noop;
-      }
-      if (typeof fn !== 'function') {
-        misuse('lifeline.subscribe(' + JSON.stringify(short(stream)) + ', fn): fn must be a function, got', fn);
-        return noop;
-      }
-      if (dead) return noop;
-      const id = nextID++;
-      subs.set(id, { stream, fn });
-      if (port) port.postMessage({ t: 'subscribe', id, stream }); // else connect sends it
-      return once(() => {
-        if (subs.delete(id)) send({ t: 'unsubscribe', id });
-      });
-    },
+    subscribe(stream, fn) { return follow('subscribe', stream, fn, false); },
+    presence(stream, fn) { return follow('presence', stream, fn, true); },
     call(name, data, opts) {
       const refuse = (message, value) => {
         misuse('lifeline.call(' + (typeof name === 'string' ? JSON.stringify(short(name)) : 'name') + ', …): ' + message, value);
@@ -353,6 +374,32 @@
     },
   };
   globalThis.lifeline = api;
+
+  // follow is subscribe and presence: a subscription of the hub's, for events or for who is
+  // on the stream (following it makes this browser a member of it, as following its events does).
+  function follow(call, stream, fn, presence) {
+    if (typeof stream !== 'string') {
+      misuse('lifeline.' + call + '(stream, fn): stream must be a string, got', stream);
+      return noop;
+    }
+    const bytes = encoder.encode(stream).length;
+    if (bytes < 1 || bytes > MAX_STREAM) {
+      misuse('lifeline.' + call + '(' + JSON.stringify(short(stream)) + ', fn): the protocol cannot carry this stream name (1..' +
+        MAX_STREAM + ' bytes of UTF-8, got ' + bytes + '):', stream);
+      return noop;
+    }
+    if (typeof fn !== 'function') {
+      misuse('lifeline.' + call + '(' + JSON.stringify(short(stream)) + ', fn): fn must be a function, got', fn);
+      return noop;
+    }
+    if (dead) return noop;
+    const id = nextID++;
+    subs.set(id, { stream, fn, presence: presence ? new Map() : null });
+    if (port) port.postMessage({ t: 'subscribe', id, stream, presence }); // else connect sends it
+    return once(() => {
+      if (subs.delete(id)) send({ t: 'unsubscribe', id });
+    });
+  }
 
   // ---- when the program ends
 

@@ -51,6 +51,24 @@ function start(): void {
     if (!('error' in m) && !m.reset && typeof m.data === 'object' && m.data !== null) console.log(m.data);
   });
 
+  // Who is on a stream, with the app's metadata typed.
+  interface Profile { name: string }
+  const leave: Lifeline.Remove = lifeline.presence<Profile>('doc.42', (p) => {
+    if ('error' in p) {
+      console.log('presence ended:', p.denied ? p.reason : p.error);
+      return;
+    }
+    if (p.reason !== '') console.log('no presence here:', p.reason);
+    const names: string[] = p.members.map((m: Lifeline.Member<Profile>) => (m.meta ? m.meta.name : m.id) + (m.count > 1 ? ' ×' + m.count : ''));
+    console.log(names.join(', '), p.beyond > 0 ? 'and ' + p.beyond + ' more' : '', p.total, p.limit);
+    for (const m of p.joined) console.log(m.id, 'joined');
+    for (const m of p.updated) console.log(m.id, 'now has', m.count, 'sessions');
+    for (const id of p.left) console.log(id, 'left');
+  });
+  leave();
+  // @ts-expect-error a presence handler is told Presence or End, not events
+  lifeline.presence('doc.42', (p: Lifeline.Event) => console.log(p));
+
   lifeline.reconnectNow();
   lifeline.stop();
   lifeline.start();

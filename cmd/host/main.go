@@ -138,7 +138,10 @@ func run(args []string, stderr io.Writer) int {
 	}
 	defer mx.Close()
 	// The demo's streams (ticks, host, board) are public.
-	opts := &hostplugin.Options{Logger: logger, Authorize: hostplugin.PublicStreams}
+	// Pages say who they are with a cookie, and the streams room.* carry presence
+	// (presence.go).
+	opts := &hostplugin.Options{Logger: logger, Authorize: hostplugin.PublicStreams,
+		Authenticate: demoAuthenticate, Presence: demoPresence(shared)}
 	if shared != nil {
 		opts.Log = shared
 		if log, ok := shared.(*jetstream.Log); ok {

@@ -16,6 +16,7 @@
 //
 //	go run ./e2e/fleet            # the short run (make test), about 1–2 minutes
 //	go run ./e2e/fleet -long      # the long run (make soak): more rounds, longer settles
+//	go run ./e2e/fleet -presence  # presence across the fleet (presence.go), about 30 s
 //
 // It needs the demo page (web/index.html; the Host serves its own client) and nginx (installed
 // by scripts/setup.sh fleet when missing). Every child runs in a process group of its own
@@ -48,7 +49,24 @@ func main() {
 	clients := flag.Int("clients", 200, "bin/swarm clients")
 	pages := flag.Int("pages", 2, "Chromium pages")
 	keep := flag.Bool("keep", false, "keep the run directory")
+	presence := flag.Bool("presence", false, "the presence run (presence.go): pages on three Hosts see each other, a Host SIGKILL and a NATS leader kill")
 	flag.Parse()
+	if *presence {
+		f := &fleet{}
+		err := f.runPresence()
+		f.stopAll()
+		if !*keep && err == nil {
+			_ = os.RemoveAll(f.dir)
+		} else {
+			fmt.Fprintln(os.Stderr, "fleet -presence: logs in", f.dir)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL fleet -presence:", err)
+			os.Exit(1)
+		}
+		fmt.Println("PASS fleet -presence")
+		return
+	}
 	f := &fleet{clientsN: *clients, pagesN: *pages, rounds: 1, settle: 3 * time.Second}
 	if *long {
 		f.rounds, f.settle = 3, 10*time.Second

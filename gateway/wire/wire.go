@@ -6,7 +6,8 @@
 // wasm); see that package for why not go-json-experiment's jsontext.
 //
 // Frames are JSON text messages whose field "t" names the type. Host → page: ready, hb, event,
-// reset, goaway, denied, error, reply. Page → Host: sub, unsub, ping, call, report. docs/PROTOCOL.md
+// reset, goaway, denied, error, reply, presence. Page → Host: sub, unsub, ping, call, report.
+// docs/PROTOCOL.md
 // is the protocol's account; §8 lists every frame.
 package wire
 
@@ -46,6 +47,7 @@ const (
 	TypePing      = "ping"
 	TypeCall      = "call"
 	TypeReport    = "report" // what the page lived through while not connected (report.go)
+	// TypePresence (presence.go) is who is on a stream.
 )
 
 // What a failed reply's Code says (PROTOCOL.md §9). A page treats a code it does not know
@@ -124,6 +126,8 @@ type HostFrame struct {
 	MaxFrameBytes int64  `json:"maxFrameBytes,omitempty"`
 	// ready: Report asks the page for a report frame after a reconnect (report.go).
 	Report bool `json:"report,omitempty"`
+	// ready: HasPresence says the Host carries presence: a sub may ask for it (presence.go).
+	HasPresence bool `json:"presence,omitempty"`
 	// ready, on the HTTP carrier only: the session's secret, which every POST of the page
 	// carries (http.go).
 	Secret string `json:"secret,omitempty"`
@@ -148,8 +152,26 @@ type HostFrame struct {
 	URI string `json:"uri,omitempty"`
 	// error
 	Message string `json:"message,omitempty"`
-	// denied: why the Host's app refused the subscription.
+	// denied: why the Host's app refused the subscription; presence: why the stream carries
+	// none.
 	Reason string `json:"reason,omitempty"`
+	// presence (presence.go), with Stream, Epoch and Seq (the seq the batch brings the page
+	// to): From the seq a diff applies to (0 for a snapshot); Snapshot says the batch lists
+	// every member (the page applies it as a diff against what it shows); More that another
+	// frame of the batch follows; Total the members in all, listed or not; Limit the most a
+	// page is listed, when there are more (0: all are listed); Members who joined or changed
+	// (a snapshot: who is there); Left the identities that left.
+	From     uint64           `json:"from,omitempty"`
+	Snapshot bool             `json:"snapshot,omitempty"`
+	More     bool             `json:"more,omitempty"`
+	Total    int              `json:"total,omitempty"`
+	Limit    int              `json:"limit,omitempty"`
+	Members  []PresenceMember `json:"members,omitempty"`
+	Left     []string         `json:"left,omitempty"`
+	// presence, on a snapshot: HoldMs is how long the page keeps the members it shows that the
+	// snapshot does not list, unless a later frame lists them or says they left (a Host that
+	// started less than a grace window ago cannot know who is still on the way to it).
+	HoldMs int64 `json:"hold,omitempty"`
 }
 
 // PageFrame is one page → Host frame.
@@ -171,6 +193,11 @@ type PageFrame struct {
 	DownMs   uint64   `json:"downMs,omitempty"`
 	Attempts uint64   `json:"attempts,omitempty"`
 	Kinds    []string `json:"kinds,omitempty"`
+	// sub: Presence asks for the stream's presence frames, from the presence cursor
+	// (PresenceEpoch, PresenceAfter) when the page holds one (presence.go).
+	Presence      bool   `json:"presence,omitempty"`
+	PresenceEpoch string `json:"presenceEpoch,omitempty"`
+	PresenceAfter uint64 `json:"presenceAfter,omitempty"`
 }
 
 // Heartbeat returns the ready frame's heartbeat interval.
@@ -218,6 +245,9 @@ func (f HostFrame) Append(b []byte) ([]byte, error) {
 	if f.Report {
 		b = append(b, `,"report":true`...)
 	}
+	if f.HasPresence {
+		b = append(b, `,"presence":true`...)
+	}
 	b = optStr(b, "secret", f.Secret)
 	if f.Status != 0 {
 		b = strconv.AppendInt(append(b, `,"status":`...), int64(f.Status), 10)
@@ -244,6 +274,7 @@ func (f HostFrame) Append(b []byte) ([]byte, error) {
 	b = optStr(b, "uri", f.URI)
 	b = optStr(b, "message", f.Message)
 	b = optStr(b, "reason", f.Reason)
+	b = f.appendPresence(b)
 	return append(b, '}'), nil
 }
 
@@ -270,6 +301,7 @@ func (f PageFrame) Encode() ([]byte, error) {
 	if f.After != 0 {
 		b = strconv.AppendUint(append(b, `,"after":`...), f.After, 10)
 	}
+	b = f.appendPresenceSub(b)
 	return append(b, '}'), nil
 }
 
@@ -487,6 +519,24 @@ func DecodeHost(b []byte) (HostFrame, error) {
 			return readBool(d, key, &f.Report)
 		case "secret":
 			return readString(d, key, &f.Secret)
+		case "presence":
+			return readBool(d, key, &f.HasPresence)
+		case "from":
+			return readUint(d, key, &f.From)
+		case "snapshot":
+			return readBool(d, key, &f.Snapshot)
+		case "more":
+			return readBool(d, key, &f.More)
+		case "total":
+			return readCount(d, key, &f.Total)
+		case "limit":
+			return readCount(d, key, &f.Limit)
+		case "members":
+			return readMembers(d, &f.Members)
+		case "left":
+			return readIDs(d, &f.Left)
+		case "hold":
+			return readInt(d, key, &f.HoldMs)
 		case "status":
 			var v int64
 			err := readInt(d, key, &v)
@@ -550,6 +600,8 @@ func (f HostFrame) Validate() error {
 		if err := checkFrameStream(f.Stream); err != nil {
 			return err
 		}
+	case TypePresence:
+		return f.validatePresence()
 	case TypeReply:
 		switch {
 		case f.ID == 0:
@@ -600,6 +652,12 @@ func DecodePage(b []byte) (PageFrame, error) {
 			return readUint(d, key, &f.Attempts)
 		case "kinds":
 			return readKinds(d, &f.Kinds)
+		case "presence":
+			return readBool(d, key, &f.Presence)
+		case "presenceEpoch":
+			return readString(d, key, &f.PresenceEpoch)
+		case "presenceAfter":
+			return readUint(d, key, &f.PresenceAfter)
 		}
 		return frameErr(d.SkipValue())
 	})
@@ -612,6 +670,9 @@ func DecodePage(b []byte) (PageFrame, error) {
 	}
 	if f.T != TypeReport && (f.DownMs != 0 || f.Attempts != 0 || f.Kinds != nil) {
 		return read, tinyfmt.Errorf("%w: %s carries no downMs, attempts or kinds", ErrFrame, Truncate(f.T))
+	}
+	if err := f.checkPresenceSub(); err != nil {
+		return read, err
 	}
 	switch f.T {
 	case TypeSub:

@@ -30,6 +30,9 @@ type In struct {
 	// Carrier, in a hello, is the carrier the page remembers its network needs
 	// (wire.CarrierStream or CarrierPoll: it did not carry a WebSocket lately), "" for none.
 	Carrier string
+	// Presence, in a subscribe, makes it a presence subscription: who is on the stream, and
+	// no events.
+	Presence bool
 }
 
 // Msg is the type of a tab's message: the tab's "t" (web/lifeline.js), with the fields of
@@ -41,7 +44,7 @@ const (
 	MsgHello       Msg = "hello"       // Bootstrap, Options, Href, Online, Carrier: the first message
 	MsgCommand     Msg = "command"     // Command
 	MsgOnline      Msg = "online"      // Online: what the browser says of its network
-	MsgSubscribe   Msg = "subscribe"   // ID, Stream
+	MsgSubscribe   Msg = "subscribe"   // ID, Stream, Presence
 	MsgUnsubscribe Msg = "unsubscribe" // ID
 	MsgLife        Msg = "life"        // Event
 	MsgCall        Msg = "call"        // ID, Name, Data, Key, TimeoutMs, Epoch
@@ -185,7 +188,7 @@ func (conn *Conn) act(m In) bool {
 	case MsgLife:
 		h.life(m.Event)
 	case MsgSubscribe:
-		conn.subscribe(m.ID, m.Stream)
+		conn.subscribe(m.ID, m.Stream, m.Presence)
 	case MsgUnsubscribe:
 		conn.mu.Lock()
 		mem := conn.subs[m.ID]
@@ -278,8 +281,8 @@ func (conn *Conn) call(m In) {
 	})
 }
 
-func (conn *Conn) subscribe(id int, stream string) {
-	mem := &member{conn: conn, id: id}
+func (conn *Conn) subscribe(id int, stream string, presence bool) {
+	mem := &member{conn: conn, id: id, presence: presence}
 	conn.mu.Lock()
 	_, dup := conn.subs[id]
 	if !dup {

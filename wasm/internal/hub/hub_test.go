@@ -66,7 +66,14 @@ type tab struct {
 	ended    map[int]error
 	sent     map[int]string // call id → the epoch it was sent under
 	replies  map[int]reply
+	presence map[int][]presenceReport
 	changed  chan struct{}
+}
+
+// presenceReport is one Presence a tab was told.
+type presenceReport struct {
+	p     gateway.Presence
+	first bool
 }
 
 // reply is how a tab's call ended.
@@ -76,7 +83,7 @@ type reply struct {
 }
 
 func newClient() *tab {
-	return &tab{got: map[int][]gateway.Delivery{}, ended: map[int]error{}, sent: map[int]string{}, replies: map[int]reply{}, changed: make(chan struct{}, 1)}
+	return &tab{got: map[int][]gateway.Delivery{}, ended: map[int]error{}, sent: map[int]string{}, replies: map[int]reply{}, presence: map[int][]presenceReport{}, changed: make(chan struct{}, 1)}
 }
 
 func (c *tab) Sent(id int, epoch string) { c.do(func() { c.sent[id] = epoch }) }
@@ -89,6 +96,9 @@ func (c *tab) Deliver(id int, d gateway.Delivery) {
 	c.do(func() { c.got[id] = append(c.got[id], d) })
 }
 func (c *tab) Ended(id int, err error) { c.do(func() { c.ended[id] = err }) }
+func (c *tab) Presence(id int, p gateway.Presence, first bool) {
+	c.do(func() { c.presence[id] = append(c.presence[id], presenceReport{p, first}) })
+}
 
 func (c *tab) do(f func()) {
 	c.mu.Lock()
