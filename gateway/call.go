@@ -331,9 +331,15 @@ func (g *Gateway) replied(s *session, f wire.HostFrame) {
 		g.settle(c, f.Data, nil)
 		return
 	}
+	if f.Code == wire.CodeAccessEnded {
+		// The Host ended the session's access; its error frame follows. No call goes out on
+		// the session meanwhile, though this reply opens room for one (access.go).
+		s.draining = true
+	}
 	kind := f.Code
 	switch f.Code {
-	case wire.CodeApp, wire.CodeInternal, wire.CodeUnknown, wire.CodeBadRequest, wire.CodeBusy, wire.CodeInterrupted, wire.CodeTimeout:
+	case wire.CodeApp, wire.CodeInternal, wire.CodeUnknown, wire.CodeBadRequest, wire.CodeBusy, wire.CodeInterrupted, wire.CodeTimeout,
+		wire.CodeAccessEnded:
 	default:
 		kind = CallApp // a later Host's code: the handler's call failed, as far as the page knows
 	}

@@ -127,6 +127,12 @@ type Options struct {
 	// on the side; each probe that fails doubles it, up to 10 min, each spread over 100–200%
 	// by jitter. Default DefaultUpgradeAfter.
 	UpgradeAfter time.Duration
+	// RenewToken, when set, is asked before each renewal of a session whose credential
+	// expires (the ready frame says when; access.go) for a token to send with it, which the
+	// Host hands its Authenticate as "Authorization: Bearer <token>". It runs on the
+	// renewal's goroutine, bounded by ctx; an error fails that renewal, which is tried again
+	// while there is time. Default none: a renewal carries the page's cookies alone.
+	RenewToken func(ctx context.Context) (string, error)
 }
 
 // Carrier says what carries the page's connection (Options.OnCarrier).
@@ -171,6 +177,7 @@ type Gateway struct {
 	onCarrier      func(Carrier)
 	fallbackAfter  time.Duration
 	upgradeAfter   time.Duration
+	renewToken     func(context.Context) (string, error)
 
 	// life is cancelled by Close with its cause; every session's context derives from it.
 	life   context.Context
@@ -261,6 +268,7 @@ func New(rawURL string, opts *Options) (*Gateway, error) {
 		onCarrier:      o.OnCarrier,
 		fallbackAfter:  o.FallbackAfter,
 		upgradeAfter:   o.UpgradeAfter,
+		renewToken:     o.RenewToken,
 		prefer:         o.Carrier,
 		life:           life,
 		finish:         finish,
@@ -407,6 +415,7 @@ func (g *Gateway) Run(ctx context.Context, gen *controller.Generation) error {
 		return err
 	}
 	err = s.run()
+	s.stopRenewals()
 	g.unregister(s, err)
 	return err
 }
@@ -442,6 +451,7 @@ func (g *Gateway) unregister(s *session, err error) {
 	// check would wait (a WebSocket always gets a connection of its own).
 	g.failed = !errors.Is(err, controller.ErrStopped) && !errors.Is(err, controller.ErrReplaced) &&
 		!errors.Is(err, controller.ErrOffline) && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrLinkDead)
+	g.closeAccess(s, err) // access.go: none of its calls goes to a later session
 	g.orphan(s, err)
 	g.runs--
 	if g.runs == 0 && g.idle != nil {

@@ -261,6 +261,11 @@ func (c *httpCarrier) post(body []byte) (*httpAnswer, error) {
 func postRefused(status int, body []byte) error {
 	why := tinyfmt.Sprintf("HTTP %d", status)
 	if r, err := wire.DecodeRefusal(bytes.TrimSpace(body)); err == nil {
+		if r.Error == wire.RefusalAccessEnded {
+			if reason, reauth, ok := wire.ParseAccessEnded(r.Reason); ok {
+				return &accessEndedRefusal{reason: reason, reauth: reauth, status: status}
+			}
+		}
 		why += " " + r.Error
 		if r.Reason != "" {
 			why += ": " + r.Reason

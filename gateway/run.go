@@ -395,7 +395,7 @@ func (s *session) networkish(err error) bool {
 	if errors.Is(err, errPathHolds) {
 		return true
 	}
-	if s.refusal.Load() != nil || errors.Is(err, controller.ErrHostRestarting) {
+	if s.refusal.Load() != nil || s.ended.Load() != nil || errors.Is(err, controller.ErrHostRestarting) {
 		return false
 	}
 	var re *controller.RedirectError
@@ -405,7 +405,7 @@ func (s *session) networkish(err error) bool {
 	}
 	if code, _, ok := closeStatus(err); ok {
 		switch code {
-		case wire.CloseOrigin, wire.CloseServiceRestart, wire.CloseOverloaded, wire.CloseTooBig:
+		case wire.CloseOrigin, wire.CloseServiceRestart, wire.CloseOverloaded, wire.CloseTooBig, wire.CloseAccessEnded:
 			return false
 		}
 	}
@@ -548,7 +548,11 @@ func since(start time.Time) int64 { return int64(time.Since(start)) }
 // readError explains why reading the socket failed.
 func (s *session) readError(err error) error {
 	code, reason, closed := closeStatus(err)
+	var refused *accessEndedRefusal
 	switch {
+	case errors.As(err, &refused):
+		s.endedBy(refused.reason, refused.reauth) // its frames may not have been read yet
+		return err
 	case errors.Is(err, errMessageTooBig):
 		return tinyfmt.Errorf("%w: a frame exceeded the read limit of %d bytes: %w", ErrProtocol, s.g.readLimit, err)
 	case closed && code == wire.CloseOverloaded:
@@ -557,6 +561,11 @@ func (s *session) readError(err error) error {
 			return &controller.RetryAfterError{After: d, Err: e}
 		}
 		return e
+	case closed && code == wire.CloseAccessEnded:
+		if r, reauth, ok := wire.ParseAccessEnded(reason); ok {
+			s.endedBy(r, reauth) // the error frame that says it in full may not have come
+		}
+		return tinyfmt.Errorf("%w: the host closed it with %d %q", ErrSessionClosed, code, reason)
 	case closed && code == wire.CloseServiceRestart:
 		if d, ok := wire.ParseRestart(reason); ok {
 			s.restart.CompareAndSwap(-1, d.Milliseconds())
@@ -574,6 +583,9 @@ func (s *session) readError(err error) error {
 // its way out: a restart (controller.ErrHostRestarting, with its minimum wait as a
 // *controller.RetryAfterError) or a retry-after (see overload).
 func (s *session) outcome(err error) error {
+	if s.ended.Load() != nil {
+		return s.accessOutcome(err) // it says what the Host said
+	}
 	// What the Host said before it closed, unless its close frame said it already (a 1013's
 	// retry-after is in both): once is enough for the person reading it.
 	if m := s.refusal.Load(); m != nil && !strings.Contains(err.Error(), *m) {

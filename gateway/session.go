@@ -60,6 +60,9 @@ type session struct {
 
 	retryAfter atomic.Int64 // ms from an error frame "retry-after=<ms>"; -1 when none
 	restart    atomic.Int64 // ms from an error frame or close reason "service-restart[ retry-after=<ms>]"; -1 when none
+
+	ended     atomic.Pointer[accessEnd] // the Host ended the session's access (access.go); nil when not
+	stopRenew func()                    // ends its renewals and waits for them (access.go); set by the pump
 }
 
 // wireSub is one stream as a session subscribed it.
@@ -156,6 +159,13 @@ func (s *session) handle(f wire.HostFrame) error {
 		if strings.Contains(f.Message, `unknown type "`+wire.TypePing+`"`) {
 			s.noPing.Store(true) // an older Host: its answer proved the link, but ask no more
 		}
+		if reason, reauth, ok := wire.ParseAccessEnded(f.Message); ok {
+			// access.go. Ended for good, the session ends now, not at the close that follows:
+			// the page shows unauthorized as soon as it can.
+			if s.endedBy(reason, reauth); !reauth {
+				return errAccessEnded
+			}
+		}
 		s.g.log.Warn("gateway: host reported an error", "url", s.target.String(), "message", f.Message)
 		return nil
 	}
@@ -182,6 +192,7 @@ func (s *session) handle(f wire.HostFrame) error {
 		s.g.mu.Unlock()
 		close(s.readied)
 		s.kickWriter()
+		s.startRenewals(f) // access.go: when the ready frame says the credential expires
 		return nil
 	}
 	switch f.T {

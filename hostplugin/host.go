@@ -65,6 +65,11 @@ type Options struct {
 	// its stack. It is not called for an origin that allowedOrigins refuses.
 	// Default nil: every page may connect, with the identity "".
 	Authenticate func(r *http.Request) (identity string, err error)
+	// Access is Authenticate with an expiry: it says who the request is and until when its
+	// credential holds (access.go). The session ends then, unless its page renews it before
+	// (a renewal is answered by this same hook, with the page's cookies and token). Set
+	// Authenticate or Access, not both.
+	Access func(r *http.Request) (Access, error)
 	// Authorize decides what a session may read. It is called for every sub frame, a
 	// resubscription by cursor after a reconnect included, so a page that lost access cannot
 	// resume by cursor. An error refuses that one subscription with a denied frame carrying
@@ -90,6 +95,9 @@ type Options struct {
 	// Host of the fleet, so that a load balancer in front of the fleet needs no sticky
 	// sessions (hostplugin/jetstream has one on NATS). Default: none, which one Host needs.
 	Relay Relay
+	// Bus passes the ends of access (EndSessions, EndSubscription) on to every Host of the
+	// fleet (hostplugin/jetstream has one on NATS). Default: none, which one Host needs.
+	Bus Bus
 }
 
 // PublicStreams is the Authorize of an application whose every stream is public: it lets
@@ -156,7 +164,8 @@ type Host struct {
 	relay     Relay
 	stopRelay func()
 
-	pres *presence // Options.Presence; nil without
+	pres *presence  // Options.Presence; nil without
+	acc  hostAccess // access that ends: expiries, ends of identities, the fleet's bus (access.go)
 
 	faults hostFaults // fault injection: empty unless built with -tags lifeline_faults
 	thin   thinned
@@ -195,6 +204,9 @@ func New(cfg Config, opts *Options) (*Host, error) {
 			return nil, err
 		}
 	}
+	if o.Authenticate != nil && o.Access != nil {
+		return nil, ErrAccessHooks
+	}
 	h := &Host{
 		logger:    o.Logger,
 		log:       o.Log,
@@ -209,7 +221,9 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		obs:       o.Observer,
 		id:        newID(4),
 		relay:     o.Relay,
+		acc:       hostAccess{fn: o.Access, bus: o.Bus},
 	}
+	h.acc.exp.init(h)
 	if h.obs == nil {
 		h.obs = NopObserver{}
 	}
@@ -250,6 +264,15 @@ func New(cfg Config, opts *Options) (*Host, error) {
 				return nil, fmt.Errorf("hostplugin: joining the fleet's presence: %w", err)
 			}
 		}
+	}
+	if err := h.serveBus(); err != nil {
+		if h.stopRelay != nil {
+			h.stopRelay()
+		}
+		if h.pres != nil {
+			h.pres.close()
+		}
+		return nil, err
 	}
 	return h, nil
 }

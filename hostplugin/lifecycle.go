@@ -29,6 +29,9 @@ type sessionSet struct {
 	idle     chan struct{}       // closed whenever all is empty
 	ending   int                 // Drain and Stop calls under way
 	settled  chan struct{}       // closed whenever ending is 0
+
+	// byIdentity heads each identity's list of sessions (sessionAccess.next), for EndSessions.
+	byIdentity map[string]*session
 }
 
 func (ss *sessionSet) init() {
@@ -77,6 +80,7 @@ func (ss *sessionSet) add(s *session) bool {
 	}
 	ss.all[s] = struct{}{}
 	ss.ids[s.id] = s
+	ss.link(s)
 	return true
 }
 
@@ -96,6 +100,7 @@ func (ss *sessionSet) remove(s *session) bool {
 	}
 	delete(ss.all, s)
 	delete(ss.ids, s.id)
+	ss.unlink(s)
 	if len(ss.all) == 0 {
 		close(ss.idle)
 	}
@@ -314,6 +319,9 @@ func (h *Host) Close() error {
 		}
 		if h.pres != nil {
 			h.pres.close() // after the sessions: the fleet is told this Host is gone
+		}
+		if h.acc.stopBus != nil {
+			h.acc.stopBus()
 		}
 	})
 	return nil

@@ -16,9 +16,11 @@ import (
 // Tab → hub: {t:"hello", bootstrap, options, href, online, carrier}, {t:"command", command},
 // {t:"online", online}, {t:"subscribe", id, stream, presence}, {t:"unsubscribe", id},
 // {t:"life", event}, {t:"call", id, name, data (JSON text), key, timeoutMs, epoch},
-// {t:"cancel", id}, {t:"ping"}, {t:"bye"} (hub.Msg, hub.Command and hub.Event name them).
+// {t:"cancel", id}, {t:"renewer", on}, {t:"token", id, token, failure}, {t:"ping"}, {t:"bye"}
+// (hub.Msg, hub.Command and hub.Event name them).
 // Hub → tab: {t:"status", state, slow, attempt, failures, nextAttempt (ms since the epoch, 0
-// for none), error, kind, retryAfter (ms), carrier, blocked}, {t:"delivery", id, stream, seq, reset, epoch,
+// for none), error, kind, reason (the Host app's words: why it refused or ended access), retryAfter (ms),
+// carrier, blocked}, {t:"renew", id} (the page's renewer is asked for a token), {t:"delivery", id, stream, seq, reset, epoch,
 // data, baseline} (data and baseline as JSON text: the tab parses them),
 // {t:"ended", id, error, denied, reason} (reason: the Host's words when it denied the
 // subscription, "" otherwise), {t:"sent", id, epoch} (the call is being written under that
@@ -86,6 +88,9 @@ func inbound(d js.Value) hub.In {
 		TimeoutMs: num("timeoutMs"),
 		Carrier:   str("carrier"),
 		Presence:  d.Get("presence").Truthy(),
+		On:        d.Get("on").Truthy(),
+		Token:     str("token"),
+		Failure:   str("failure"),
 	}
 }
 
@@ -114,11 +119,14 @@ func (p *port) Status(s hub.Status) {
 	}
 	p.post(map[string]any{
 		"t": "status", "state": state, "slow": s.Slow, "attempt": float64(s.Attempt),
-		"failures": s.Failures, "nextAttempt": next, "error": msg, "kind": kind,
+		"failures": s.Failures, "nextAttempt": next, "error": msg, "kind": kind, "reason": gateway.Reason(err),
 		"retryAfter": float64(hub.RetryAfter(err).Milliseconds()), "at": float64(s.At.UnixMilli()),
 		"carrier": s.Carrier.Kind, "blocked": s.Carrier.Blocked,
 	})
 }
+
+// Renew implements hub.Renewer: the page's renewer is asked for a token.
+func (p *port) Renew(id int) { p.post(map[string]any{"t": "renew", "id": id}) }
 
 // Deliver implements hub.Tab.
 func (p *port) Deliver(id int, d gateway.Delivery) {

@@ -18,7 +18,9 @@ declare namespace Lifeline {
    * - `stopped`: `lifeline.stop()` was called (or the page was hidden into the back-forward
    *   cache); nothing runs until `lifeline.start()`.
    * - `unauthorized`: the Host refused the page's credentials (HTTP 401/403 from the app's
-   *   Authenticate); retried at the top cap only, due at `nextAttempt`. Sign in, then
+   *   Authenticate), or its application ended the page's access (a sign-out, a revocation, a
+   *   credential that expired: `reason` says why); retried at the top cap only, due at
+   *   `nextAttempt`, each time through the Host's Authenticate. Sign in, then
    *   `lifeline.reconnectNow()`.
    * - `misconfigured`: the connection settings are invalid (`error` names the fields and the
    *   values seen); the page does not connect.
@@ -82,6 +84,12 @@ declare namespace Lifeline {
     /** The last failure, for developers (English); `''` once connected. */
     readonly error: string;
     readonly kind: Kind;
+    /**
+     * The Host application's own words, while `unauthorized`: why it refused the credential,
+     * or why it ended the page's access (`EndSessions`' reason, or that the sign-in expired);
+     * `''` otherwise. Show it as text.
+     */
+    readonly reason: string;
     /** The wait (ms) the Host asked for with its refusal (busy, restarting); else 0. */
     readonly retryAfter: number;
     /**
@@ -194,6 +202,9 @@ declare namespace Lifeline {
    * - `invalid`: a name, key, timeout or data Lifeline cannot send. Not sent.
    * - `unsupported`: the Host takes no calls. Not sent.
    * - `closed`: the connection was closed for good; `sent` says whether it had gone out.
+   * - `access-ended`: the Host ended the page's access (a sign-out, a revocation, an expiry)
+   *   before the call ran: the Host refused it (sent) or it was never sent; it never ran, and
+   *   it is not sent on a later connection, which may be another user's.
    * - `failed`: the page's connection program ended; `sent` calls say `interrupted` instead.
    */
   type CallErrorKind =
@@ -208,6 +219,7 @@ declare namespace Lifeline {
     | 'invalid'
     | 'unsupported'
     | 'closed'
+    | 'access-ended'
     | 'failed';
 
   /** Why `lifeline.call` rejected. */
@@ -314,6 +326,14 @@ declare namespace Lifeline {
      * waits to be sent; calls reach the Host in the order made. Rejects with a `CallError`.
      */
     call<R = unknown>(name: string, data?: unknown, opts?: CallOptions): Promise<R>;
+    /**
+     * Sets the renewer: before a credential the Host said expires runs out, the connection
+     * renews it with the page's cookies and asks `fn` for a token to send along (the Host's
+     * Authenticate reads it as `Authorization: Bearer <token>`). `fn` resolves to the token
+     * within 3.5 s, or rejects. In shared mode every tab's connection is one: a tab with a
+     * renewer is asked. A later `onRenew` replaces it; the remover unsets it.
+     */
+    onRenew(fn: () => Promise<string> | string): Remove;
   }
 }
 

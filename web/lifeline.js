@@ -3,7 +3,9 @@
 // see wasm/main.go), to which it talks over a MessagePort.
 //
 //   lifeline.state()               the current status: {state, slow, attempt, failures,
-//                                  nextAttempt, error, kind, retryAfter, at, carrier, blocked}
+//                                  nextAttempt, error, kind, reason, retryAfter, at, carrier,
+//                                  blocked} (reason: the Host app's words when it refused or
+//                                  ended the page's access)
 //   lifeline.onState(fn)           fn(status) now and on every change; returns a remover
 //   lifeline.reconnectNow()        attempt at once, from the first cap
 //   lifeline.stop(), .start()      end everything / begin a fresh sequence
@@ -19,6 +21,10 @@
 //                                  a Promise of the Host's reply to data (any JSON value); it
 //                                  rejects with an Error whose kind says what happened and whose
 //                                  sent says whether the call had gone out (README, "Calls")
+//   lifeline.onRenew(fn)           fn() → a Promise of a token (a string), asked before the
+//                                  Host's credential expires, sent with the renewal (the
+//                                  Host's Authenticate sees "Authorization: Bearer <token>");
+//                                  returns a remover (docs/access.md)
 //
 // The API exists as soon as this script has run: calls made before the hub is up are queued.
 // Embedder code can never break the page: a listener or handler that throws is logged and the
@@ -51,7 +57,7 @@
   let seen = false; // boot.seen() was called
   const MAX_STREAM = 256; // bytes of UTF-8 (gateway/wire.MaxStreamName)
 
-  let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', retryAfter: 0, at: Date.now(), carrier: '', blocked: false };
+  let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', reason: '', retryAfter: 0, at: Date.now(), carrier: '', blocked: false };
   let port = null;
   let dead = false;
   const outbox = []; // messages for the hub before its port exists
@@ -120,7 +126,7 @@
       case 'status': {
         const s = {
           state: m.state, slow: !!m.slow, attempt: m.attempt, failures: m.failures,
-          nextAttempt: m.nextAttempt, error: m.error || '', kind: m.kind || '', retryAfter: m.retryAfter || 0,
+          nextAttempt: m.nextAttempt, error: m.error || '', kind: m.kind || '', reason: m.reason || '', retryAfter: m.retryAfter || 0,
           at: m.at || Date.now(), carrier: m.carrier || '', blocked: !!m.blocked,
         };
         remember(s);
@@ -163,6 +169,9 @@
         try { sub.fn(p); } catch (err) { report('the lifeline.presence("' + short(sub.stream) + '") handler', err); }
         break;
       }
+      case 'renew': // the hub asks the page's renewer for a token (onRenew)
+        askRenewer(m.id);
+        break;
       case 'exited': // shared mode: the hub's program ended; every tab moves to a fresh hub
         hubFailed(m.error, m.next);
         break;
@@ -246,6 +255,7 @@
     port = p;
     port.onmessage = onHubMessage;
     if (helloMsg) port.postMessage(helloMsg);
+    if (renewer) port.postMessage({ t: 'renewer', on: true });
     for (const [id, sub] of subs) port.postMessage({ t: 'subscribe', id, stream: sub.stream, presence: !!sub.presence });
     for (const c of Array.from(calls.values())) {
       if (c.sent && !c.key) {
@@ -280,6 +290,44 @@
       if (s.carrier === 'websocket') localStorage.removeItem(CARRIER);
       else if (s.blocked) localStorage.setItem(CARRIER, JSON.stringify({ kind: s.carrier, until: Date.now() + REMEMBER_MS }));
     } catch (_) { /* no storage: found again next time */ }
+  }
+
+  // ---- renewals
+  //
+  // A Host whose credential expires renews the session before then (PROTOCOL.md §13.3), with
+  // the page's cookies and, where the page's code hands one over, a token: the renewer set
+  // with onRenew. Its Promise is bounded, so a renewer that never settles cannot hold the
+  // renewal up past its expiry.
+  let renewer = null;
+  const RENEW_WAIT = 3500; // under the hub's 4 s for a tab's answer
+
+  function askRenewer(id) {
+    const answer = (m) => send(Object.assign({ t: 'token', id }, m));
+    const fn = renewer;
+    if (!fn) return answer({ failure: 'this page has no renewer' });
+    let settled = false;
+    const timer = setTimeout(() => {
+      if (!settled) { settled = true; answer({ failure: 'the renewer did not settle within ' + RENEW_WAIT + ' ms' }); }
+    }, RENEW_WAIT);
+    const done = (m) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      answer(m);
+    };
+    let p;
+    try { p = Promise.resolve(fn()); } catch (e) {
+      report('the lifeline.onRenew renewer', e);
+      return done({ failure: 'the renewer threw: ' + e });
+    }
+    p.then((token) => {
+      if (typeof token !== 'string' || token === '') {
+        misuse('lifeline.onRenew(fn): fn must resolve to a non-empty string token, got', token);
+        done({ failure: 'the renewer gave no token' });
+        return;
+      }
+      done({ token });
+    }, (e) => done({ failure: 'the renewer failed: ' + e }));
   }
 
   // ---- calls
@@ -338,6 +386,19 @@
       return once(() => listeners.delete(entry));
     },
     reconnectNow() { send({ t: 'command', command: 'reconnect' }); },
+    onRenew(fn) {
+      if (typeof fn !== 'function') {
+        misuse('lifeline.onRenew(fn): fn must be a function returning a Promise of a token, got', fn);
+        return noop;
+      }
+      renewer = fn;
+      send({ t: 'renewer', on: true });
+      return once(() => {
+        if (renewer !== fn) return; // replaced meanwhile: the newer one stays
+        renewer = null;
+        send({ t: 'renewer', on: false });
+      });
+    },
     stop() { send({ t: 'command', command: 'stop' }); },
     start() { send({ t: 'command', command: 'start' }); },
     subscribe(stream, fn) { return follow('subscribe', stream, fn, false); },
@@ -413,7 +474,7 @@
     api.stop = gone;
     api.start = gone;
     rejectCalls(error);
-    setStatus({ state: 'failed', slow: false, attempt: status.attempt, failures: status.failures, nextAttempt: 0, error, kind: 'failed', retryAfter: 0, at: Date.now(), carrier: status.carrier, blocked: status.blocked });
+    setStatus({ state: 'failed', slow: false, attempt: status.attempt, failures: status.failures, nextAttempt: 0, error, kind: 'failed', reason: '', retryAfter: 0, at: Date.now(), carrier: status.carrier, blocked: status.blocked });
   }
 
   // ---- the browser's events
@@ -475,7 +536,7 @@
       dead = true;
       const error = 'lifeline: no #lifeline-bootstrap element in the page (is the Host plugin installed?)';
       console.error(error);
-      setStatus({ state: 'misconfigured', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error, kind: 'misconfigured', retryAfter: 0, at: Date.now(), carrier: '', blocked: false });
+      setStatus({ state: 'misconfigured', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error, kind: 'misconfigured', reason: '', retryAfter: 0, at: Date.now(), carrier: '', blocked: false });
       return false;
     }
     if (boot.optionsError) misuse('lifelineOptions cannot be read as JSON; ignored:', boot.optionsError);

@@ -14,6 +14,7 @@ function start(): void {
   const s: Lifeline.Status = lifeline.state();
   const states: Lifeline.State[] = [s.state];
   const kind: Lifeline.Kind = s.kind;
+  if (s.state === 'unauthorized' && s.reason) console.log('signed out:', s.reason);
   const facts: [boolean, number, number, number, string, number, number | undefined] =
     [s.slow, s.attempt, s.failures, s.nextAttempt, s.error, s.retryAfter, s.at];
   console.log(states, kind, facts);
@@ -68,6 +69,10 @@ function start(): void {
   leave();
   // @ts-expect-error a presence handler is told Presence or End, not events
   lifeline.presence('doc.42', (p: Lifeline.Event) => console.log(p));
+  // A token for the renewal of a credential that expires, from the app's own sign-in code.
+  const stopRenewing: Lifeline.Remove = lifeline.onRenew(() => fetch('/token').then((r) => r.text()));
+  stopRenewing();
+  lifeline.onRenew(() => 'a-token-at-hand');
 
   lifeline.reconnectNow();
   lifeline.stop();
@@ -144,3 +149,5 @@ lifeline.subscribe<Tick>('ticks', (m) => {
 });
 // @ts-expect-error the API has no such call
 lifeline.reconnect();
+// @ts-expect-error a renewer gives a token, a string
+lifeline.onRenew(() => Promise.resolve(42));

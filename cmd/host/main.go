@@ -48,6 +48,7 @@ func run(args []string, stderr io.Writer) int {
 	pidFile := flags.String("pidfile", "", "write the PID of the serving process to `file` (after a SIGUSR2 handoff, the successor's), for a supervisor that follows it (systemd PIDFile=)")
 	drainOnStop := flags.Bool("drain-on-stop", false, "on SIGTERM with no successor, drain (goaway back to the same place, up to drainTimeoutMs) instead of closing every session at once with 1012: for a Host behind a load balancer whose other Hosts take its pages")
 	metricsAddr := flags.String("metrics", "", "serve Prometheus metrics at http://`address`/metrics (a bare :port is loopback's); default none")
+	signoutsFile := flags.String("signouts", "", "the demo's sign-in: a page's cookie "+userCookie+" names its user, and POST "+signoutPath+"?user=NAME (loopback clients only) signs NAME out on every Host sharing `file` and ends NAME's pages fleet-wide (access.go)")
 	stopRetryAfter := flags.Duration("stop-retry-after", 0, "on SIGTERM with no successor, the least the pages should wait before dialing again (sent with close 1012 as service-restart retry-after=<ms>); 0: no minimum")
 	var fleet fleetFlags
 	flags.StringVar(&fleet.natsURL, "nats", "", "keep the stream logs in NATS JetStream at `url` (comma-separated servers), shared by every Host using it")
@@ -146,8 +147,10 @@ func run(args []string, stderr io.Writer) int {
 		opts.Log = shared
 		if log, ok := shared.(*jetstream.Log); ok {
 			// The fleet's balancer needs no sticky sessions: a page's POST that reaches
-			// another Host is carried to its session's over NATS.
+			// another Host is carried to its session's over NATS; an end of access made on
+			// one Host ends the pages of every Host.
 			opts.Relay = jetstream.NewRelay(log)
+			opts.Bus = jetstream.NewBus(log)
 		}
 	}
 	calls, err := openCalls(shared, cfg, logger)
@@ -159,6 +162,15 @@ func run(args []string, stderr io.Writer) int {
 	if calls != nil {
 		defer calls.Close()
 		opts.Calls = calls
+	}
+	var signins *signIns
+	if *signoutsFile != "" {
+		if signins, err = newSignIns(*signoutsFile); err != nil {
+			ln.Close()
+			fmt.Fprintf(stderr, "host: -signouts: %v\n", err)
+			return 1
+		}
+		opts.Authenticate = signins.authenticate
 	}
 	mx.observe(opts)
 	h, err := hostplugin.New(cfg, opts)
@@ -208,6 +220,9 @@ func run(args []string, stderr io.Writer) int {
 			return 1
 		}
 		defer closeLedger()
+	}
+	if signins != nil {
+		mux.Handle(signoutPath, signins.serveSignOut(h))
 	}
 	mux.Handle("/_lifeline/health", health(h, faultMode, *id, shared, rs.Replaced()))
 	mux.Handle("/_lifeline/live", h.LivenessHandler())

@@ -12,7 +12,8 @@
 // ran once in the fleet, answered after it by a survivor sharing the dead Host's dedup store
 // (unkeyed ones cut by it are interrupted, having run at most once); then SIGKILLs the NATS node leading the ticks stream and checks that every Host delivers
 // ticks again within 3 s of the new leader's election (printing each Host's gap), and that
-// publishing and replay go on.
+// publishing and replay go on. Between the two kills, a sign-out asked of one Host ends the
+// pages of its user on all three Hosts within 1 s, and nothing reaches them after (access.go).
 //
 //	go run ./e2e/fleet            # the short run (make test), about 1–2 minutes
 //	go run ./e2e/fleet -long      # the long run (make soak): more rounds, longer settles
@@ -194,7 +195,7 @@ func (f *fleet) startHost(i int) error {
 	// SIGTERM drains to them (make-before-break) instead of closing every page with 1012.
 	p, err := f.start(fmt.Sprintf("host%d", i+1), nil, f.bin+"/host", "-id", fmt.Sprintf("h%d", i+1),
 		"-addr", f.hostAddr[i], "-web", "web", "-faults", "-drain-on-stop", "-nats", f.natsURLs, "-nats-replicas", "3",
-		"-config", f.hostConfig, "-metrics", f.metricsAddr[i])
+		"-config", f.hostConfig, "-metrics", f.metricsAddr[i], "-signouts", filepath.Join(f.dir, "signouts"))
 	if err != nil {
 		return err
 	}
@@ -421,6 +422,13 @@ func (f *fleet) run() error {
 		return err
 	}
 	if err := f.checkMetricsLint(); err != nil { // the three Hosts up
+		return err
+	}
+	// A sign-out asked of one Host ends the user's pages on all three (access.go).
+	if err := f.accessStep(); err != nil {
+		return err
+	}
+	if err := f.checkSessions("after the access step"); err != nil {
 		return err
 	}
 

@@ -6,7 +6,8 @@
 // wasm); see that package for why not go-json-experiment's jsontext.
 //
 // Frames are JSON text messages whose field "t" names the type. Host → page: ready, hb, event,
-// reset, goaway, denied, error, reply, presence. Page → Host: sub, unsub, ping, call, report.
+// reset, goaway, denied, error, reply, presence (and the HTTP carrier's close). Page → Host:
+// sub, unsub, ping, call, report. Access that ends and its renewal are in access.go.
 // docs/PROTOCOL.md
 // is the protocol's account; §8 lists every frame.
 package wire
@@ -129,8 +130,12 @@ type HostFrame struct {
 	// ready: HasPresence says the Host carries presence: a sub may ask for it (presence.go).
 	HasPresence bool `json:"presence,omitempty"`
 	// ready, on the HTTP carrier only: the session's secret, which every POST of the page
-	// carries (http.go).
+	// carries (http.go); and on any carrier whose session expires, which its renewals carry
+	// (access.go).
 	Secret string `json:"secret,omitempty"`
+	// ready: how long from now the session's credential holds, in ms; 0 (absent) for no
+	// expiry. The page renews it before then (access.go).
+	ExpiresMs int64 `json:"expiresMs,omitempty"`
 	// close (the HTTP carrier's): the close code, as a WebSocket close frame carries it, with
 	// Reason.
 	Status int `json:"status,omitempty"`
@@ -249,6 +254,9 @@ func (f HostFrame) Append(b []byte) ([]byte, error) {
 		b = append(b, `,"presence":true`...)
 	}
 	b = optStr(b, "secret", f.Secret)
+	if f.ExpiresMs != 0 {
+		b = strconv.AppendInt(append(b, `,"expiresMs":`...), f.ExpiresMs, 10)
+	}
 	if f.Status != 0 {
 		b = strconv.AppendInt(append(b, `,"status":`...), int64(f.Status), 10)
 	}
@@ -537,6 +545,8 @@ func DecodeHost(b []byte) (HostFrame, error) {
 			return readIDs(d, &f.Left)
 		case "hold":
 			return readInt(d, key, &f.HoldMs)
+		case "expiresMs":
+			return readInt(d, key, &f.ExpiresMs)
 		case "status":
 			var v int64
 			err := readInt(d, key, &v)
@@ -573,6 +583,9 @@ func (f HostFrame) Validate() error {
 		}
 		if len(f.Secret) > MaxSecret {
 			return tinyfmt.Errorf("%w: ready secret must be at most %d bytes, got %d", ErrFrame, MaxSecret, len(f.Secret))
+		}
+		if f.ExpiresMs < 0 {
+			return tinyfmt.Errorf("%w: ready expiresMs must be at least 0, got %d", ErrFrame, f.ExpiresMs)
 		}
 	case TypeHeartbeat, TypeGoAway, TypeError:
 	case TypeClose:

@@ -13,8 +13,11 @@ const bound = hosttest.Bound
 // logs records a Host's log lines for assertions.
 type logs = testlog.Recorder
 
-// A fixture is a Host on a stream log, serving its events endpoint over loopback, with pages'
-// sockets driven by the test (internal/test/hosttest, shared with hostplugin's tests).
-type fixture = hosttest.Fixture
+// A fixture is a Host on a stream log, serving its events endpoint over loopback; a client is
+// a page's socket, driven by the test (internal/test/hosttest, shared with hostplugin's tests).
+type (
+	fixture = hosttest.Fixture
+	client  = hosttest.Client
+)
 
 var waitFor = hosttest.WaitFor

@@ -33,6 +33,10 @@ type In struct {
 	// Presence, in a subscribe, makes it a presence subscription: who is on the stream, and
 	// no events.
 	Presence bool
+	// On, in a renewer message, says whether the page's code set a renewer; Token and
+	// Failure answer the hub's question ID for a token (access.go).
+	On             bool
+	Token, Failure string
 }
 
 // Msg is the type of a tab's message: the tab's "t" (web/lifeline.js), with the fields of
@@ -50,6 +54,8 @@ const (
 	MsgCall        Msg = "call"        // ID, Name, Data, Key, TimeoutMs, Epoch
 	MsgCancel      Msg = "cancel"      // ID: the tab gave up on that call (its timer)
 	MsgPing        Msg = "ping"        // still here (the glue drops ports that stay silent)
+	MsgRenewer     Msg = "renewer"     // On: the page's code set (or removed) a renewer (access.go)
+	MsgToken       Msg = "token"       // ID, Token or Failure: the page's answer to Renewer.Renew
 	MsgBye         Msg = "bye"         // the tab leaves
 )
 
@@ -213,6 +219,10 @@ func (conn *Conn) act(m In) bool {
 			cancel()
 		}
 	case MsgPing:
+	case MsgRenewer:
+		h.setRenewer(conn, m.On)
+	case MsgToken:
+		h.tokenAnswered(m.ID, m.Token, m.Failure)
 	case MsgBye:
 		conn.leave()
 		return false
@@ -338,5 +348,6 @@ func (conn *Conn) leave() {
 			m.s.leave(m)
 		}
 	}
+	conn.h.setRenewer(conn, false)
 	conn.h.detach(conn)
 }

@@ -117,6 +117,7 @@ type Hub struct {
 	online  bool
 	closed  bool
 	idle    *time.Timer // running while no tab is attached (with Options.OnIdle)
+	renew   renewers    // the tabs that hand over tokens for renewals (access.go)
 }
 
 // New returns a hub with no tabs. It connects once a tab says Hello.
@@ -225,6 +226,7 @@ func (h *Hub) build(in In) {
 	gw, err := gateway.New(pc.URL, &gateway.Options{
 		Logger: h.log, CallTimeout: pc.CallTimeout, Mode: h.opts.Mode, Carrier: start, OnCarrier: h.carried,
 		FallbackAfter: h.opts.FallbackAfter, UpgradeAfter: cmp.Or(pc.UpgradeAfter, h.opts.UpgradeAfter),
+		RenewToken: h.renewToken,
 	})
 	if err != nil {
 		h.misconfigured(err)
