@@ -37,12 +37,12 @@ type fanouts struct {
 type fanout struct {
 	h      *Host
 	stream string
-	stop   func() // ends the Follow; called once, by whoever marks the fan-out dead
-	// followed is closed once the Follow is made (stop is set): joiners wait for it before
-	// their catch-up reads the log, so that no event falls between the two.
+	// followed is closed once the Follow is made: joiners wait for it before their catch-up
+	// reads the log, so that no event falls between the two.
 	followed chan struct{}
 
 	mu        sync.Mutex // guards the fields below
+	stop      func()     // ends the Follow, once made; called once, by whoever marks the fan-out dead
 	followers map[*session]*follower
 	queue     []work
 	running   serial.Loop // does queue (round), on a goroutine only while it holds any
@@ -122,22 +122,37 @@ func (h *Host) fanoutFor(stream string) *fanout {
 	return fo
 }
 
-// follow makes the fan-out's Follow. If the log panics, the fan-out is removed before the
-// panic goes on, so that the joiners waiting for it fetch another rather than wait forever.
+// follow makes the fan-out's Follow. A fan-out removed meanwhile (one that Host.cut found
+// empty, by its stream's name) has its Follow stopped here. If the log panics, the fan-out is
+// removed before the panic goes on, so that the joiners waiting for it fetch another rather
+// than wait forever.
 func (fo *fanout) follow() {
 	h := fo.h
+	made := false
 	defer func() {
-		if fo.stop == nil {
+		if !made {
 			h.fanouts.mu.Lock()
 			fo.mu.Lock()
-			fo.dead, fo.stop = true, func() {}
-			delete(h.fanouts.live, fo.stream)
+			if !fo.dead {
+				fo.dead = true
+				delete(h.fanouts.live, fo.stream)
+			}
 			fo.mu.Unlock()
 			h.fanouts.mu.Unlock()
 		}
 		close(fo.followed)
 	}()
-	fo.stop = h.log.Follow(fo.stream, fo.deliver)
+	stop := h.log.Follow(fo.stream, fo.deliver)
+	made = true
+	fo.mu.Lock()
+	dead := fo.dead
+	if !dead {
+		fo.stop = stop
+	}
+	fo.mu.Unlock()
+	if dead {
+		stop()
+	}
 }
 
 // leave unsubscribes s; once it returns, no frame of the stream reaches s. The last one out
@@ -159,16 +174,18 @@ func (fo *fanout) removeIfEmpty() {
 	fo.mu.Lock()
 	kill := len(fo.followers) == 0 && !fo.dead
 	var dropped []work
+	var stop func() // nil while the Follow is being made: follow stops it then
 	if kill {
 		fo.dead = true
 		dropped, fo.queue = fo.queue, nil
 		delete(h.fanouts.live, fo.stream)
+		stop = fo.stop
 	}
 	fo.mu.Unlock()
 	h.fanouts.mu.Unlock()
 	release(dropped)
-	if kill {
-		fo.stop()
+	if stop != nil {
+		stop()
 	}
 }
 
