@@ -214,6 +214,8 @@ func (s *session) handle(typ websocket.MessageType, data []byte) bool {
 		s.send(hbFrame)
 	case wire.TypeCall:
 		s.call(f)
+	case wire.TypeFence:
+		return s.fence(f)
 	case wire.TypeReport:
 		return s.report(f, len(data))
 	}
@@ -302,8 +304,8 @@ func (s *session) sendReady() {
 	}
 	s.ready = true
 	rf := wire.Ready(s.id, s.heartbeat)
-	s.dedup = s.h.callStore.Epoch()
-	rf.Dedup, rf.MaxFrameBytes, rf.Report, rf.Secret = s.dedup, s.readLimit, s.watch.reports, s.c.secret()
+	s.callsReady(&rf)
+	rf.MaxFrameBytes, rf.Report, rf.Secret = s.readLimit, s.watch.reports, s.c.secret()
 	rf.HasPresence = s.h.pres != nil
 	s.readyAccess(&rf)
 	s.queue = slices.Insert(s.queue, 0, mustEncode(rf).b)

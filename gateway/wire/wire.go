@@ -6,10 +6,9 @@
 // wasm); see that package for why not go-json-experiment's jsontext.
 //
 // Frames are JSON text messages whose field "t" names the type. Host → page: ready, hb, event,
-// reset, goaway, denied, error, reply, presence (and the HTTP carrier's close). Page → Host:
-// sub, unsub, ping, call, report. Access that ends and its renewal are in access.go.
-// docs/PROTOCOL.md
-// is the protocol's account; §8 lists every frame.
+// reset, goaway, denied, error, reply, fenced, presence (and the HTTP carrier's close). Page →
+// Host: sub, unsub, ping, call, report, fence. Access that ends and its renewal are in
+// access.go. docs/PROTOCOL.md is the protocol's account; §8 lists every frame.
 package wire
 
 import (
@@ -43,11 +42,13 @@ const (
 	TypeDenied    = "denied"
 	TypeError     = "error"
 	TypeReply     = "reply"
+	TypeFenced    = "fenced" // the answer to a fence: no call of that session starts any more
 	TypeSub       = "sub"
 	TypeUnsub     = "unsub"
 	TypePing      = "ping"
 	TypeCall      = "call"
 	TypeReport    = "report" // what the page lived through while not connected (report.go)
+	TypeFence     = "fence"  // a session the page left with calls in flight: start none of them
 	// TypePresence (presence.go) is who is on a stream.
 )
 
@@ -90,6 +91,9 @@ const (
 	MaxCallKey  = 128
 	// MaxCode bounds a reply's code.
 	MaxCode = 32
+	// MaxSessionID bounds the session a fence names (a Host's are 33 characters: its Host's
+	// id, a dot, 24 hex digits).
+	MaxSessionID = 64
 )
 
 // RawJSON is a raw JSON value carried through unchanged (event data, baselines). It marshals
@@ -125,6 +129,14 @@ type HostFrame struct {
 	// calls sends neither.
 	Dedup         string `json:"dedup,omitempty"`
 	MaxFrameBytes int64  `json:"maxFrameBytes,omitempty"`
+	// ready: DedupMs is how long the dedup store keeps a keyed call's outcome from the end of
+	// its run (its window). A page sends a keyed call again only within half of it from its
+	// first send, and never to a Host that names none, or ≤ 0 (PROTOCOL.md §9.2).
+	DedupMs int64 `json:"dedupMs,omitempty"`
+	// ready: Who tags the session's identity (Authenticate's) in the dedup store: equal for
+	// the sessions of one identity with one store, and nothing of the identity readable. A
+	// page sends a keyed call again only to a session of the tag it was first sent under.
+	Who string `json:"who,omitempty"`
 	// ready: Report asks the page for a report frame after a reconnect (report.go).
 	Report bool `json:"report,omitempty"`
 	// ready: HasPresence says the Host carries presence: a sub may ask for it (presence.go).
@@ -145,6 +157,9 @@ type HostFrame struct {
 	Error        string `json:"error,omitempty"`
 	Code         string `json:"code,omitempty"`
 	RetryAfterMs int64  `json:"retryAfterMs,omitempty"`
+	// fenced: Session is the session fenced; Started the highest id of its calls that
+	// started (0: none). No call of it starts any more.
+	Started uint64 `json:"started,omitempty"`
 	// event, reset, denied
 	Stream string `json:"stream,omitempty"`
 	Seq    uint64 `json:"seq,omitempty"`
@@ -193,6 +208,8 @@ type PageFrame struct {
 	Name string  `json:"name,omitempty"`
 	Data RawJSON `json:"data,omitempty"`
 	Key  string  `json:"key,omitempty"`
+	// fence: the session (its ready frame's) that the page left with calls in flight.
+	Session string `json:"session,omitempty"`
 	// report: the time not connected, the attempts it took and the kinds of failure on the
 	// way (report.go).
 	DownMs   uint64   `json:"downMs,omitempty"`
@@ -244,6 +261,10 @@ func (f HostFrame) Append(b []byte) ([]byte, error) {
 		b = strconv.AppendInt(append(b, `,"heartbeatMs":`...), f.HeartbeatMs, 10)
 	}
 	b = optStr(b, "dedup", f.Dedup)
+	if f.DedupMs != 0 {
+		b = strconv.AppendInt(append(b, `,"dedupMs":`...), f.DedupMs, 10)
+	}
+	b = optStr(b, "who", f.Who)
 	if f.MaxFrameBytes != 0 {
 		b = strconv.AppendInt(append(b, `,"maxFrameBytes":`...), f.MaxFrameBytes, 10)
 	}
@@ -267,6 +288,9 @@ func (f HostFrame) Append(b []byte) ([]byte, error) {
 	b = optStr(b, "code", f.Code)
 	if f.RetryAfterMs != 0 {
 		b = strconv.AppendInt(append(b, `,"retryAfterMs":`...), f.RetryAfterMs, 10)
+	}
+	if f.Started != 0 {
+		b = strconv.AppendUint(append(b, `,"started":`...), f.Started, 10)
 	}
 	b = optStr(b, "stream", f.Stream)
 	if f.Seq != 0 {
@@ -302,6 +326,9 @@ func (f PageFrame) Encode() ([]byte, error) {
 	if f.T == TypeReport {
 		return f.appendReport(b), nil
 	}
+	if f.T == TypeFence {
+		return Fence(f.Session), nil
+	}
 	if f.T != TypePing {
 		b = str(append(b, `,"stream":`...), f.Stream)
 	}
@@ -311,6 +338,12 @@ func (f PageFrame) Encode() ([]byte, error) {
 	}
 	b = f.appendPresenceSub(b)
 	return append(b, '}'), nil
+}
+
+// Fence encodes the fence frame of session, as PageFrame.Encode does (the page sends it
+// without building a PageFrame).
+func Fence(session string) []byte {
+	return append(str([]byte(`{"t":"fence","session":`), session), '}')
 }
 
 func str(b []byte, s string) []byte {
@@ -336,9 +369,10 @@ type frameDecoder struct {
 }
 
 // decodeObject reads b as one JSON object and calls member for each key, with the decoder
-// positioned at the value, which member must read. Duplicate keys and anything after the
-// object are errors.
-func decodeObject(b []byte, member func(key string, d *jsontok.Decoder) error) error {
+// positioned at the value, which member must read. A key given twice is an error, unless dup
+// is set: then dup is called in member's place (it must read the value too) and decides.
+// Anything after the object is an error.
+func decodeObject(b []byte, member, dup func(key string, d *jsontok.Decoder) error) error {
 	fd := decoders.Get().(*frameDecoder)
 	defer decoders.Put(fd)
 	fd.dec.Reset(b)
@@ -360,11 +394,15 @@ func decodeObject(b []byte, member func(key string, d *jsontok.Decoder) error) e
 			return frameErr(err)
 		}
 		key := tok.String()
+		read := member
 		if slices.Contains(fd.seen, key) {
-			return tinyfmt.Errorf("%w: duplicate key %s", ErrFrame, Truncate(string(tok.Raw)))
+			if dup == nil {
+				return tinyfmt.Errorf("%w: duplicate key %s", ErrFrame, Truncate(string(tok.Raw)))
+			}
+			read = dup
 		}
 		fd.seen = append(fd.seen, key)
-		if err := member(key, d); err != nil {
+		if err := read(key, d); err != nil {
 			return err
 		}
 	}
@@ -460,7 +498,7 @@ func readRaw(d *jsontok.Decoder, dst *RawJSON, nullIsNone bool) error {
 
 func wrongKind(d *jsontok.Decoder, key, want string) error {
 	k := d.PeekKind()
-	_ = d.SkipValue()
+	_ = d.SkipValue() // an error of JSON itself stays with d, for whoever reads on
 	return tinyfmt.Errorf("%w: %s must be %s, got %s", ErrFrame, key, want, kindName(k))
 }
 
@@ -515,6 +553,10 @@ func DecodeHost(b []byte) (HostFrame, error) {
 			return readString(d, key, &f.Dedup)
 		case "maxFrameBytes":
 			return readInt(d, key, &f.MaxFrameBytes)
+		case "dedupMs":
+			return readInt(d, key, &f.DedupMs)
+		case "who":
+			return readString(d, key, &f.Who)
 		case "id":
 			return readUint(d, key, &f.ID)
 		case "error":
@@ -523,6 +565,8 @@ func DecodeHost(b []byte) (HostFrame, error) {
 			return readString(d, key, &f.Code)
 		case "retryAfterMs":
 			return readInt(d, key, &f.RetryAfterMs)
+		case "started":
+			return readUint(d, key, &f.Started)
 		case "report":
 			return readBool(d, key, &f.Report)
 		case "secret":
@@ -557,7 +601,7 @@ func DecodeHost(b []byte) (HostFrame, error) {
 			return err
 		}
 		return frameErr(d.SkipValue())
-	})
+	}, nil)
 	if err != nil {
 		return HostFrame{}, err
 	}
@@ -588,6 +632,10 @@ func (f HostFrame) Validate() error {
 			return tinyfmt.Errorf("%w: ready expiresMs must be at least 0, got %d", ErrFrame, f.ExpiresMs)
 		}
 	case TypeHeartbeat, TypeGoAway, TypeError:
+	case TypeFenced:
+		if f.Session == "" {
+			return tinyfmt.Errorf("%w: fenced without a session", ErrFrame) // the page compares it with its own
+		}
 	case TypeClose:
 		if f.Status < 1000 {
 			return tinyfmt.Errorf("%w: close status must be a close code in 1000..4999, got %d", ErrFrame, f.Status)
@@ -636,12 +684,16 @@ func (f HostFrame) Validate() error {
 	return nil
 }
 
-// DecodePage decodes and validates a page → Host frame. When a frame that reads as JSON breaks
-// a rule, the frame returned with the error carries its type and id, so that the Host can
-// answer a bad call by its id.
+// DecodePage decodes and validates a page → Host frame. When a frame breaks a rule, the frame
+// returned with the error carries what could be read of its type and, for a call, its id, so
+// that the Host can answer a bad call by its id: a member of the wrong type or given twice, or
+// anything wrong after the id, does not hide it. An id of the wrong type, or given twice,
+// names no call.
 func DecodePage(b []byte) (PageFrame, error) {
 	var f PageFrame
-	err := decodeObject(b, func(key string, d *jsontok.Decoder) error {
+	var bad error  // the first member that broke a rule; the others are read on
+	badID := false // "t" or "id" broke a rule: the frame names no call
+	member := func(key string, d *jsontok.Decoder) error {
 		switch key {
 		case "t":
 			return readString(d, key, &f.T)
@@ -665,6 +717,8 @@ func DecodePage(b []byte) (PageFrame, error) {
 			return readUint(d, key, &f.Attempts)
 		case "kinds":
 			return readKinds(d, &f.Kinds)
+		case "session":
+			return readString(d, key, &f.Session)
 		case "presence":
 			return readBool(d, key, &f.Presence)
 		case "presenceEpoch":
@@ -673,16 +727,46 @@ func DecodePage(b []byte) (PageFrame, error) {
 			return readUint(d, key, &f.PresenceAfter)
 		}
 		return frameErr(d.SkipValue())
-	})
-	if err != nil {
-		return PageFrame{}, err
 	}
-	read := PageFrame{T: f.T, ID: f.ID}
+	// A member that breaks a rule has been read past (every reader reads or skips its whole
+	// value), so the frame is read on; JSON that is not JSON stops the decoder (PeekKind 0).
+	keep := func(key string, d *jsontok.Decoder, err error) error {
+		if err == nil {
+			return nil
+		}
+		badID = badID || key == "t" || key == "id"
+		if bad == nil {
+			bad = err
+		}
+		if d.PeekKind() == 0 {
+			return err
+		}
+		return nil
+	}
+	err := decodeObject(b, func(key string, d *jsontok.Decoder) error {
+		return keep(key, d, member(key, d))
+	}, func(key string, d *jsontok.Decoder) error {
+		_ = d.SkipValue()
+		return keep(key, d, tinyfmt.Errorf("%w: duplicate key %q", ErrFrame, Truncate(key)))
+	})
+	read := PageFrame{T: f.T}
+	if f.T == TypeCall && !badID {
+		read.ID = f.ID
+	}
+	if bad != nil {
+		err = bad // the first thing wrong, rather than where reading stopped
+	}
+	if err != nil {
+		return read, err
+	}
 	if f.T != TypeCall && (f.ID != 0 || f.Name != "" || len(f.Data) != 0 || f.Key != "") {
 		return read, tinyfmt.Errorf("%w: %s carries no id, name, data or key", ErrFrame, Truncate(f.T))
 	}
 	if f.T != TypeReport && (f.DownMs != 0 || f.Attempts != 0 || f.Kinds != nil) {
 		return read, tinyfmt.Errorf("%w: %s carries no downMs, attempts or kinds", ErrFrame, Truncate(f.T))
+	}
+	if f.T != TypeFence && f.Session != "" {
+		return read, tinyfmt.Errorf("%w: %s carries no session", ErrFrame, Truncate(f.T))
 	}
 	if err := f.checkPresenceSub(); err != nil {
 		return read, err
@@ -710,6 +794,13 @@ func DecodePage(b []byte) (PageFrame, error) {
 	case TypeReport:
 		if err := f.checkReport(); err != nil {
 			return read, err
+		}
+	case TypeFence:
+		if err := CheckSessionID(f.Session); err != nil {
+			return read, err
+		}
+		if f.Stream != "" || f.Epoch != "" || f.After != 0 {
+			return read, tinyfmt.Errorf("%w: fence carries no stream, epoch or after", ErrFrame)
 		}
 	case "":
 		return read, tinyfmt.Errorf("%w: missing type field \"t\"", ErrFrame)
@@ -773,6 +864,22 @@ func CheckCallKey(s string) error {
 	for i, r := range s {
 		if r < 0x20 || 0x7f <= r && r < 0xa0 { // C0, DEL and C1, as unicode.IsControl
 			return tinyfmt.Errorf("%w: has a control character at byte %d", ErrCallKey, i)
+		}
+	}
+	return nil
+}
+
+// CheckSessionID is the rule for the session a fence names: 1..MaxSessionID bytes of ASCII
+// letters, digits, '-', '_' and '.' (a Host's are lowercase hex, its Host's id and its own
+// joined by a dot), so that a store may use it in a key.
+// Its errors wrap ErrFrame (no sentinel of their own: the page's wasm would carry it).
+func CheckSessionID(s string) error {
+	if s == "" || len(s) > MaxSessionID {
+		return tinyfmt.Errorf("%w: session must be 1..%d bytes, got %d", ErrFrame, MaxSessionID, len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return tinyfmt.Errorf("%w: session %q has %q at byte %d; allowed are letters, digits, -, _ and .", ErrFrame, Truncate(s), rune(c), i)
 		}
 	}
 	return nil

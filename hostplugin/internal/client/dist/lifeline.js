@@ -1,4 +1,4 @@
-// The Settings indicator: the DOM contract that tests and embedders rely on (README.md, "The DOM contract").
+// The Settings indicator: the DOM contract that tests and embedders rely on (docs/embedding.md, "The DOM contract").
 //
 //   #connection-status[data-state]  connecting | slow | connected | reconnecting | offline |
 //                                   stopped | misconfigured | unauthorized | failed;
@@ -582,7 +582,7 @@
 //   lifeline.call(name, data, {timeoutMs, key})
 //                                  a Promise of the Host's reply to data (any JSON value); it
 //                                  rejects with an Error whose kind says what happened and whose
-//                                  sent says whether the call had gone out (README, "Calls")
+//                                  sent says whether the call had gone out (docs/calls.md)
 //   lifeline.onRenew(fn)           fn() → a Promise of a token (a string), asked before the
 //                                  Host's credential expires, sent with the renewal (the
 //                                  Host's Authenticate sees "Authorization: Bearer <token>");
@@ -626,9 +626,10 @@
   const listeners = new Set();
   const subs = new Map(); // id → {stream, fn, presence (a presence subscription's Map id → member)}
   let nextID = 1;
-  // Calls not yet answered: id → {name, data (JSON text), key, deadline, sent, epoch, resolve,
-  // reject, timer}. sent and epoch are what the hub said before the call's write: a call
-  // the hub never said it sent never went out, so after a lost hub it is made again as new.
+  // Calls not yet answered: id → {name, data (JSON text), key, deadline, sent, epoch, who,
+  // session, wid, sentAt, resolve, reject, timer}. sent, epoch, who, session and wid are what
+  // the hub said before the call's write (and sentAt when it first said so): a call the hub never said it sent never went out, so after
+  // a lost hub it is made again as new.
   const calls = new Map();
   let nextCallID = 1;
   let defaultCallTimeout = 30000; // the bootstrap's callTimeoutMs, read at hello
@@ -743,7 +744,14 @@
         break;
       case 'sent': {
         const c = calls.get(m.id);
-        if (c) { c.sent = true; c.epoch = m.epoch || ''; }
+        if (c) {
+          if (!c.sent) c.sentAt = Date.now(); // its first send: a keyed re-send is bounded by the Host's dedup window from it
+          c.sent = true;
+          c.epoch = m.epoch || '';
+          c.who = m.who || '';
+          c.session = m.session || '';
+          c.wid = m.wid || 0;
+        }
         break;
       }
       case 'reply': {
@@ -810,9 +818,11 @@
   //
   // The calls not yet answered go to it too, by the rule of calls after a lost hub (this is
   // the first hub, or the last one crashed, dropped this tab, or was left on pagehide): a
-  // call the old hub never said it sent is made as new (it never went out); one it sent goes
-  // again only with its key, under the dedup epoch it went out under (the new hub sends it
-  // only to a Host of that store); an unkeyed one it sent is interrupted, never sent twice.
+  // call the old hub never said it sent is made as new (it never went out); a keyed one it
+  // sent goes again, under the dedup epoch and identity it went out under (the new hub sends
+  // it only to a Host of that store, as that identity); an unkeyed one it sent is never sent
+  // twice: the new hub fences the session it went out on, and tells it not-run or
+  // interrupted by what started there.
   function connect(p) {
     port = p;
     port.onmessage = onHubMessage;
@@ -820,8 +830,8 @@
     if (renewer) port.postMessage({ t: 'renewer', on: true });
     for (const [id, sub] of subs) port.postMessage({ t: 'subscribe', id, stream: sub.stream, presence: !!sub.presence });
     for (const c of Array.from(calls.values())) {
-      if (c.sent && !c.key) {
-        settleCall(c, undefined, callError('interrupted', 'the connection that sent it was lost before its reply; it is not sent again', true, '', 0));
+      if (c.sent && !c.key && !c.session) { // nothing names the session to fence: it cannot be learned
+        settleCall(c, undefined, callError('timeout', 'the hub that sent it was lost before its reply; it may have run, or still run, at most once', true, '', 0));
         continue;
       }
       port.postMessage(callMessage(c));
@@ -907,6 +917,8 @@
     return {
       t: 'call', id: c.id, name: c.name, data: c.data, key: c.key,
       timeoutMs: Math.max(1, Math.ceil(c.deadline - Date.now())), epoch: c.sent ? c.epoch : '',
+      who: c.sent ? c.who : '', sentAgoMs: c.sent ? Math.max(0, Date.now() - c.sentAt) : 0,
+      session: c.sent && !c.key ? c.session : '', wid: c.sent && !c.key ? c.wid : 0,
     };
   }
 
@@ -918,10 +930,11 @@
     else c.resolve(data);
   }
 
-  // rejectCalls ends every call once the program has ended: those sent may have run.
+  // rejectCalls ends every call once the program has ended: those sent may have run, or still
+  // run (nothing is left to fence their session), which is what timeout says of a sent call.
   function rejectCalls(why) {
     for (const c of Array.from(calls.values())) {
-      if (c.sent) settleCall(c, undefined, callError('interrupted', why, true, '', 0));
+      if (c.sent) settleCall(c, undefined, callError('timeout', why + '; it may have run, or still run, at most once', true, '', 0));
       else settleCall(c, undefined, callError('failed', why, false, '', 0));
     }
   }
@@ -985,7 +998,7 @@
       if (dead) return Promise.reject(callError('failed', 'the Lifeline program has stopped; reload the page', false, '', 0));
       return new Promise((resolve, reject) => {
         const timeoutMs = o.timeoutMs || defaultCallTimeout;
-        const c = { id: nextCallID++, name, data: text, key: o.key || '', deadline: Date.now() + timeoutMs, sent: false, epoch: '', resolve, reject };
+        const c = { id: nextCallID++, name, data: text, key: o.key || '', deadline: Date.now() + timeoutMs, sent: false, epoch: '', who: '', session: '', wid: 0, sentAt: 0, resolve, reject };
         // The hub times the call; this timer, a little later, covers a hub that went silent.
         c.timer = setTimeout(() => {
           send({ t: 'cancel', id: c.id });
