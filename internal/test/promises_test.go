@@ -34,7 +34,7 @@ func TestThePromiseTableNamesWhatExists(t *testing.T) {
 		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == ".git" || d.Name() == "raw" || d.Name() == ".bin") {
 			return filepath.SkipDir
 		}
-		if strings.HasSuffix(path, ".go") {
+		if strings.HasSuffix(path, "_test.go") {
 			b, err := os.ReadFile(path)
 			if err != nil {
 				return err
@@ -50,8 +50,8 @@ func TestThePromiseTableNamesWhatExists(t *testing.T) {
 	funcs := 0
 	for _, m := range regexp.MustCompile("`((?:Test|Fuzz|Benchmark)[A-Z]\\w*)`").FindAllStringSubmatch(table, -1) {
 		funcs++
-		if !strings.Contains(src, "func "+m[1]+"(") {
-			t.Errorf("ARCHITECTURE.md's promise table names %s, which no Go file defines", m[1])
+		if !strings.Contains(src, "\nfunc "+m[1]+"(") {
+			t.Errorf("ARCHITECTURE.md's promise table names %s, which no _test.go declares", m[1])
 		}
 	}
 	files := 0
