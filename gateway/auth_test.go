@@ -89,14 +89,21 @@ func TestARefusedCredentialIsUnauthorized(t *testing.T) {
 			}
 
 			hs := stats(t, sc).Hosts["a"]
+			// In the browser the next attempt may have begun by now, with the query asked
+			// before a WebSocket is dialed again after a failure (session.checkFirst): one
+			// query more than the dials.
+			ahead := 0
+			if isJS {
+				ahead = 1
+			}
 			switch {
 			case !isJS && tt.status != 0 && len(hs.RefusalQueries) != 0:
 				// The handshake's answer says a refusal all by itself natively.
 				t.Errorf("native refusal queries %+v, want none", hs.RefusalQueries)
-			case (isJS || tt.status == 0) && (len(hs.RefusalQueries) == 0 || len(hs.RefusalQueries) > hs.Dials):
+			case (isJS || tt.status == 0) && (len(hs.RefusalQueries) == 0 || len(hs.RefusalQueries) > hs.Dials+ahead):
 				// A failed dial that is no refusal has the Host asked whether the path is to
 				// blame (PROTOCOL.md §11.3), natively too.
-				t.Errorf("%d refusal queries for %d dials, want one after each failed dial", len(hs.RefusalQueries), hs.Dials)
+				t.Errorf("%d refusal queries for %d dials, want one after each failed dial (and in the browser one before a redial)", len(hs.RefusalQueries), hs.Dials)
 			}
 			for _, p := range hs.RefusalQueries {
 				// In the browser the test page is served from another port: the refusal query

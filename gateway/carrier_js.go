@@ -163,8 +163,11 @@ func open(url string) (k *wsCarrier, err error) {
 			k, err = nil, fmt.Errorf("gateway: new WebSocket(%q): %s", url, thrown(p))
 		}
 	}()
-	ws := js.Global().Get("WebSocket").New(url, wire.Subprotocol)
-	ws.Set("binaryType", "arraybuffer")
+	ws, early := takeEarly(url)
+	if !ws.Truthy() {
+		ws = js.Global().Get("WebSocket").New(url, wire.Subprotocol)
+		ws.Set("binaryType", "arraybuffer")
+	}
 	k = &wsCarrier{
 		ws:     ws,
 		opened: make(chan struct{}),
@@ -176,6 +179,7 @@ func open(url string) (k *wsCarrier, err error) {
 		f     js.Func
 	}
 	var listeners []listener
+	handlers := map[string]func(js.Value){}
 	on := func(event string, fn func(e js.Value)) {
 		f := js.FuncOf(func(_ js.Value, args []js.Value) any {
 			fn(arg0(args))
@@ -183,6 +187,7 @@ func open(url string) (k *wsCarrier, err error) {
 		})
 		ws.Call("addEventListener", event, f)
 		listeners = append(listeners, listener{event, f})
+		handlers[event] = fn
 	}
 	on("open", func(js.Value) { close(k.opened) })
 	on("message", k.received)
@@ -220,8 +225,56 @@ func open(url string) (k *wsCarrier, err error) {
 			l.f.Release()
 		}
 	}
+	// What happened to an early socket before it was taken happens to it again, in order: no
+	// event can come between (the browser dispatches none while Go runs).
+	for _, e := range early {
+		if h := handlers[e.Get("type").String()]; h != nil {
+			h(e)
+		}
+	}
 	return k, nil
 }
+
+// takeEarly takes the socket the page's loader opened to url while the wasm loaded (web/boot.js
+// and web/worker.js, openEarly), with the events it has had so far; js.Undefined() if there is
+// none. One to another URL (the loader's reading of the config differed from the hub's) is
+// closed: no dial will take it.
+func takeEarly(url string) (js.Value, []js.Value) {
+	e := js.Global().Get("__lifelineEarly")
+	if e.Type() != js.TypeObject {
+		return js.Undefined(), nil
+	}
+	if !sameURL(e.Get("url").String(), url) {
+		e.Call("drop")
+		return js.Undefined(), nil
+	}
+	got := e.Call("take")
+	events := got.Get("events")
+	out := make([]js.Value, events.Length())
+	for i := range out {
+		out[i] = events.Index(i)
+	}
+	return got.Get("ws"), out
+}
+
+// earlyOpen reports whether the loader's early socket to url is open (then the first dial
+// takes it, whatever carrier the page remembered: the network carries WebSockets now). One
+// that is not open yet, or failed, is closed: a page that remembers a path that holds
+// WebSockets back does not wait to see.
+func earlyOpen(url string) bool {
+	e := js.Global().Get("__lifelineEarly")
+	if e.Type() != js.TypeObject {
+		return false
+	}
+	if sameURL(e.Get("url").String(), url) && e.Get("ws").Get("readyState").Int() == wsOpen {
+		return true
+	}
+	e.Call("drop")
+	return false
+}
+
+// wsOpen is WebSocket.OPEN, the readyState of a socket that opened and is not closing.
+const wsOpen = 1
 
 // received queues a message event's data.
 func (k *wsCarrier) received(e js.Value) {

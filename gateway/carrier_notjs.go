@@ -145,3 +145,6 @@ func unanswered(err error) bool {
 	var ue *unansweredError
 	return errors.As(err, &ue)
 }
+
+// earlyOpen: natively no loader opened a socket ahead of the program (see carrier_js.go).
+func earlyOpen(string) bool { return false }

@@ -307,6 +307,17 @@ func normalise(u *url.URL) (*url.URL, error) {
 	return u, nil
 }
 
+// sameURL reports whether a and b name the same events URL once normalised (the page's loader
+// spells a URL as a browser does, the gateway as net/url does).
+func sameURL(a, b string) bool {
+	ua, err := parseURL(a)
+	if err != nil {
+		return false
+	}
+	ub, err := parseURL(b)
+	return err == nil && ua.String() == ub.String()
+}
+
 // Subscribe follows stream: handler receives its events once each and in order, or a reset
 // carrying a baseline, across every reconnect, until the subscription ends. A gateway holds
 // one subscription per stream: subscribing again replaces the older one, which ends with

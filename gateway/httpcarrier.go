@@ -26,8 +26,10 @@ const (
 	// WebSocket's send buffer: past it the path is not draining, and the session ends.
 	maxUnsent = DefaultMaxQueuedBytes
 	// sendTries is how often a POST goes before the session is given up. A POST whose answer
-	// was lost may go again: the Host applies each send once, by its seq.
-	sendTries = 3
+	// was lost may go again: the Host applies each send once, by its seq. Five, 2.5 s in all:
+	// a reverse proxy whose pooled connections went to a Host that restarted fails a POST on
+	// each of them once (it replays no POST), and a proxy has several.
+	sendTries = 5
 	// sendRetry is the first wait before a POST goes again; each try waits one more.
 	sendRetry = 250 * time.Millisecond
 )

@@ -26,6 +26,11 @@ func (s *session) run() error {
 	}
 	target := g.dialURL(s.target)
 	kind := g.startCarrier()
+	if kind != wire.CarrierWebSocket && earlyOpen(target) {
+		// The page remembers a path that did not carry WebSockets, but the socket its loader
+		// opened while the wasm loaded is open: the path carries them now.
+		kind = wire.CarrierWebSocket
+	}
 	if kind == wire.CarrierWebSocket && g.checksFirst() {
 		if err := s.checkFirst(target); err != nil {
 			return err

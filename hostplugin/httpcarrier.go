@@ -64,6 +64,7 @@ type httpCarrier struct {
 	dropped bool          // drop ran: nothing more is written
 	done    chan struct{} // closed by drop
 	quiet   *time.Timer   // ends a session whose page stopped polling or sending
+	gone    bool          // the page was sent a goaway (leaving)
 
 	// stream
 	w     io.Writer
@@ -233,8 +234,31 @@ func (c *httpCarrier) heard() {
 }
 
 // quietFor is how long a page may send nothing: it sends at least a ping every heartbeat on a
-// stream, and polls without pause.
-func (c *httpCarrier) quietFor() time.Duration { return 3 * c.s.heartbeat }
+// stream, and polls without pause. c.mu is held.
+//
+// Once the page was sent a goaway, its polls end the moment it has moved: its bye may reach
+// another Host (or a restarted Host's successor, which took this listening socket over), and
+// this Host would otherwise hold its drain for a page that left.
+func (c *httpCarrier) quietFor() time.Duration {
+	if c.gone && c.poll {
+		return leftQuiet
+	}
+	return 3 * c.s.heartbeat
+}
+
+// leftQuiet is how long a poll session sent a goaway may go without a poll: a page that polls
+// without pause is back within a round trip.
+const leftQuiet = 2 * time.Second
+
+// leaving notes that the page was sent a goaway (quietFor).
+func (c *httpCarrier) leaving() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gone = true
+	if c.quiet != nil && c.wake == nil && !c.dropped {
+		c.quiet.Reset(c.quietFor()) // no poll held: the page may be gone already
+	}
+}
 
 // serveHTTPCarrier answers the requests of the HTTP carrier: a GET that opens a session
 // (wire.CarrierParam), or a POST for one. The CORS and no-store headers are set already.

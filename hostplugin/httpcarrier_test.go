@@ -444,6 +444,27 @@ func TestAnHTTPSessionIsDrainedAndStoppedAsASocketIs(t *testing.T) {
 	})
 }
 
+// A page on long polls that read its goaway moves on: its bye may reach another Host (or a
+// restarted Host's successor, which took the listening socket over), never this one. Its
+// session ends once it stops polling, and the drain does not wait out its timeout for it.
+func TestAPollingPageThatMovedOnDoesNotHoldTheDrain(t *testing.T) {
+	f := newFixture(t, `{"drainTimeoutMs":60000}`, true)
+	p := f.dialHTTP(t, true)
+	forced := make(chan int, 1)
+	start := time.Now()
+	go func() { forced <- f.h.Drain(context.Background(), "") }()
+	p.expect(wire.TypeGoAway) // and polls no more
+	select {
+	case n := <-forced:
+		if n != 0 {
+			t.Fatalf("the drain closed %d sessions, want none: the page had left", n)
+		}
+		t.Logf("drained %v after the goaway", time.Since(start).Round(time.Millisecond))
+	case <-time.After(10 * time.Second):
+		t.Fatal("the drain still waits for a page that moved on 10 s ago")
+	}
+}
+
 func TestAnHTTPSessionOverTheCapIsToldToComeBackLater(t *testing.T) {
 	bothCarriers(t, func(t *testing.T, poll bool) {
 		f := newFixture(t, `{"maxSessions":1}`, true)

@@ -66,6 +66,8 @@ type carrier interface {
 	drop()
 	// idle says that nothing more is written for a while.
 	idle()
+	// leaving says the page was sent a goaway: it has somewhere else to be.
+	leaving()
 	// kind is the carrier's name, as wire names them (wire.CarrierWebSocket, …).
 	kind() string
 	// secret is what the page's POSTs must carry, for the ready frame; "" for a WebSocket.
@@ -435,6 +437,7 @@ func (s *session) goAway(m message) {
 		s.mu.Unlock()
 		return
 	}
+	s.c.leaving()
 	if s.ready {
 		s.mu.Unlock()
 		s.send(m)

@@ -242,6 +242,9 @@ func (c wsCarrier) drop() { _ = c.conn.CloseNow() }
 
 func (c wsCarrier) idle() { c.sock.idle() }
 
+// leaving: a socket's page says goodbye on it (its close), so nothing changes.
+func (wsCarrier) leaving() {}
+
 func (wsCarrier) kind() string { return wire.CarrierWebSocket }
 
 func (wsCarrier) secret() string { return "" }

@@ -26,6 +26,14 @@
 //   take()                  what the boot started, once: {worker, failed} (failed: the worker's
 //                           error event, if it came) or {error} in shared mode, {module,
 //                           runner} in-page; null afterwards, or without a bootstrap
+//   events(mode)            the URL the hub dials first: the events endpoint (lifelineOptions'
+//                           or the bootstrap's, resolved against the page) as ws: or wss:, with
+//                           the page's mode ('' if it cannot say)
+//
+// The Host's socket opens here too, while the wasm loads (openEarly): the hub's first dial
+// takes it (gateway/carrier_js.go, takeEarly), so that on a first visit over a slow link the
+// handshake's round trips overlap the download instead of following it. In-page the boot opens
+// it; a shared hub's worker opens its own at the start (web/worker.js, the same openEarly).
 (function () {
   'use strict';
 
@@ -52,15 +60,32 @@
     // The hub checks the option's value and names a bad one.
     b.mode = want === 'in-page' || !b.worker || typeof SharedWorker !== 'function' ? 'in-page' : 'shared';
 
+    // gateway/gateway.go's normalise and dialURL make the same of it; where they do not, the
+    // hub leaves the early socket and opens its own.
+    b.events = (mode) => {
+      try {
+        let endpoint = o && typeof o === 'object' && typeof o.endpoint === 'string' ? o.endpoint : '';
+        if (!endpoint) endpoint = JSON.parse(b.bootstrap).endpoint || '/_lifeline/events';
+        const u = new URL(endpoint, location.href);
+        if (u.protocol === 'http:' || u.protocol === 'ws:') u.protocol = 'ws:';
+        else if (u.protocol === 'https:' || u.protocol === 'wss:') u.protocol = 'wss:';
+        else return '';
+        u.hash = '';
+        return u.href + (u.search ? '&' : '?') + 'lifeline-mode=' + encodeURIComponent(mode);
+      } catch (_) { return ''; } // the hub says what is wrong with the config
+    };
+    // One hub per config and per events URL: a relative endpoint names another Host from
+    // another page, and the worker's URL carries it.
     b.hubName = (generation) => {
       let h = 0x811c9dc5;
-      for (const c of b.bootstrap + '\u0000' + b.options) h = Math.imul(h ^ c.codePointAt(0), 0x01000193) >>> 0;
+      for (const c of b.bootstrap + '\u0000' + b.options + '\u0000' + b.events('shared')) h = Math.imul(h ^ c.codePointAt(0), 0x01000193) >>> 0;
       return 'lifeline:' + h.toString(16) + (generation ? ':' + generation : '');
     };
     b.newWorker = (generation) => {
       const url = new URL(b.worker, location.href);
       url.searchParams.set('run', new URL(b.run, location.href).href);
       url.searchParams.set('wasm', new URL(b.wasm, location.href).href);
+      url.searchParams.set('events', b.events('shared'));
       // extendedLifetime keeps the hub, and its socket, through a reload of the only tab.
       return new SharedWorker(url.href, { name: b.hubName(generation), extendedLifetime: true });
     };
@@ -94,6 +119,7 @@
           warm();
         } catch (e) { started = { error: e }; }
       } else {
+        openEarly(b.events('in-page'));
         started = { module: b.compile(), runner: b.loadRunner() };
         started.runner.catch(() => {}); // the tab script reports it
       }
@@ -108,6 +134,49 @@
       if (seen === b.wasm || typeof fetch !== 'function' || typeof WritableStream !== 'function') return;
       fetch(b.wasm).then((r) => r.body && r.body.pipeTo(new WritableStream()).catch(() => {}), () => {});
     }
+    // openEarly BEGIN: web/boot.js and web/worker.js have this same function (hostplugin/internal/client's
+    // tests hold them alike)
+    // openEarly opens the Host's socket at url and keeps every event of it, in order, for the
+    // hub's first dial, which takes it with globalThis.__lifelineEarly.take() once it has
+    // checked that url is the one it dials (or leaves it with drop()). A socket not taken in
+    // EARLY_MS (a config the hub refuses, a page that never starts it) is closed: the Host
+    // keeps no session nobody reads.
+    function openEarly(url) {
+      const EARLY_MS = 30000;
+      if (!url || typeof WebSocket !== 'function' || (typeof navigator === 'object' && navigator.onLine === false)) return;
+      let ws;
+      try {
+        ws = new WebSocket(url, 'lifeline.v1');
+      } catch (_) { return; } // the hub's own dial says why
+      ws.binaryType = 'arraybuffer';
+      const events = [];
+      const keep = (e) => events.push(e);
+      const types = ['open', 'message', 'error', 'close'];
+      for (const t of types) ws.addEventListener(t, keep);
+      const release = () => {
+        clearTimeout(timer);
+        for (const t of types) ws.removeEventListener(t, keep);
+        if (globalThis.__lifelineEarly === early) delete globalThis.__lifelineEarly;
+      };
+      const drop = () => {
+        release();
+        try { ws.close(1000, 'not taken'); } catch (_) { /* closed already */ }
+      };
+      const timer = setTimeout(drop, EARLY_MS);
+      const early = {
+        url,
+        ws,
+        take() {
+          release();
+          if (globalThis.__lifelineSockets) globalThis.__lifelineSockets.add(ws); // web/runner.js
+          return { ws, events };
+        },
+        drop,
+      };
+      globalThis.__lifelineEarly = early;
+    }
+    // openEarly END
+
     b.seen = () => { try { localStorage.setItem(SEEN, b.wasm); } catch (_) { /* no storage: warm again */ } };
     b.take = () => {
       const s = started;

@@ -7,8 +7,9 @@
 // If the program ends, every tab is told ({t:"exited", error, next}: next names the fresh
 // hub all of them move to) and the worker closes, its sockets with it.
 //
-// Query parameters (set by the tab script, same-origin URLs): run, the runner; wasm, the
-// module.
+// Query parameters (set by the tab script): run, the runner, and wasm, the module (URLs of
+// this origin); events, the URL the hub dials first, whose socket opens at once (openEarly),
+// while the wasm loads, for the hub's first dial to take.
 (function () {
   'use strict';
 
@@ -43,6 +44,7 @@
   }
 
   try {
+    openEarly(here.searchParams.get('events') || '');
     // Compile first: importScripts blocks this worker until the runner has loaded, and the
     // module's bytes can stream into the compiler meanwhile.
     const wasm = sameOrigin('wasm');
@@ -55,4 +57,47 @@
   } catch (err) {
     exited('the worker could not start: ' + err);
   }
+
+  // openEarly BEGIN: web/boot.js and web/worker.js have this same function (hostplugin/internal/client's
+  // tests hold them alike)
+  // openEarly opens the Host's socket at url and keeps every event of it, in order, for the
+  // hub's first dial, which takes it with globalThis.__lifelineEarly.take() once it has
+  // checked that url is the one it dials (or leaves it with drop()). A socket not taken in
+  // EARLY_MS (a config the hub refuses, a page that never starts it) is closed: the Host
+  // keeps no session nobody reads.
+  function openEarly(url) {
+    const EARLY_MS = 30000;
+    if (!url || typeof WebSocket !== 'function' || (typeof navigator === 'object' && navigator.onLine === false)) return;
+    let ws;
+    try {
+      ws = new WebSocket(url, 'lifeline.v1');
+    } catch (_) { return; } // the hub's own dial says why
+    ws.binaryType = 'arraybuffer';
+    const events = [];
+    const keep = (e) => events.push(e);
+    const types = ['open', 'message', 'error', 'close'];
+    for (const t of types) ws.addEventListener(t, keep);
+    const release = () => {
+      clearTimeout(timer);
+      for (const t of types) ws.removeEventListener(t, keep);
+      if (globalThis.__lifelineEarly === early) delete globalThis.__lifelineEarly;
+    };
+    const drop = () => {
+      release();
+      try { ws.close(1000, 'not taken'); } catch (_) { /* closed already */ }
+    };
+    const timer = setTimeout(drop, EARLY_MS);
+    const early = {
+      url,
+      ws,
+      take() {
+        release();
+        if (globalThis.__lifelineSockets) globalThis.__lifelineSockets.add(ws); // web/runner.js
+        return { ws, events };
+      },
+      drop,
+    };
+    globalThis.__lifelineEarly = early;
+  }
+  // openEarly END
 })();

@@ -57,6 +57,14 @@ async function startSquid() {
     server: `http://127.0.0.1:${port}`,
     connects: () => log().split('\n').filter((l) => / CONNECT 127\.0\.0\.1:/.test(l)).length,
     log,
+    // allowConnect(port) is the administrator adding port to the ports CONNECT may reach
+    // (the stock config's SSL_ports), and squid reloading its config.
+    async allowConnect(to) {
+      const conf = fs.readFileSync(path.join(dir, 'squid.conf'), 'utf8');
+      if (!/^acl SSL_ports port 443$/m.test(conf)) throw new Error('squid: no "acl SSL_ports port 443" in the stock config');
+      fs.writeFileSync(path.join(dir, 'squid.conf'), conf.replace(/^acl SSL_ports port 443$/m, `acl SSL_ports port 443\nacl SSL_ports port ${to}`));
+      await run('/usr/sbin/squid', ['-k', 'reconfigure', '-f', path.join(dir, 'squid.conf')]);
+    },
     stop: stopper(proc),
   };
 }
@@ -92,7 +100,7 @@ async function startPath(host, mode) {
 async function startNginx(host) {
   const port = await freePort();
   const dir = tmpdir('lifeline-nginx-');
-  fs.writeFileSync(path.join(dir, 'nginx.conf'), `daemon off;
+  const conf = (upgrade) => fs.writeFileSync(path.join(dir, 'nginx.conf'), `daemon off;
 worker_processes 1;
 pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
@@ -109,17 +117,41 @@ http {
     location / {
       proxy_pass http://127.0.0.1:${host.port};
       proxy_http_version 1.1;
-      proxy_set_header Host $http_host;
+      proxy_set_header Host $http_host;${upgrade ? `
+      proxy_set_header Upgrade $http_upgrade;
+      proxy_set_header Connection "upgrade";
+      proxy_read_timeout 1h;` : ''}
     }
   }
 }
 `);
+  conf(false);
   const proc = spawn('nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf')], { stdio: ['ignore', 'inherit', 'inherit'] });
   await waitFor(async () => {
     if (proc.exitCode !== null) throw new Error(`nginx exited with ${proc.exitCode}`);
     try { return (await fetch(`http://127.0.0.1:${port}/_lifeline/health`)).ok; } catch { return false; }
   }, { what: 'nginx to listen' });
-  return { url: (p = '/') => `http://127.0.0.1:${port}${p}`, stop: stopper(proc) };
+  return {
+    url: (p = '/') => `http://127.0.0.1:${port}${p}`,
+    // passUpgrade is the operator fixing the config: nginx passes the upgrade on from now.
+    async passUpgrade() {
+      conf(true);
+      await run('nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-s', 'reload']);
+    },
+    stop: stopper(proc),
+  };
+}
+
+// run runs a command to its end, and fails with its output if it fails.
+function run(cmd, args) {
+  return new Promise((ok, fail) => {
+    const out = [];
+    const p = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    p.stdout.on('data', (d) => out.push(d));
+    p.stderr.on('data', (d) => out.push(d));
+    p.once('error', fail);
+    p.once('exit', (code) => (code === 0 ? ok() : fail(new Error(`${cmd} ${args.join(' ')}: exit ${code}: ${Buffer.concat(out)}`))));
+  });
 }
 
 module.exports = { startSquid, startPath, startNginx };

@@ -157,3 +157,31 @@ func TestScriptsGoOutGzippedToABrowserThatTakesIt(t *testing.T) {
 		}
 	}
 }
+
+// The loader opens the Host's socket while the wasm loads, in the page (web/boot.js) and in a
+// shared hub's worker (web/worker.js), which cannot share a script without a request more: the
+// two copies of openEarly must stay one function.
+func TestTheTabScriptAndTheWorkerOpenTheEarlySocketAlike(t *testing.T) {
+	c := load(t)
+	_, script, _ := urls(t, c)
+	worker := regexp.MustCompile(`data-worker="([^"]+)"`).FindStringSubmatch(string(c.Tags("/_lifeline/client/")))
+	if worker == nil {
+		t.Fatal("no data-worker in the tags")
+	}
+	fn := func(name, body string) string {
+		m := regexp.MustCompile(`(?s)// openEarly BEGIN.*?// openEarly END`).FindString(body)
+		if m == "" {
+			t.Fatalf("%s has no openEarly between its markers", name)
+		}
+		var lines []string
+		for l := range strings.SplitSeq(m, "\n") {
+			lines = append(lines, strings.TrimSpace(l))
+		}
+		return strings.Join(lines, "\n")
+	}
+	tab := fn("the tab script", get(c, "GET", script).Body.String())
+	hub := fn("the worker", get(c, "GET", worker[1]).Body.String())
+	if tab != hub {
+		t.Fatalf("openEarly differs between web/boot.js and web/worker.js:\n--- tab script\n%s\n--- worker\n%s", tab, hub)
+	}
+}

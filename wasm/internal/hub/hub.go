@@ -275,7 +275,9 @@ func (h *Hub) publish(s controller.Status) {
 // It runs on the session's reading goroutine: it must not block, and does not (send queues).
 func (h *Hub) carried(c gateway.Carrier) {
 	h.mu.Lock()
-	if c == h.carrier || h.last == nil {
+	if c == h.carrier || h.last == nil || h.last.State != controller.Connected {
+		// Told as a session becomes ready, before the controller says connected: that status
+		// says it (publish), and none comes before it saying connecting on a carrier.
 		h.carrier = c
 		h.mu.Unlock()
 		return

@@ -504,10 +504,18 @@ func TestEveryTabIsToldWhatCarriesTheSharedConnection(t *testing.T) {
 	// connection without its carrier, even for a moment.
 	for _, c := range []*tab{a, b} {
 		c.mu.Lock()
+		connected := false
 		for _, s := range c.statuses {
-			if s.Misconfigured == nil && s.State.String() == "connected" && s.Carrier.Kind == "" {
+			connected = connected || s.Misconfigured == nil && s.State == controller.Connected
+			if connected && s.Carrier.Kind == "" {
 				c.mu.Unlock()
 				t.Fatalf("a status %+v said connected without its carrier", s)
+			}
+			if !connected && s.Carrier.Kind != "" {
+				// The carrier comes with the connected status, not in a status of its own
+				// while the page is still connecting.
+				c.mu.Unlock()
+				t.Fatalf("a status %+v before the first connected named a carrier", s)
 			}
 		}
 		c.mu.Unlock()

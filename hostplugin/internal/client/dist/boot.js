@@ -21,15 +21,28 @@ try { b.options = JSON.stringify(o); } catch (e) { b.optionsError = e; }
 const want = o && typeof o === 'object' ? o.mode : undefined;
 b.mode = want === 'in-page' || !b.worker || typeof SharedWorker !== 'function' ? 'in-page' : 'shared';
 
+b.events = (mode) => {
+try {
+let endpoint = o && typeof o === 'object' && typeof o.endpoint === 'string' ? o.endpoint : '';
+if (!endpoint) endpoint = JSON.parse(b.bootstrap).endpoint || '/_lifeline/events';
+const u = new URL(endpoint, location.href);
+if (u.protocol === 'http:' || u.protocol === 'ws:') u.protocol = 'ws:';
+else if (u.protocol === 'https:' || u.protocol === 'wss:') u.protocol = 'wss:';
+else return '';
+u.hash = '';
+return u.href + (u.search ? '&' : '?') + 'lifeline-mode=' + encodeURIComponent(mode);
+} catch (_) { return ''; } // the hub says what is wrong with the config
+};
 b.hubName = (generation) => {
 let h = 0x811c9dc5;
-for (const c of b.bootstrap + '\u0000' + b.options) h = Math.imul(h ^ c.codePointAt(0), 0x01000193) >>> 0;
+for (const c of b.bootstrap + '\u0000' + b.options + '\u0000' + b.events('shared')) h = Math.imul(h ^ c.codePointAt(0), 0x01000193) >>> 0;
 return 'lifeline:' + h.toString(16) + (generation ? ':' + generation : '');
 };
 b.newWorker = (generation) => {
 const url = new URL(b.worker, location.href);
 url.searchParams.set('run', new URL(b.run, location.href).href);
 url.searchParams.set('wasm', new URL(b.wasm, location.href).href);
+url.searchParams.set('events', b.events('shared'));
 return new SharedWorker(url.href, { name: b.hubName(generation), extendedLifetime: true });
 };
 b.compile = () => {
@@ -59,6 +72,7 @@ w.onerror = (e) => { started.failed = e; };
 warm();
 } catch (e) { started = { error: e }; }
 } else {
+openEarly(b.events('in-page'));
 started = { module: b.compile(), runner: b.loadRunner() };
 started.runner.catch(() => {}); // the tab script reports it
 }
@@ -69,6 +83,41 @@ try { seen = localStorage.getItem(SEEN); } catch (_) { /* no storage: warm */ }
 if (seen === b.wasm || typeof fetch !== 'function' || typeof WritableStream !== 'function') return;
 fetch(b.wasm).then((r) => r.body && r.body.pipeTo(new WritableStream()).catch(() => {}), () => {});
 }
+function openEarly(url) {
+const EARLY_MS = 30000;
+if (!url || typeof WebSocket !== 'function' || (typeof navigator === 'object' && navigator.onLine === false)) return;
+let ws;
+try {
+ws = new WebSocket(url, 'lifeline.v1');
+} catch (_) { return; } // the hub's own dial says why
+ws.binaryType = 'arraybuffer';
+const events = [];
+const keep = (e) => events.push(e);
+const types = ['open', 'message', 'error', 'close'];
+for (const t of types) ws.addEventListener(t, keep);
+const release = () => {
+clearTimeout(timer);
+for (const t of types) ws.removeEventListener(t, keep);
+if (globalThis.__lifelineEarly === early) delete globalThis.__lifelineEarly;
+};
+const drop = () => {
+release();
+try { ws.close(1000, 'not taken'); } catch (_) { /* closed already */ }
+};
+const timer = setTimeout(drop, EARLY_MS);
+const early = {
+url,
+ws,
+take() {
+release();
+if (globalThis.__lifelineSockets) globalThis.__lifelineSockets.add(ws); // web/runner.js
+return { ws, events };
+},
+drop,
+};
+globalThis.__lifelineEarly = early;
+}
+
 b.seen = () => { try { localStorage.setItem(SEEN, b.wasm); } catch (_) { /* no storage: warm again */ } };
 b.take = () => {
 const s = started;
