@@ -363,6 +363,20 @@ function treePss() {
   return kb;
 }
 
+// settled is treePss once two readings 500 ms apart differ by less than 1 MB (at most 10 s):
+// an engine that has just made a profile or closed one frees and grows memory for a few
+// seconds on its own, and a reading in that wake measured the engine, not the page.
+async function settled() {
+  let last = treePss();
+  for (const until = Date.now() + 10_000; Date.now() < until;) {
+    await sleep(500);
+    const now = treePss();
+    if (Math.abs(now - last) < 1024) return now;
+    last = now;
+  }
+  return last;
+}
+
 // memory: a fresh profile, a blank tab, the engine's processes measured; the page in that
 // tab, connected and 2 s quiet, measured again.
 async function memory(engine, url) {
@@ -370,8 +384,7 @@ async function memory(engine, url) {
   try {
     const tab = await profile.newTab();
     await tab.goto('about:blank');
-    await sleep(1500);
-    const before = treePss();
+    const before = await settled();
     await tab.goto(url);
     const deadline = Date.now() + 60_000;
     while (!(await tab.eval(connectedExpr).catch(() => null))) {
@@ -379,7 +392,7 @@ async function memory(engine, url) {
       await sleep(25);
     }
     await sleep(2000);
-    const after = treePss();
+    const after = await settled();
     const m = await tab.eval(collect);
     return { pssKB: after - before, beforeKB: before, jsHeap: m.jsHeap || null, wasmMemory: m.wasmMemory || null };
   } finally {

@@ -104,11 +104,17 @@ func (e *env) sEngines(r *report) error {
 
 	n, linkN, mem, floors := e.n(10, 3), e.n(6, 3), e.n(3, 1), e.n(3, 1)
 	load0 := loadAvg()
-	p, err := e.bed.Start("engines", []string{e.node, filepath.Join(e.root, "bench/browser/engines.js"),
+	args := []string{e.node, filepath.Join(e.root, "bench/browser/engines.js"),
 		"--lifeline", "http://" + host.addr() + "/", "--floor", "http://" + host.addr() + "/floor.xhtml",
 		"--sio", "http://" + sio.addr() + "/page.html", "--n", strconv.Itoa(n), "--dwell", fmt.Sprint(e.dwell.Milliseconds()),
 		"--lifeline-link", "http://" + slowAddr[kLifeline] + "/", "--sio-link", "http://" + slowAddr[kSIO] + "/page.html", "--link-n", strconv.Itoa(linkN),
-		"--mem", strconv.Itoa(mem), "--floors", strconv.Itoa(floors)},
+		"--mem", strconv.Itoa(mem), "--floors", strconv.Itoa(floors)}
+	// BENCH_ENGINES_ARGS narrows or widens the run (engines.js's own flags, after the harness's:
+	// the last of a flag wins), e.g. "--engines webkit --phases link --pages shared" to compare
+	// two builds of one page in one engine.
+	extra := strings.Fields(os.Getenv("BENCH_ENGINES_ARGS"))
+	args = append(args, extra...)
+	p, err := e.bed.Start("engines", args,
 		&testbed.Options{Dir: filepath.Join(e.root, "bench"), DeathSig: syscall.SIGTERM})
 	if err != nil {
 		return err
@@ -154,6 +160,9 @@ func (e *env) sEngines(r *report) error {
 	r.note(sum, "the Lifeline page is the demo page as cmd/host serves it, from a copy of web/ whose index.html begins its head with bench/browser/engines-page.js, the stopwatch: one page, byte for byte, in every engine, its mode (?mode=in-page) and config (?hub=N) read from the query there, because WebKitGTK's WebDriver cannot run a script before the page's own; the socket.io page is bench/peers/sio-server.js's page.html, which stamps its own `connect`")
 	r.note(sum, "first visit: each load in a profile of its own (Chromium a new browser context, Firefox a new user context, whose HTTP cache is its own, WebKit a new WebDriver session: a new MiniBrowser with an ephemeral data store); repeat visit: one profile for the run after one unmeasured load of each page (Chromium `launchPersistentContext`, Firefox a browser of its own and its profile, WebKit one session, each page in a new window), each page kept open %v after connected; a shared repeat visit has a config of its own, so it finds no hub running and starts one from the caches; every iteration loads shared, in-page, socket.io first, then the same repeat, so that a change in the machine's load falls on all alike", e.dwell)
 	r.note(sum, "4G: bench/faultproxy's throttle in front of each server (scenario 6's link: %v one way, %s down and %s up, shared by the page's connections, the SharedWorker's among them), first visits only", slow.latency, fmtBits(slow.down), fmtBits(slow.up))
+	if len(extra) > 0 {
+		r.note(sum, "engines.js ran with BENCH_ENGINES_ARGS=%q", strings.Join(extra, " "))
+	}
 	if v := strings.TrimSpace(os.Getenv("BENCH_FIREFOX_PREFS")); v != "" {
 		r.note(sum, "Firefox ran with BENCH_FIREFOX_PREFS=%s: its figures are not a user's browser", v)
 	}
@@ -341,7 +350,7 @@ func (e *env) engMemFloor(r *report, runs map[string]*engRun) {
 			med(run.Memory.Shared, heap)+" / "+med(run.Memory.InPage, heap)+" / "+med(run.Memory.Sio, heap),
 			strconv.Itoa(len(run.Memory.InPage)))
 	}
-	r.note(t, "what every process of the engine (browser, content, network, GPU, workers; Xvfb not counted) grew by, in proportional set size (PSS, /proc/PID/smaps_rollup: a page shared by k processes counts 1/k in each), from a blank tab of a fresh profile to the same tab with the page connected and 2 s quiet; shared mode's SharedWorker is in it; Firefox runs every site in one content process under puppeteer (it sets fission.webContentIsolationStrategy 0), so there a page grows a process that was there before and the socket.io page's few MB are within the noise")
+	r.note(t, "what every process of the engine (browser, content, network, GPU, workers; Xvfb not counted) grew by, in proportional set size (PSS, /proc/PID/smaps_rollup: a page shared by k processes counts 1/k in each), from a blank tab of a fresh profile to the same tab with the page connected and 2 s quiet, each reading taken once two readings 500 ms apart agree within 1 MB (at most 10 s); shared mode's SharedWorker is in it; Firefox runs every site in one content process under puppeteer (it sets fission.webContentIsolationStrategy 0), so there a page grows a process that was there before, whose garbage from earlier profiles may be collected in between: a negative sample is that, and the socket.io page's few MB are within the noise")
 	r.note(t, "Go's linear memory: the wasm instance's memory.buffer.byteLength, the same program in every engine; JS heap: `performance.memory.usedJSHeapSize`, Chromium only, which rounds it (the wasm's memory is not in it)")
 
 	ft := r.table("engines. Each engine's own floor for this wasm, and Lifeline's in-page first visit above it (medians, ms)", "",
