@@ -34,6 +34,20 @@ type Recovery struct {
 	StableAfterMs *float64 `json:"stableAfterMs,omitempty"`
 }
 
+// JSONFields lists the members a recovery document may have: each field, by its json tag
+// (internal/strictjson decodes the documents by it; the tests hold it to the tags).
+func (r *Recovery) JSONFields() []strictjson.Field {
+	return []strictjson.Field{
+		{Name: "slowAfterMs", Ptr: &r.SlowAfterMs},
+		{Name: "deadlineMs", Ptr: &r.DeadlineMs},
+		{Name: "initialDelayMs", Ptr: &r.InitialDelayMs},
+		{Name: "maxDelayMs", Ptr: &r.MaxDelayMs},
+		{Name: "factor", Ptr: &r.Factor},
+		{Name: "jitter", Ptr: &r.Jitter},
+		{Name: "stableAfterMs", Ptr: &r.StableAfterMs},
+	}
+}
+
 // Config is a resolved, valid timing config. The only ways to get one are [DefaultConfig] and
 // [Resolve], so a config that broke a rule cannot reach a [Controller]. The zero Config is not
 // valid: [New] refuses it.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
+	"github.com/lifeline-go/lifeline/internal/test/fieldtest"
 )
 
 func TestResolveDefaults(t *testing.T) {
@@ -199,4 +200,8 @@ func TestGoValuesPrintAsAPersonWritesNumbers(t *testing.T) {
 		"recovery.maxDelayMs: must be an integer in 1..2147483647, got 1e+300"; err == nil || err.Error() != want {
 		t.Errorf("Resolve = %v, want %s", err, want)
 	}
+}
+
+func TestRecoveryListsItsFieldsByTheirTags(t *testing.T) {
+	fieldtest.Check(t, &controller.Recovery{})
 }

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // Options tune a [Controller]. A nil *Options means all defaults.
@@ -391,7 +391,7 @@ func (l *loop) run() {
 				c.log.Warn("lifeline: handshake cancelled at deadline",
 					"attempt", g.h.n, "deadline", c.cfg.deadline)
 				l.cur = nil
-				l.fail(g, fmt.Errorf("%w after %v", ErrDeadline, c.cfg.deadline), ErrDeadline)
+				l.fail(g, tinyfmt.Errorf("%w after %v", ErrDeadline, c.cfg.deadline), ErrDeadline)
 			}
 		case <-l.retryT.C:
 			l.due = true

@@ -295,11 +295,7 @@ func TestFlapDampingClimbsTheLadderUntilAGenerationIsStable(t *testing.T) {
 			t.Fatalf("waits after ready-then-drop = %v, want %v (climbing)", waits, want)
 		}
 		// A generation that lives stableAfter (10 s) resets the ladder.
-		synctest.Wait()
-		a := h.next(t)
-		if err := a.gen.Ready(&carrier{}); err != nil {
-			t.Fatal(err)
-		}
+		a := h.readyNext(t)
 		time.Sleep(10*time.Second - time.Nanosecond)
 		synctest.Wait()
 		if s := h.ctl.Status(); s.Failures != 4 {
@@ -375,12 +371,7 @@ func TestReconnectNowDuringAWaitSkipsIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, controller.Recovery{}, fullCap)
 		h.ctl.Start()
-		for range 5 {
-			synctest.Wait()
-			h.next(t).end <- errRefused
-			synctest.Wait()
-			time.Sleep(time.Until(h.ctl.Status().NextAttempt))
-		}
+		h.failDue(t, 5)
 		synctest.Wait()
 		h.next(t).end <- errRefused
 		synctest.Wait()
@@ -406,11 +397,7 @@ func TestReconnectNowWhileConnectedReplacesTheGeneration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, controller.Recovery{}, fullCap)
 		h.ctl.Start()
-		synctest.Wait()
-		a := h.next(t)
-		if err := a.gen.Ready(&carrier{}); err != nil {
-			t.Fatal(err)
-		}
+		a := h.readyNext(t)
 		synctest.Wait()
 		h.wantState(t, controller.Connected)
 		h.ctl.ReconnectNow()
@@ -491,11 +478,7 @@ func TestStopWhileConnectedThenStartBeginsAFreshSequence(t *testing.T) {
 		a := h.next(t)
 		a.end <- errRefused
 		time.Sleep(500 * time.Millisecond)
-		synctest.Wait()
-		b := h.next(t)
-		if err := b.gen.Ready(&carrier{}); err != nil {
-			t.Fatal(err)
-		}
+		b := h.readyNext(t)
 		synctest.Wait()
 		h.wantState(t, controller.Connected)
 		h.ctl.Stop()
@@ -553,11 +536,7 @@ func TestOfflineWhileConnectedEndsTheGeneration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, controller.Recovery{}, fullCap)
 		h.ctl.Start()
-		synctest.Wait()
-		a := h.next(t)
-		if err := a.gen.Ready(&carrier{}); err != nil {
-			t.Fatal(err)
-		}
+		a := h.readyNext(t)
 		h.ctl.SetOnline(false)
 		synctest.Wait()
 		<-a.ended
@@ -566,11 +545,7 @@ func TestOfflineWhileConnectedEndsTheGeneration(t *testing.T) {
 		synctest.Wait()
 		h.none(t)
 		h.ctl.SetOnline(true)
-		synctest.Wait()
-		b := h.next(t)
-		if err := b.gen.Ready(&carrier{}); err != nil {
-			t.Fatal(err)
-		}
+		h.readyNext(t)
 		synctest.Wait()
 		h.wantState(t, controller.Connected)
 		h.ctl.Stop()
@@ -588,11 +563,7 @@ func TestEveryStateChangeIsDeliveredInOrderUnderABurst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, controller.Recovery{}, fullCap)
 		h.ctl.Start()
-		synctest.Wait()
-		a := h.next(t)
-		if err := a.gen.Ready(&carrier{}); err != nil {
-			t.Fatal(err)
-		}
+		h.readyNext(t)
 		// 1,000 calls, and every hundred of them a pause that lets the cancelled generations
 		// settle and a new attempt start: settles, attempts and calls interleave.
 		for i := range 1000 {
@@ -649,12 +620,7 @@ func TestLogsFirstFailureAtErrorLaterAtWarnRecoveryAtInfo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, controller.Recovery{}, fullCap)
 		h.ctl.Start()
-		for range 3 {
-			synctest.Wait()
-			h.next(t).end <- errRefused
-			synctest.Wait()
-			time.Sleep(time.Until(h.ctl.Status().NextAttempt))
-		}
+		h.failDue(t, 3)
 		synctest.Wait()
 		if err := h.next(t).gen.Ready(&carrier{}); err != nil {
 			t.Fatal(err)
@@ -752,13 +718,9 @@ func TestRedirectLoopIsSlowedThroughTheLadder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, controller.Recovery{InitialDelayMs: new(10.0)}, fullCap)
 		h.ctl.Start()
-		synctest.Wait()
-		a := h.next(t)
-		a.gen.Ready(&carrier{})
+		a := h.readyNext(t)
 		a.gen.GoAway("B") // A→B: at once
-		synctest.Wait()
-		b := h.next(t)
-		b.gen.Ready(&carrier{})
+		b := h.readyNext(t)
 		t0 := time.Now()
 		b.gen.GoAway(A) // B→A: a loop, slowed
 		synctest.Wait()
@@ -792,11 +754,7 @@ func TestEmptyGoAwayIsNeverALoop(t *testing.T) {
 		h := newHarness(t, controller.Recovery{}, fullCap)
 		h.ctl.Start()
 		for range 3 {
-			synctest.Wait()
-			a := h.next(t)
-			if err := a.gen.Ready(&carrier{}); err != nil {
-				t.Fatal(err)
-			}
+			a := h.readyNext(t)
 			t0 := time.Now()
 			a.gen.GoAway(a.gen.Target()) // the protocol's empty uri: come back here
 			synctest.Wait()
@@ -827,13 +785,9 @@ func TestRedirectChainClearsAfterAStableSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, controller.Recovery{}, fullCap)
 		h.ctl.Start()
-		synctest.Wait()
-		a := h.next(t)
-		a.gen.Ready(&carrier{})
+		a := h.readyNext(t)
 		a.gen.GoAway("B")
-		synctest.Wait()
-		b := h.next(t)
-		b.gen.Ready(&carrier{})
+		b := h.readyNext(t)
 		time.Sleep(10 * time.Second) // B lives stableAfter: the chain is cleared
 		synctest.Wait()
 		t0 := time.Now()
@@ -847,9 +801,7 @@ func TestRedirectChainClearsAfterAStableSession(t *testing.T) {
 
 		// A new sequence starts with an empty chain too.
 		h.ctl.Start()
-		synctest.Wait()
-		d := h.next(t)
-		d.gen.Ready(&carrier{})
+		d := h.readyNext(t)
 		t1 := time.Now()
 		d.gen.GoAway("B")
 		synctest.Wait()
@@ -864,11 +816,7 @@ func TestAttemptNumbersRunOnForTheControllersLife(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, controller.Recovery{}, fullCap)
 		h.ctl.Start()
-		for range 4 {
-			synctest.Wait()
-			h.failAndWait(t, h.next(t))
-			time.Sleep(time.Until(h.ctl.Status().NextAttempt))
-		}
+		h.failDue(t, 4)
 		synctest.Wait()
 		a5 := h.next(t) // attempt 5 is in flight
 		h.ctl.SetOnline(false)
@@ -955,11 +903,7 @@ func TestRefusedCredentialsRetryAtTheTopCapOnly(t *testing.T) {
 		a.end <- refused
 		synctest.Wait()
 		h.ctl.ReconnectNow()
-		synctest.Wait()
-		b := h.next(t)
-		if err := b.gen.Ready(&carrier{}); err != nil {
-			t.Fatal(err)
-		}
+		b := h.readyNext(t)
 		h.wantState(t, controller.Connected)
 		// A plain failure after that climbs the ladder from its first cap again.
 		b.end <- errRefused
@@ -975,9 +919,7 @@ func TestARestartingHostIsRetriedAtTheFirstCapForMaxDelay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, controller.Recovery{}, fullCap)
 		h.ctl.Start()
-		synctest.Wait()
-		a := h.next(t)
-		a.gen.Ready(&carrier{})
+		a := h.readyNext(t)
 		time.Sleep(time.Minute)
 		restarting := fmt.Errorf("gateway: session closed: 1012: %w", controller.ErrHostRestarting)
 		a.end <- restarting
@@ -1017,11 +959,7 @@ func TestAHostFlappingWithServiceRestartClimbsTheLadder(t *testing.T) {
 		restarting := fmt.Errorf("gateway: session closed: 1012: %w", controller.ErrHostRestarting)
 		var waits []time.Duration
 		for range 6 {
-			synctest.Wait()
-			a := h.next(t)
-			if err := a.gen.Ready(&carrier{}); err != nil {
-				t.Fatal(err)
-			}
+			a := h.readyNext(t)
 			time.Sleep(40 * time.Millisecond)
 			a.end <- restarting
 			synctest.Wait()
@@ -1033,9 +971,7 @@ func TestAHostFlappingWithServiceRestartClimbsTheLadder(t *testing.T) {
 			t.Fatalf("waits after ready-then-1012 = %v, want %v (climbing)", waits, want)
 		}
 		// A session that lives maxDelay earns its restart window again.
-		synctest.Wait()
-		a := h.next(t)
-		a.gen.Ready(&carrier{})
+		a := h.readyNext(t)
 		time.Sleep(10 * time.Second)
 		a.end <- restarting
 		synctest.Wait()
@@ -1054,9 +990,7 @@ func TestARestartHintIsAMinimumSpreadByJitter(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			h := newHarness(t, controller.Recovery{}, tc.u)
 			h.ctl.Start()
-			synctest.Wait()
-			a := h.next(t)
-			a.gen.Ready(&carrier{})
+			a := h.readyNext(t)
 			time.Sleep(time.Minute)
 			a.end <- &controller.RetryAfterError{After: 2 * time.Second, Err: controller.ErrHostRestarting}
 			synctest.Wait()
@@ -1073,9 +1007,7 @@ func TestDialsFailingDuringASamePlaceHandoverDoNotClimbTheLadder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, controller.Recovery{}, fullCap)
 		h.ctl.Start()
-		synctest.Wait()
-		a := h.next(t)
-		a.gen.Ready(&carrier{})
+		a := h.readyNext(t)
 		time.Sleep(time.Minute)
 		a.gen.GoAway(a.gen.Target()) // come back to the same place; the old session keeps delivering
 		for i := range 6 {
@@ -1088,11 +1020,7 @@ func TestDialsFailingDuringASamePlaceHandoverDoNotClimbTheLadder(t *testing.T) {
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
-		synctest.Wait()
-		c := h.next(t)
-		if err := c.gen.Ready(&carrier{}); err != nil {
-			t.Fatal(err)
-		}
+		h.readyNext(t)
 		if got := h.rec.States(); !slices.Equal(got, []string{"connecting", "connected"}) {
 			t.Fatalf("states %v, want the page connected throughout", got)
 		}
@@ -1104,11 +1032,7 @@ func TestWakeNeverDialsEarlyNorResetsTheLadder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, controller.Recovery{}, fullCap)
 		h.ctl.Start()
-		for range 3 {
-			synctest.Wait()
-			h.failAndWait(t, h.next(t))
-			time.Sleep(time.Until(h.ctl.Status().NextAttempt))
-		}
+		h.failDue(t, 3)
 		synctest.Wait()
 		h.failAndWait(t, h.next(t)) // failure 4: a wait of 4 s
 		before := h.ctl.Status()

@@ -156,6 +156,28 @@ func (h *harness) failAndWait(t *testing.T, a *attempt) time.Duration {
 	return time.Until(h.wantState(t, controller.Reconnecting).NextAttempt)
 }
 
+// failDue fails the next n attempts, each as it starts, and sleeps until the one after it is
+// due: n failures up the ladder.
+func (h *harness) failDue(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		synctest.Wait()
+		h.failAndWait(t, h.next(t))
+		time.Sleep(time.Until(h.ctl.Status().NextAttempt))
+	}
+}
+
+// readyNext lets the bubble idle, takes the attempt that has started and makes it ready.
+func (h *harness) readyNext(t *testing.T) *attempt {
+	t.Helper()
+	synctest.Wait()
+	a := h.next(t)
+	if err := a.gen.Ready(&carrier{}); err != nil {
+		t.Fatalf("Ready of attempt %d: %v", a.gen.Number(), err)
+	}
+	return a
+}
+
 func (h *harness) wantState(t *testing.T, want controller.State) controller.Status {
 	t.Helper()
 	s := h.ctl.Status()

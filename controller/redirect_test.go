@@ -74,9 +74,7 @@ func TestOneWayMovesAndEmptyGoAwaysStayImmediateAtStableAfterZero(t *testing.T) 
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, controller.Recovery{InitialDelayMs: new(10.0), StableAfterMs: new(0.0)}, fullCap)
 		h.ctl.Start()
-		synctest.Wait()
-		a := h.next(t)
-		a.gen.Ready(&carrier{})
+		a := h.readyNext(t)
 		// A → B → C → D: each a new place, none a loop.
 		prev := a
 		for _, to := range []string{"B", "C", "D"} {
@@ -110,13 +108,9 @@ func TestRedirectChainClearsAfterMaxDelayAtStableAfterZero(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, controller.Recovery{StableAfterMs: new(0.0), MaxDelayMs: new(4000.0)}, fullCap)
 		h.ctl.Start()
-		synctest.Wait()
-		a := h.next(t)
-		a.gen.Ready(&carrier{})
+		a := h.readyNext(t)
 		a.gen.GoAway("B")
-		synctest.Wait()
-		b := h.next(t)
-		b.gen.Ready(&carrier{})
+		b := h.readyNext(t)
 		time.Sleep(4*time.Second - time.Nanosecond)
 		synctest.Wait()
 		if s := h.ctl.Status(); s.Failures == 0 {
@@ -145,9 +139,7 @@ func TestRedirectToADeadTargetGoesBackHome(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, controller.Recovery{}, fullCap)
 		h.ctl.Start()
-		synctest.Wait()
-		a := h.next(t)
-		a.gen.Ready(&carrier{})
+		a := h.readyNext(t)
 		time.Sleep(time.Minute) // a stable session
 		a.gen.GoAway("X")
 		t0 := time.Now()
@@ -195,9 +187,7 @@ func TestRedirectTargetThatStallsPastMaxDelayGoesHomeAfterOneTry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, controller.Recovery{}, fullCap)
 		h.ctl.Start()
-		synctest.Wait()
-		a := h.next(t)
-		a.gen.Ready(&carrier{})
+		a := h.readyNext(t)
 		time.Sleep(time.Minute)
 		a.gen.GoAway("X")
 		synctest.Wait()
@@ -223,9 +213,7 @@ func TestRedirectTargetThatAnswersIsKept(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, controller.Recovery{}, fullCap)
 		h.ctl.Start()
-		synctest.Wait()
-		a := h.next(t)
-		a.gen.Ready(&carrier{})
+		a := h.readyNext(t)
 		a.gen.GoAway("B")
 		synctest.Wait()
 		b1 := h.next(t)
@@ -306,11 +294,7 @@ func TestADrainingSessionLostBeforeItsSuccessorIsReadySaysWhy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, controller.Recovery{}, fullCap)
 		h.ctl.Start()
-		synctest.Wait()
-		a := h.next(t)
-		if err := a.gen.Ready(&carrier{}); err != nil {
-			t.Fatal(err)
-		}
+		a := h.readyNext(t)
 		if err := a.gen.GoAway("wss://b.example/_lifeline/events"); err != nil {
 			t.Fatal(err)
 		}

@@ -3,9 +3,10 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"time"
+
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // Source opens generations for a [Controller]. The gateway implements it over WebSockets;
@@ -85,7 +86,7 @@ type RetryAfterError struct {
 }
 
 func (e *RetryAfterError) Error() string {
-	return fmt.Sprintf("%v (retry after %v)", e.Err, e.After)
+	return tinyfmt.Sprintf("%v (retry after %v)", e.Err, e.After)
 }
 
 func (e *RetryAfterError) Unwrap() error { return e.Err }
@@ -103,7 +104,7 @@ type RedirectError struct {
 }
 
 func (e *RedirectError) Error() string {
-	return fmt.Sprintf("%v (redirected to %q)", e.Err, e.To)
+	return tinyfmt.Sprintf("%v (redirected to %q)", e.Err, e.To)
 }
 
 func (e *RedirectError) Unwrap() error { return e.Err }

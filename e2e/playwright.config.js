@@ -1,10 +1,17 @@
-// Playwright in Debian's Chromium (no browser download is possible here) against the real
-// cmd/host, which each test starts itself with the config and faults it needs.
+// Playwright Test is the harness of every engine: it runs the engine-neutral scenarios
+// (scenarios/, through engines/: Debian's chromium by Playwright, firefox-esr by puppeteer-core
+// over WebDriver BiDi, WebKitGTK's MiniBrowser by WebKitWebDriver under Xvfb), and in Chromium
+// the specs that need what only Chromium's driver offers (tests/, through Playwright's own page:
+// DevTools, request interception, the accessibility tree), against the real cmd/host, which
+// each test starts itself with the config and faults it needs.
+//
+// One project per engine; scripts/test.sh runs each in both page modes (LIFELINE_MODE).
 const { defineConfig } = require('@playwright/test');
+const { launchOptions } = require('./engines/chromium');
 
 module.exports = defineConfig({
-  testDir: './tests',
-  // One worker: every test runs its own Host processes and a Chromium on a 2-core machine.
+  testDir: '.',
+  // One worker: every test runs its own Host processes and a browser on a 2-core machine.
   workers: 1,
   timeout: 90_000,
   expect: { timeout: 10_000 },
@@ -13,12 +20,11 @@ module.exports = defineConfig({
   use: {
     browserName: 'chromium',
     screenshot: 'only-on-failure',
-    launchOptions: {
-      executablePath: '/usr/bin/chromium',
-      args: [
-        '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-        '--disable-background-networking', '--disable-component-update', '--disable-sync',
-      ],
-    },
+    launchOptions,
   },
+  projects: [
+    { name: 'chromium', testMatch: ['scenarios/**/*.spec.js', 'tests/**/*.spec.js'], testIgnore: 'scenarios/chromium-only.spec.js', use: { engineName: 'chromium' } },
+    { name: 'firefox', testMatch: ['scenarios/**/*.spec.js'], use: { engineName: 'firefox' } },
+    { name: 'webkit', testMatch: ['scenarios/**/*.spec.js'], use: { engineName: 'webkit' } },
+  ],
 });

@@ -3,12 +3,11 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
-	"maps"
 	"slices"
 	"time"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // What a [CallError] says happened to a call, for the app to act on and a person to read.
@@ -64,7 +63,7 @@ func (e *CallError) Error() string {
 	if e.Sent {
 		sent = "sent"
 	}
-	return fmt.Sprintf("gateway: call %s (%s): %s", e.Kind, sent, e.Message)
+	return tinyfmt.Sprintf("gateway: call %s (%s): %s", e.Kind, sent, e.Message)
 }
 
 // ErrCall is what every *CallError is, for errors.Is.
@@ -187,7 +186,7 @@ func (g *Gateway) queue(name string, data wire.RawJSON, opts CallOptions) (*call
 	case g.cause != nil:
 		return nil, 0, &CallError{Kind: CallClosed, Message: g.cause.Error()}
 	case len(g.calls.queued) >= g.maxQueued || g.calls.bytes+len(c.data) > g.maxQueuedBytes:
-		return nil, 0, &CallError{Kind: CallBusy, Message: fmt.Sprintf(
+		return nil, 0, &CallError{Kind: CallBusy, Message: tinyfmt.Sprintf(
 			"%d calls (%d bytes) wait to be sent already: at most %d calls, %d bytes",
 			len(g.calls.queued), g.calls.bytes, g.maxQueued, g.maxQueuedBytes)}
 	}
@@ -205,7 +204,7 @@ func (g *Gateway) await(ctx context.Context, c *call, timeout time.Duration) (wi
 	case <-c.done:
 	case <-t.C:
 		g.abandon(c, func(sent bool) error {
-			return &CallError{Kind: CallTimeout, Sent: sent, Message: fmt.Sprintf("no reply within %v", timeout)}
+			return &CallError{Kind: CallTimeout, Sent: sent, Message: tinyfmt.Sprintf("no reply within %v", timeout)}
 		})
 	case <-ctx.Done():
 		g.abandon(c, func(sent bool) error {
@@ -293,14 +292,14 @@ func (g *Gateway) sendable(s *session) (frames [][]byte, onSent []func()) {
 			g.settle(c, nil, &CallError{Kind: CallInterrupted, Sent: true, Message: "an unkeyed call is never sent twice"})
 			continue
 		case c.sent && c.epoch != s.dedup:
-			g.settle(c, nil, &CallError{Kind: CallInterrupted, Sent: true, Message: fmt.Sprintf(
+			g.settle(c, nil, &CallError{Kind: CallInterrupted, Sent: true, Message: tinyfmt.Sprintf(
 				"the Host's dedup store is %q, not %q the call was sent to: whether it ran is unknown, and it is not sent again", s.dedup, c.epoch)})
 			continue
 		}
 		s.nextCall++
 		b, _ := wire.PageFrame{T: wire.TypeCall, ID: s.nextCall, Name: c.name, Data: c.data, Key: c.key}.Encode()
 		if s.maxFrame > 0 && int64(len(b)) > s.maxFrame {
-			g.settle(c, nil, &CallError{Kind: CallTooBig, Sent: c.sent, Message: fmt.Sprintf(
+			g.settle(c, nil, &CallError{Kind: CallTooBig, Sent: c.sent, Message: tinyfmt.Sprintf(
 				"the call's frame is %d bytes, over the %d the Host reads", len(b), s.maxFrame)})
 			continue
 		}
@@ -332,9 +331,15 @@ func (g *Gateway) replied(s *session, f wire.HostFrame) {
 		g.settle(c, f.Data, nil)
 		return
 	}
+	if f.Code == wire.CodeAccessEnded {
+		// The Host ended the session's access; its error frame follows. No call goes out on
+		// the session meanwhile, though this reply opens room for one (access.go).
+		s.draining = true
+	}
 	kind := f.Code
 	switch f.Code {
-	case wire.CodeApp, wire.CodeInternal, wire.CodeUnknown, wire.CodeBadRequest, wire.CodeBusy, wire.CodeInterrupted, wire.CodeTimeout:
+	case wire.CodeApp, wire.CodeInternal, wire.CodeUnknown, wire.CodeBadRequest, wire.CodeBusy, wire.CodeInterrupted, wire.CodeTimeout,
+		wire.CodeAccessEnded:
 	default:
 		kind = CallApp // a later Host's code: the handler's call failed, as far as the page knows
 	}
@@ -350,7 +355,7 @@ func (g *Gateway) orphan(s *session, cause error) {
 		return
 	}
 	var again []*call
-	for _, id := range slices.Sorted(maps.Keys(s.inflight)) {
+	for _, id := range sortedKeys(s.inflight) {
 		c := s.inflight[id]
 		delete(s.inflight, id)
 		c.s = nil

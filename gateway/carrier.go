@@ -2,8 +2,9 @@ package gateway
 
 import (
 	"errors"
-	"fmt"
 	"time"
+
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // carrier is what carries one session's frames: a WebSocket (wsCarrier: the browser's own in
@@ -36,7 +37,7 @@ type hostClosed struct {
 }
 
 func (e *hostClosed) Error() string {
-	return fmt.Sprintf("gateway: the host closed the session with %d %q", e.code, e.reason)
+	return tinyfmt.Sprintf("gateway: the host closed the session with %d %q", e.code, e.reason)
 }
 
 // hostClose returns the code and reason of the HTTP carrier's close that ended a read.

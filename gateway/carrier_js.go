@@ -5,7 +5,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"syscall/js"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // frameKind is what a message carried: text (the protocol's frames) or binary (refused).
@@ -50,11 +50,11 @@ type closeError struct {
 func (e *closeError) Error() string {
 	switch {
 	case e.leaving:
-		return fmt.Sprintf("gateway: the browser closed the socket as the page went away (%d)", e.code)
+		return tinyfmt.Sprintf("gateway: the browser closed the socket as the page went away (%d)", e.code)
 	case e.code == closeAbnormal:
 		return "gateway: the connection was lost (no close frame: 1006)"
 	}
-	return fmt.Sprintf("gateway: socket closed with %d %q", e.code, e.reason)
+	return tinyfmt.Sprintf("gateway: socket closed with %d %q", e.code, e.reason)
 }
 
 // Unwrap makes errors.Is(err, controller.ErrLeaving) hold for a socket the browser closed as
@@ -160,7 +160,7 @@ func open(url string) (k *wsCarrier, err error) {
 	defer func() {
 		// The constructor throws on a URL it refuses (SyntaxError, SecurityError).
 		if p := recover(); p != nil {
-			k, err = nil, fmt.Errorf("gateway: new WebSocket(%q): %s", url, thrown(p))
+			k, err = nil, tinyfmt.Errorf("gateway: new WebSocket(%q): %s", url, thrown(p))
 		}
 	}()
 	ws, early := takeEarly(url)
@@ -257,6 +257,16 @@ func takeEarly(url string) (js.Value, []js.Value) {
 	return got.Get("ws"), out
 }
 
+// DropEarly closes the socket the page's loader opened while the wasm loaded, if no dial took
+// it: a hub that will not connect (its settings are invalid) must leave no session at the Host
+// (README, "misconfigured": nothing connects). The loader's own 30 s limit is for a page that
+// never starts its hub at all.
+func DropEarly() {
+	if e := js.Global().Get("__lifelineEarly"); e.Type() == js.TypeObject {
+		e.Call("drop")
+	}
+}
+
 // earlyOpen reports whether the loader's early socket to url is open (then the first dial
 // takes it, whatever carrier the page remembered: the network carries WebSockets now). One
 // that is not open yet, or failed, is closed: a page that remembers a path that holds
@@ -338,7 +348,7 @@ func (k *wsCarrier) read() (frameKind, []byte, error) {
 			k.queue = k.queue[1:]
 			k.mu.Unlock()
 			if int64(len(m.b)) > k.readLimit {
-				return 0, nil, fmt.Errorf("%w: %d bytes, over the read limit of %d", errMessageTooBig, len(m.b), k.readLimit)
+				return 0, nil, tinyfmt.Errorf("%w: %d bytes, over the read limit of %d", errMessageTooBig, len(m.b), k.readLimit)
 			}
 			return m.kind, m.b, nil
 		}
@@ -358,11 +368,11 @@ func (k *wsCarrier) write(b []byte) (err error) {
 		return err
 	}
 	if n := k.ws.Get("bufferedAmount").Int(); n > maxBuffered {
-		return fmt.Errorf("gateway: the link is not draining: %d bytes wait to be sent (bound %d)", n, maxBuffered)
+		return tinyfmt.Errorf("gateway: the link is not draining: %d bytes wait to be sent (bound %d)", n, maxBuffered)
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("gateway: WebSocket.send: %s", thrown(p))
+			err = tinyfmt.Errorf("gateway: WebSocket.send: %s", thrown(p))
 		}
 	}()
 	k.ws.Call("send", string(b))
@@ -414,7 +424,7 @@ func thrown(p any) string {
 	if e, ok := p.(js.Error); ok {
 		return jsString(e.Value)
 	}
-	return fmt.Sprint(p)
+	return tinyfmt.Sprint(p)
 }
 
 // checkBeforeRedial: in the browser a WebSocket is checked with a plain GET before it is dialed

@@ -148,3 +148,6 @@ func unanswered(err error) bool {
 
 // earlyOpen: natively no loader opened a socket ahead of the program (see carrier_js.go).
 func earlyOpen(string) bool { return false }
+
+// DropEarly does nothing: only a browser's loader opens a socket early (carrier_js.go).
+func DropEarly() {}

@@ -517,3 +517,45 @@ func TestADialNothingAnsweredIsNoBlockedPath(t *testing.T) {
 		t.Fatalf("carrier %+v at attempt %d, want a WebSocket at the 4th attempt (three resets on the ladder)", got, st.Attempt)
 	}
 }
+
+func TestAPollingSessionDrainingToASuccessorStaysConnectedUntilTheNextIsMade(t *testing.T) {
+	// As above, on long polls: once the restarting Host's successor takes every new request,
+	// the draining session's next poll reaches a Host that does not know it (404). The page
+	// must not show that as a lost connection while its next session is being made: the
+	// old session holds, silent, until the new one replaces it (or the dead-link probe ends it).
+	a, b := newRealHost(t, `{}`), newRealHost(t, `{}`)
+	var cur atomic.Pointer[realHost]
+	cur.Store(a)
+	var bPosts atomic.Int64 // POSTs (polls) the successor answered
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := cur.Load()
+		h.h.Handler(http.NotFoundHandler()).ServeHTTP(w, r)
+		if h == b && r.Method == http.MethodPost {
+			bPosts.Add(1) // answered
+		}
+	}))
+	t.Cleanup(front.Close)
+	var cs carriers
+	r := newRig(t, "ws"+strings.TrimPrefix(front.URL, "http")+wire.DefaultPath, carrierRecovery(),
+		&gateway.Options{Carrier: wire.CarrierPoll, UpgradeAfter: time.Hour, OnCarrier: cs.on})
+	r.ctl.Start()
+	r.waitConnected()
+	cs.wait(t, wire.CarrierPoll)
+	b.h.SetReady(false)
+	cur.Store(b)
+	go a.h.Drain(context.Background(), "")
+	deadline := time.Now().Add(bound)
+	for b.h.Sessions() != 1 || bPosts.Load() < 1 { // the next session at the gate; a poll of the old one, answered 404
+		if time.Now().After(deadline) {
+			t.Fatalf("at the successor: %d sessions, %d POSTs; want the next session waiting and a poll of the draining one", b.h.Sessions(), bPosts.Load())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.h.SetReady(true)
+	r.waitState("connected to the successor", func(s controller.Status) bool { return s.Attempt >= 2 && s.State == controller.Connected })
+	for _, s := range r.allStatuses()[1:] {
+		if s.State != controller.Connected {
+			t.Fatalf("status %v (err %v) during the handover, want connected throughout", s.State, s.Err)
+		}
+	}
+}

@@ -16,3 +16,7 @@ func inNode() bool { return false }
 func pageCredential(_ *testing.T, cookie string) gateway.Handshake {
 	return gateway.Handshake{Header: http.Header{"Cookie": {cookie}}}
 }
+
+// browserChecks makes the gateway check the Host before it dials a WebSocket again after a
+// failure, as the browser build always does, until t ends.
+func browserChecks(t *testing.T) { gateway.CheckBeforeRedial(t) }

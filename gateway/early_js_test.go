@@ -134,3 +134,22 @@ func TestARememberedBlockedPathGivesWayToAnEarlySocketThatOpened(t *testing.T) {
 		})
 	}
 }
+
+func TestDropEarlyClosesTheLoadersSocketThatNoDialTook(t *testing.T) {
+	sc := newScenario(t)
+	script(t, sc, "a", readyServe)
+	e := openEarly(t, inPage(sc.URL("a")))
+	waitEvents(t, e, 2, "the open and the ready frame")
+	gateway.DropEarly() // as a hub whose settings are invalid does
+	if js.Global().Get("__lifelineEarly").Type() != js.TypeUndefined {
+		t.Fatal("the early socket is still offered after DropEarly")
+	}
+	deadline := time.Now().Add(bound)
+	for e.Get("ws").Get("readyState").Int() != 3 { // CLOSED
+		if time.Now().After(deadline) {
+			t.Fatalf("the early socket's readyState is %d after %v, want 3 (closed)", e.Get("ws").Get("readyState").Int(), bound)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	gateway.DropEarly() // twice, or with none, does nothing
+}

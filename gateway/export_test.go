@@ -2,11 +2,11 @@ package gateway
 
 import (
 	"context"
-	"net/url"
 	"sync"
 	"testing"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/weburl"
 )
 
 // Pending returns, per stream, the action a generation that became ready now would send
@@ -53,7 +53,7 @@ type TestSession struct {
 
 // NewTestSession registers a ready session on g; it ends with the test at the latest.
 func NewTestSession(t testing.TB, g *Gateway) *TestSession {
-	u, _ := url.Parse(g.url)
+	u, _ := weburl.Parse(g.url)
 	s, err := g.register(context.Background(), nil, u)
 	if err != nil {
 		panic(err)
@@ -85,4 +85,12 @@ func (t *TestSession) End() {
 		t.s.cancel(nil)
 		t.s.g.unregister(t.s, nil)
 	})
+}
+
+// WithPresence makes the session's Host one whose ready frame says it carries presence.
+func (t *TestSession) WithPresence() *TestSession {
+	t.s.g.mu.Lock()
+	t.s.presence = true
+	t.s.g.mu.Unlock()
+	return t
 }

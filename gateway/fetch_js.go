@@ -5,9 +5,10 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"syscall/js"
+
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // doHTTP makes one request with the browser's fetch: with the page's cookies (credentials
@@ -19,7 +20,7 @@ func doHTTP(ctx context.Context, req httpRequest) (ans *httpAnswer, err error) {
 	defer func() {
 		// syscall/js panics when the browser throws synchronously (a URL fetch refuses).
 		if p := recover(); p != nil {
-			ans, err = nil, fmt.Errorf("gateway: %s %s: %s", req.method, req.url, thrown(p))
+			ans, err = nil, tinyfmt.Errorf("gateway: %s %s: %s", req.method, req.url, thrown(p))
 		}
 	}()
 	ac := js.Global().Get("AbortController").New()
@@ -37,7 +38,7 @@ func doHTTP(ctx context.Context, req httpRequest) (ans *httpAnswer, err error) {
 	}
 	resp, err := await(ctx, js.Global().Call("fetch", req.url, init), abort)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: %s %s: %w", req.method, req.url, err)
+		return nil, tinyfmt.Errorf("gateway: %s %s: %w", req.method, req.url, err)
 	}
 	headers := resp.Get("headers")
 	header := func(name string) string {
@@ -98,7 +99,7 @@ func await(ctx context.Context, p js.Value, abort func()) (js.Value, error) {
 		return nil
 	})
 	onErr = js.FuncOf(func(_ js.Value, args []js.Value) any {
-		settle(result{err: fmt.Errorf("gateway: fetch failed: %s", jsString(arg0(args)))})
+		settle(result{err: tinyfmt.Errorf("gateway: fetch failed: %s", jsString(arg0(args)))})
 		return nil
 	})
 	p.Call("then", onOK, onErr)

@@ -3,18 +3,16 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
-	"maps"
 	"math/rand/v2"
-	"net/url"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
+	"github.com/lifeline-go/lifeline/internal/weburl"
 )
 
 // Errors a caller may see, reached with errors.Is.
@@ -59,9 +57,9 @@ type DeniedError struct {
 
 func (e *DeniedError) Error() string {
 	if e.Reason == "" {
-		return fmt.Sprintf("gateway: the host denied stream %q", e.Stream)
+		return tinyfmt.Sprintf("gateway: the host denied stream %q", e.Stream)
 	}
-	return fmt.Sprintf("gateway: the host denied stream %q: %s", e.Stream, e.Reason)
+	return tinyfmt.Sprintf("gateway: the host denied stream %q: %s", e.Stream, e.Reason)
 }
 
 // Is makes errors.Is(err, ErrDenied) hold.
@@ -129,6 +127,12 @@ type Options struct {
 	// on the side; each probe that fails doubles it, up to 10 min, each spread over 100–200%
 	// by jitter. Default DefaultUpgradeAfter.
 	UpgradeAfter time.Duration
+	// RenewToken, when set, is asked before each renewal of a session whose credential
+	// expires (the ready frame says when; access.go) for a token to send with it, which the
+	// Host hands its Authenticate as "Authorization: Bearer <token>". It runs on the
+	// renewal's goroutine, bounded by ctx; an error fails that renewal, which is tried again
+	// while there is time. Default none: a renewal carries the page's cookies alone.
+	RenewToken func(ctx context.Context) (string, error)
 }
 
 // Carrier says what carries the page's connection (Options.OnCarrier).
@@ -173,6 +177,7 @@ type Gateway struct {
 	onCarrier      func(Carrier)
 	fallbackAfter  time.Duration
 	upgradeAfter   time.Duration
+	renewToken     func(context.Context) (string, error)
 
 	// life is cancelled by Close with its cause; every session's context derives from it.
 	life   context.Context
@@ -237,7 +242,7 @@ func New(rawURL string, opts *Options) (*Gateway, error) {
 		o.Carrier = wire.CarrierWebSocket
 	case wire.CarrierWebSocket, wire.CarrierStream, wire.CarrierPoll:
 	default:
-		return nil, fmt.Errorf("%w %q: want %q, %q or %q", ErrBadCarrier, o.Carrier, wire.CarrierWebSocket, wire.CarrierStream, wire.CarrierPoll)
+		return nil, tinyfmt.Errorf("%w %q: want %q, %q or %q", ErrBadCarrier, o.Carrier, wire.CarrierWebSocket, wire.CarrierStream, wire.CarrierPoll)
 	}
 	if o.FallbackAfter <= 0 {
 		o.FallbackAfter = DefaultFallbackAfter
@@ -263,6 +268,7 @@ func New(rawURL string, opts *Options) (*Gateway, error) {
 		onCarrier:      o.OnCarrier,
 		fallbackAfter:  o.FallbackAfter,
 		upgradeAfter:   o.UpgradeAfter,
+		renewToken:     o.RenewToken,
 		prefer:         o.Carrier,
 		life:           life,
 		finish:         finish,
@@ -277,13 +283,13 @@ func New(rawURL string, opts *Options) (*Gateway, error) {
 func (g *Gateway) URL() string { return g.url }
 
 // parseURL checks an events URL and normalises it (see normalise).
-func parseURL(raw string) (*url.URL, error) {
-	u, err := url.Parse(raw)
+func parseURL(raw string) (*weburl.URL, error) {
+	u, err := weburl.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q: %v", ErrBadURL, raw, err)
+		return nil, tinyfmt.Errorf("%w: %q: %v", ErrBadURL, raw, err)
 	}
 	if u, err = normalise(u); err != nil {
-		return nil, fmt.Errorf("%w in %q", err, raw)
+		return nil, tinyfmt.Errorf("%w in %q", err, raw)
 	}
 	return u, nil
 }
@@ -291,17 +297,17 @@ func parseURL(raw string) (*url.URL, error) {
 // normalise is the one rule for events URLs: the scheme becomes ws or wss (http and https
 // mean them), a host is required, and the fragment goes. The controller compares places as
 // strings, so every URL that names one (the gateway's own, GOAWAY targets) passes through here.
-func normalise(u *url.URL) (*url.URL, error) {
+func normalise(u *weburl.URL) (*weburl.URL, error) {
 	switch strings.ToLower(u.Scheme) {
 	case "ws", "http":
 		u.Scheme = "ws"
 	case "wss", "https":
 		u.Scheme = "wss"
 	default:
-		return nil, fmt.Errorf("%w: scheme must be ws, wss, http or https, got %q", ErrBadURL, u.Scheme)
+		return nil, tinyfmt.Errorf("%w: scheme must be ws, wss, http or https, got %q", ErrBadURL, u.Scheme)
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("%w: no host", ErrBadURL)
+		return nil, tinyfmt.Errorf("%w: no host", ErrBadURL)
 	}
 	u.Fragment = ""
 	return u, nil
@@ -335,9 +341,9 @@ func (g *Gateway) Subscribe(stream string, handler func(Delivery)) *Subscription
 	defer g.mu.Unlock()
 	switch {
 	case handler == nil:
-		g.end(s, fmt.Errorf("%w: Subscribe(%q)", ErrNilHandler, stream))
+		g.end(s, tinyfmt.Errorf("%w: Subscribe(%q)", ErrNilHandler, stream))
 	case wire.CheckStream(stream) != nil:
-		g.end(s, fmt.Errorf("gateway: Subscribe(%q): %w", wire.Truncate(stream), wire.CheckStream(stream)))
+		g.end(s, tinyfmt.Errorf("gateway: Subscribe(%q): %w", wire.Truncate(stream), wire.CheckStream(stream)))
 	case g.cause != nil:
 		g.end(s, g.cause)
 	default:
@@ -363,7 +369,7 @@ func (g *Gateway) Close(cause error) {
 	if g.cause == nil {
 		g.cause = cause
 		g.finish(cause)
-		for _, name := range slices.Sorted(maps.Keys(g.subs)) {
+		for _, name := range sortedKeys(g.subs) {
 			g.end(g.subs[name], cause)
 		}
 		clear(g.subs)
@@ -408,13 +414,14 @@ func (g *Gateway) Run(ctx context.Context, gen *controller.Generation) error {
 		return err
 	}
 	err = s.run()
+	s.stopRenewals()
 	g.unregister(s, err)
 	return err
 }
 
 // register records a new session, refusing it once the gateway is closed. The session's
 // context ends with the generation's or with Close, whichever comes first.
-func (g *Gateway) register(ctx context.Context, gen *controller.Generation, u *url.URL) (*session, error) {
+func (g *Gateway) register(ctx context.Context, gen *controller.Generation, u *weburl.URL) (*session, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.cause != nil {
@@ -443,6 +450,7 @@ func (g *Gateway) unregister(s *session, err error) {
 	// check would wait (a WebSocket always gets a connection of its own).
 	g.failed = !errors.Is(err, controller.ErrStopped) && !errors.Is(err, controller.ErrReplaced) &&
 		!errors.Is(err, controller.ErrOffline) && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrLinkDead)
+	g.closeAccess(s, err) // access.go: none of its calls goes to a later session
 	g.orphan(s, err)
 	g.runs--
 	if g.runs == 0 && g.idle != nil {
@@ -456,7 +464,7 @@ func closedError(cause error) error {
 	if errors.Is(cause, ErrClosed) {
 		return cause
 	}
-	return fmt.Errorf("%w: %w", ErrClosed, cause)
+	return tinyfmt.Errorf("%w: %w", ErrClosed, cause)
 }
 
 // Probe checks that the links are alive now, instead of waiting for the watchdog (2.5 ×

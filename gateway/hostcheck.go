@@ -3,12 +3,12 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // The refusal query (PROTOCOL.md §2.4): a plain GET of the events endpoint, with the page's
@@ -61,13 +61,13 @@ func (g *Gateway) askHost(ctx context.Context, wsURL string) hostCheck {
 	r, derr := wire.DecodeRefusal(body)
 	switch {
 	case derr != nil:
-		return hostCheck{seen: fmt.Errorf("gateway: the refusal query was answered %d, not by a Lifeline Host", a.status)}
+		return hostCheck{seen: tinyfmt.Errorf("gateway: the refusal query was answered %d, not by a Lifeline Host", a.status)}
 	case a.status == statusUpgradeRequired && r.Error == wire.RefusalUpgradeRequired:
 		return hostCheck{up: true, carriers: slices.Contains(r.Carriers, wire.CarrierStream)}
 	case a.status == statusServiceUnavailable && r.Error == wire.RefusalNotReady:
 		return hostCheck{gated: true}
 	}
-	return hostCheck{seen: fmt.Errorf("gateway: the refusal query was answered %d %q", a.status, r.Error)}
+	return hostCheck{seen: tinyfmt.Errorf("gateway: the refusal query was answered %d %q", a.status, r.Error)}
 }
 
 // explain is what a failed dial's error becomes once the refusal query has said why: the
@@ -78,9 +78,9 @@ func explain(ctx context.Context, dialErr error, hc hostCheck) error {
 	case ctx.Err() != nil:
 		return context.Cause(ctx)
 	case hc.refused != nil:
-		return fmt.Errorf("%w: %w", ErrDial, hc.refused)
+		return tinyfmt.Errorf("%w: %w", ErrDial, hc.refused)
 	case hc.seen != nil && !errors.Is(hc.seen, errQueryTimeout):
-		return fmt.Errorf("%w (the refusal query could not tell why: %v)", dialErr, hc.seen)
+		return tinyfmt.Errorf("%w (the refusal query could not tell why: %v)", dialErr, hc.seen)
 	}
 	return dialErr
 }

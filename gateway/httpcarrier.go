@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // The HTTP carrier (PROTOCOL.md §11), for a path that will not carry a WebSocket: the Host's
@@ -108,12 +108,12 @@ func dialHTTP(ctx context.Context, rawURL, kind string, h Handshake, limit int64
 		if refused := refusedBy(a.status, a.retryAfter, body); refused != nil {
 			return nil, refused
 		}
-		return nil, fmt.Errorf("gateway: GET %s answered %d", u, a.status)
+		return nil, tinyfmt.Errorf("gateway: GET %s answered %d", u, a.status)
 	}
 	if !strings.HasPrefix(a.contentType, wire.EventStreamType) {
 		a.close()
 		end(nil)
-		return nil, fmt.Errorf("gateway: GET %s answered %q, not a Lifeline Host's %s", u, a.contentType, wire.EventStreamType)
+		return nil, tinyfmt.Errorf("gateway: GET %s answered %q, not a Lifeline Host's %s", u, a.contentType, wire.EventStreamType)
 	}
 	c := &httpCarrier{
 		name:     kind,
@@ -137,7 +137,7 @@ func (c *httpCarrier) read() (frameKind, []byte, error) {
 	for {
 		b, err := c.scan.Next()
 		if err != nil {
-			return 0, nil, fmt.Errorf("%w: %w", errMessageTooBig, err)
+			return 0, nil, tinyfmt.Errorf("%w: %w", errMessageTooBig, err)
 		}
 		if b != nil {
 			c.frames++
@@ -184,7 +184,7 @@ func (c *httpCarrier) cause(err error) error {
 		err = context.Cause(c.life)
 	}
 	if pageLeaving() && !errors.Is(err, errClosedByPage) {
-		return fmt.Errorf("%w: %w", controller.ErrLeaving, err)
+		return tinyfmt.Errorf("%w: %w", controller.ErrLeaving, err)
 	}
 	return err
 }
@@ -204,9 +204,17 @@ func (c *httpCarrier) poll() (*httpAnswer, error) {
 	env := wire.Envelope{T: wire.EnvelopePoll, Session: c.session, Secret: c.secret, Ack: c.frames}
 	c.mu.Unlock()
 	if env.Session == "" {
-		return nil, fmt.Errorf("%w: the first answer of the polls carried no ready frame", ErrProtocol)
+		return nil, tinyfmt.Errorf("%w: the first answer of the polls carried no ready frame", ErrProtocol)
 	}
 	a, err := c.post(wire.AppendLine(nil, env.Encode()))
+	if err != nil && c.isDraining() && c.life.Err() == nil {
+		// A draining session's Host may be a successor that does not know it (a restart that
+		// handed the listening socket on): its polls fail while the page's next session is
+		// being made. The session holds, silent, make-before-break, until that session
+		// replaces it, or the dead-link probe ends it; it is not a lost connection.
+		<-c.life.Done()
+		return nil, c.cause(err)
+	}
 	if err != nil {
 		c.end(err)
 		return nil, err
@@ -231,13 +239,13 @@ func (c *httpCarrier) post(body []byte) (*httpAnswer, error) {
 			if a.status < 500 {
 				return nil, postRefused(a.status, b)
 			}
-			err = fmt.Errorf("gateway: POST %s answered %d", c.endpoint, a.status)
+			err = tinyfmt.Errorf("gateway: POST %s answered %d", c.endpoint, a.status)
 		}
 		if c.life.Err() != nil {
 			return nil, context.Cause(c.life)
 		}
 		if try == sendTries {
-			return nil, fmt.Errorf("%w: %d POSTs of the session failed: %w", ErrSessionClosed, sendTries, err)
+			return nil, tinyfmt.Errorf("%w: %d POSTs of the session failed: %w", ErrSessionClosed, sendTries, err)
 		}
 		t := time.NewTimer(time.Duration(try) * sendRetry)
 		select {
@@ -251,17 +259,22 @@ func (c *httpCarrier) post(body []byte) (*httpAnswer, error) {
 
 // postRefused is the end of a session whose POST the Host refused.
 func postRefused(status int, body []byte) error {
-	why := fmt.Sprintf("HTTP %d", status)
+	why := tinyfmt.Sprintf("HTTP %d", status)
 	if r, err := wire.DecodeRefusal(bytes.TrimSpace(body)); err == nil {
+		if r.Error == wire.RefusalAccessEnded {
+			if reason, reauth, ok := wire.ParseAccessEnded(r.Reason); ok {
+				return &accessEndedRefusal{reason: reason, reauth: reauth, status: status}
+			}
+		}
 		why += " " + r.Error
 		if r.Reason != "" {
 			why += ": " + r.Reason
 		}
 	}
 	if status == statusNotFound {
-		return fmt.Errorf("%w: %w (%s)", ErrSessionClosed, errSessionGone, why)
+		return tinyfmt.Errorf("%w: %w (%s)", ErrSessionClosed, errSessionGone, why)
 	}
-	return fmt.Errorf("%w: the host refused a POST of the session (%s)", ErrSessionClosed, why)
+	return tinyfmt.Errorf("%w: the host refused a POST of the session (%s)", ErrSessionClosed, why)
 }
 
 // write queues one frame for the next POST.
@@ -274,7 +287,7 @@ func (c *httpCarrier) write(b []byte) error {
 	case c.life.Err() != nil:
 		return context.Cause(c.life)
 	case c.unsent+len(b) > maxUnsent && c.unsent > 0:
-		return fmt.Errorf("gateway: the link is not draining: %d bytes wait to be sent (bound %d)", c.unsent, maxUnsent)
+		return tinyfmt.Errorf("gateway: the link is not draining: %d bytes wait to be sent (bound %d)", c.unsent, maxUnsent)
 	}
 	c.out = append(c.out, bytes.Clone(b))
 	c.unsent += len(b)

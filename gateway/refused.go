@@ -2,12 +2,12 @@ package gateway
 
 import (
 	"bytes"
-	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // UnauthorizedError is the failure of an attempt the Host refused for the page's credentials:
@@ -25,9 +25,9 @@ type UnauthorizedError struct {
 
 func (e *UnauthorizedError) Error() string {
 	if e.Reason == "" {
-		return fmt.Sprintf("gateway: the host refused the page's credentials (HTTP %d)", e.Status)
+		return tinyfmt.Sprintf("gateway: the host refused the page's credentials (HTTP %d)", e.Status)
 	}
-	return fmt.Sprintf("gateway: the host refused the page's credentials (HTTP %d): %s", e.Status, e.Reason)
+	return tinyfmt.Sprintf("gateway: the host refused the page's credentials (HTTP %d): %s", e.Status, e.Reason)
 }
 
 // Is makes errors.Is(err, controller.ErrUnauthorized) hold.
@@ -41,7 +41,7 @@ func (e *UnauthorizedError) Is(target error) bool { return target == controller.
 // credential refuses as surely as the Host's app, in whatever format it writes.
 func refusedBy(status int, retryAfter string, body []byte) error {
 	if status == 429 {
-		err := fmt.Errorf("%w: HTTP 429, too many sockets from this address", ErrOverloaded)
+		err := tinyfmt.Errorf("%w: HTTP 429, too many sockets from this address", ErrOverloaded)
 		wait := time.Duration(0)
 		if r, derr := wire.DecodeRefusal(body); derr == nil && r.RetryAfterMs > 0 {
 			wait = time.Duration(r.RetryAfterMs) * time.Millisecond

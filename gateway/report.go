@@ -2,11 +2,11 @@ package gateway
 
 import (
 	"errors"
-	"net/url"
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/weburl"
 )
 
 // What the Host is told of the page (PROTOCOL.md §10): its mode, on the URL of every dial,
@@ -93,7 +93,7 @@ func (g *Gateway) takeReport(s *session) []byte {
 }
 
 // dialURL is the URL a session dials: its target, with the page's mode when it has one.
-func (g *Gateway) dialURL(target *url.URL) string {
+func (g *Gateway) dialURL(target *weburl.URL) string {
 	if g.mode == "" {
 		return target.String()
 	}
@@ -101,7 +101,7 @@ func (g *Gateway) dialURL(target *url.URL) string {
 	if u.RawQuery != "" {
 		u.RawQuery += "&"
 	}
-	u.RawQuery += wire.ModeParam + "=" + url.QueryEscape(g.mode)
+	u.RawQuery += wire.ModeParam + "=" + weburl.QueryEscape(g.mode)
 	return u.String()
 }
 

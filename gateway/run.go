@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // run carries the session: over a WebSocket first, or over the HTTP carrier where the gateway
@@ -132,11 +132,11 @@ func (s *session) checkFirst(target string) error {
 	case errors.Is(context.Cause(ctx), errQueryTimeout):
 		return nil
 	case hc.refused != nil:
-		return fmt.Errorf("%w: %s: %w", ErrDial, s.target, hc.refused)
+		return tinyfmt.Errorf("%w: %s: %w", ErrDial, s.target, hc.refused)
 	case hc.up || hc.gated:
 		return nil
 	}
-	return fmt.Errorf("%w: %s: the host cannot be reached: %w", ErrDial, s.target, hc.seen)
+	return tinyfmt.Errorf("%w: %s: the host cannot be reached: %w", ErrDial, s.target, hc.seen)
 }
 
 // over carries the session over one carrier of kind. A carrier whose ready frame has not come
@@ -203,13 +203,13 @@ func (s *session) over(kind, target string) error {
 			return context.Cause(s.ctx)
 		case errors.Is(context.Cause(dctx), errPathHolds):
 			<-checked
-			return &suspect{err: fmt.Errorf("%w: %s: %w", ErrDial, s.target, errPathHolds), check: check}
+			return &suspect{err: tinyfmt.Errorf("%w: %s: %w", ErrDial, s.target, errPathHolds), check: check}
 		case isRefusal(err), unanswered(err):
 			// The Host's refusal, or a dial nothing answered (refused, reset, no route): the
 			// network or the Host is down, which no other carrier mends.
-			return fmt.Errorf("%w: %s: %w", ErrDial, s.target, err)
+			return tinyfmt.Errorf("%w: %s: %w", ErrDial, s.target, err)
 		}
-		return &suspect{err: fmt.Errorf("%w: %s: %w", ErrDial, s.target, err), unopened: kind == wire.CarrierWebSocket && dialOpaque}
+		return &suspect{err: tinyfmt.Errorf("%w: %s: %w", ErrDial, s.target, err), unopened: kind == wire.CarrierWebSocket && dialOpaque}
 	}
 	cancelDial(nil)
 	err = s.carry(c, holds)
@@ -234,7 +234,7 @@ func (s *session) dial(ctx context.Context, kind, target string) (carrier, error
 	if p := c.subprotocol(); p != wire.Subprotocol {
 		// Whatever answered, it is not a Lifeline Host (a proxy's own WebSocket, say).
 		c.hangup("lifeline: subprotocol "+wire.Subprotocol+" required", false, g.grace)
-		return nil, fmt.Errorf("%w: host did not agree on subprotocol %q, got %q", ErrProtocol, wire.Subprotocol, p)
+		return nil, tinyfmt.Errorf("%w: host did not agree on subprotocol %q, got %q", ErrProtocol, wire.Subprotocol, p)
 	}
 	return c, nil
 }
@@ -311,7 +311,7 @@ loop:
 		case <-watchdog.C:
 			quiet := time.Duration(since(l.start) - l.lastFrame.Load())
 			if quiet >= limit {
-				err = fmt.Errorf("%w: no frame for %v (heartbeat %v)", ErrLinkDead, quiet.Round(time.Millisecond), heartbeat)
+				err = tinyfmt.Errorf("%w: no frame for %v (heartbeat %v)", ErrLinkDead, quiet.Round(time.Millisecond), heartbeat)
 				force = true
 				break loop
 			}
@@ -325,7 +325,7 @@ loop:
 				probeSent = -1 // answered: the link is alive
 				continue
 			}
-			err = fmt.Errorf("%w: no answer to a liveness probe within %v", ErrLinkDead, g.probeBound(heartbeat, time.Duration(probeSent-l.lastFrame.Load())))
+			err = tinyfmt.Errorf("%w: no answer to a liveness probe within %v", ErrLinkDead, g.probeBound(heartbeat, time.Duration(probeSent-l.lastFrame.Load())))
 			force = true
 			break loop
 		case <-holds:
@@ -395,7 +395,7 @@ func (s *session) networkish(err error) bool {
 	if errors.Is(err, errPathHolds) {
 		return true
 	}
-	if s.refusal.Load() != nil || errors.Is(err, controller.ErrHostRestarting) {
+	if s.refusal.Load() != nil || s.ended.Load() != nil || errors.Is(err, controller.ErrHostRestarting) {
 		return false
 	}
 	var re *controller.RedirectError
@@ -405,7 +405,7 @@ func (s *session) networkish(err error) bool {
 	}
 	if code, _, ok := closeStatus(err); ok {
 		switch code {
-		case wire.CloseOrigin, wire.CloseServiceRestart, wire.CloseOverloaded, wire.CloseTooBig:
+		case wire.CloseOrigin, wire.CloseServiceRestart, wire.CloseOverloaded, wire.CloseTooBig, wire.CloseAccessEnded:
 			return false
 		}
 	}
@@ -467,7 +467,7 @@ func (s *session) pump(c carrier, l *link, done chan<- struct{}) {
 	for {
 		typ, b, err := c.read()
 		if err != nil {
-			if !failed {
+			if !failed && !s.movedOnGone(err) {
 				fail(s.readError(err))
 			}
 			return
@@ -478,12 +478,12 @@ func (s *session) pump(c carrier, l *link, done chan<- struct{}) {
 			continue
 		}
 		if typ != textFrame {
-			fail(fmt.Errorf("%w: a binary message of %d bytes", ErrProtocol, len(b)))
+			fail(tinyfmt.Errorf("%w: a binary message of %d bytes", ErrProtocol, len(b)))
 			continue
 		}
 		f, err := wire.DecodeHost(b)
 		if err != nil {
-			fail(fmt.Errorf("%w: %w", ErrProtocol, err))
+			fail(tinyfmt.Errorf("%w: %w", ErrProtocol, err))
 			continue
 		}
 		wasReady := s.gotReady
@@ -507,7 +507,7 @@ func (s *session) writer(c carrier, l *link, quit <-chan struct{}, done chan<- s
 			return
 		case <-l.ping:
 			if err := c.write(ping); err != nil {
-				l.report(fmt.Errorf("%w: writing a ping: %w", ErrSessionClosed, err))
+				l.report(tinyfmt.Errorf("%w: writing a ping: %w", ErrSessionClosed, err))
 				return
 			}
 			continue
@@ -519,7 +519,7 @@ func (s *session) writer(c carrier, l *link, quit <-chan struct{}, done chan<- s
 				err = c.write(b)
 			}
 			if err != nil {
-				l.report(fmt.Errorf("%w: writing %s %q: %w", ErrSessionClosed, f.T, f.Stream, err))
+				l.report(tinyfmt.Errorf("%w: writing %s %q: %w", ErrSessionClosed, f.T, f.Stream, err))
 				return
 			}
 		}
@@ -529,13 +529,13 @@ func (s *session) writer(c carrier, l *link, quit <-chan struct{}, done chan<- s
 				onSent[i]() // before the write: "sent" is an upper bound, never news after a crash
 			}
 			if err := c.write(b); err != nil {
-				l.report(fmt.Errorf("%w: writing a call: %w", ErrSessionClosed, err))
+				l.report(tinyfmt.Errorf("%w: writing a call: %w", ErrSessionClosed, err))
 				return
 			}
 		}
 		if b := s.g.takeReport(s); b != nil {
 			if err := c.write(b); err != nil {
-				l.report(fmt.Errorf("%w: writing a report: %w", ErrSessionClosed, err))
+				l.report(tinyfmt.Errorf("%w: writing a report: %w", ErrSessionClosed, err))
 				return
 			}
 		}
@@ -548,42 +548,54 @@ func since(start time.Time) int64 { return int64(time.Since(start)) }
 // readError explains why reading the socket failed.
 func (s *session) readError(err error) error {
 	code, reason, closed := closeStatus(err)
+	var refused *accessEndedRefusal
 	switch {
+	case errors.As(err, &refused):
+		s.endedBy(refused.reason, refused.reauth) // its frames may not have been read yet
+		return err
 	case errors.Is(err, errMessageTooBig):
-		return fmt.Errorf("%w: a frame exceeded the read limit of %d bytes: %w", ErrProtocol, s.g.readLimit, err)
+		return tinyfmt.Errorf("%w: a frame exceeded the read limit of %d bytes: %w", ErrProtocol, s.g.readLimit, err)
 	case closed && code == wire.CloseOverloaded:
-		e := fmt.Errorf("%w: close %d %q", ErrOverloaded, code, reason)
+		e := tinyfmt.Errorf("%w: close %d %q", ErrOverloaded, code, reason)
 		if d, ok := wire.ParseRetryAfter(reason); ok {
 			return &controller.RetryAfterError{After: d, Err: e}
 		}
 		return e
+	case closed && code == wire.CloseAccessEnded:
+		if r, reauth, ok := wire.ParseAccessEnded(reason); ok {
+			s.endedBy(r, reauth) // the error frame that says it in full may not have come
+		}
+		return tinyfmt.Errorf("%w: the host closed it with %d %q", ErrSessionClosed, code, reason)
 	case closed && code == wire.CloseServiceRestart:
 		if d, ok := wire.ParseRestart(reason); ok {
 			s.restart.CompareAndSwap(-1, d.Milliseconds())
 		} else {
 			s.restart.CompareAndSwap(-1, 0)
 		}
-		return fmt.Errorf("%w: the host closed it with %d %q", ErrSessionClosed, code, reason)
+		return tinyfmt.Errorf("%w: the host closed it with %d %q", ErrSessionClosed, code, reason)
 	case closed:
-		return fmt.Errorf("%w: the host closed it with %d %q", ErrSessionClosed, code, reason)
+		return tinyfmt.Errorf("%w: the host closed it with %d %q", ErrSessionClosed, code, reason)
 	}
-	return fmt.Errorf("%w: %w", ErrSessionClosed, err)
+	return tinyfmt.Errorf("%w: %w", ErrSessionClosed, err)
 }
 
 // outcome is what Run returns for a session that ended with err, with what the Host said on
 // its way out: a restart (controller.ErrHostRestarting, with its minimum wait as a
 // *controller.RetryAfterError) or a retry-after (see overload).
 func (s *session) outcome(err error) error {
+	if s.ended.Load() != nil {
+		return s.accessOutcome(err) // it says what the Host said
+	}
 	// What the Host said before it closed, unless its close frame said it already (a 1013's
 	// retry-after is in both): once is enough for the person reading it.
 	if m := s.refusal.Load(); m != nil && !strings.Contains(err.Error(), *m) {
-		err = fmt.Errorf("%w (the host said: %s)", err, clip(*m, maxSaid))
+		err = tinyfmt.Errorf("%w (the host said: %s)", err, clip(*m, maxSaid))
 	}
 	ms := s.restart.Load()
 	if ms < 0 {
 		return s.overload(err)
 	}
-	err = fmt.Errorf("%w: %w", controller.ErrHostRestarting, err)
+	err = tinyfmt.Errorf("%w: %w", controller.ErrHostRestarting, err)
 	if ms == 0 {
 		return err
 	}
@@ -601,7 +613,7 @@ func (s *session) overload(err error) error {
 		return err
 	}
 	if !errors.Is(err, ErrOverloaded) {
-		err = fmt.Errorf("%w: %w", ErrOverloaded, err)
+		err = tinyfmt.Errorf("%w: %w", ErrOverloaded, err)
 	}
 	return &controller.RetryAfterError{After: time.Duration(ms) * time.Millisecond, Err: err}
 }
@@ -712,6 +724,42 @@ func probeURL(u string) string {
 	}
 	return u + sep + wire.ProbeParam + "=1"
 }
+
+// movedOnGone handles a session on the HTTP carrier that a Host says it does not have (404 to
+// a poll or a POST) while the page holds it ready. That is, most often, a Host that restarted
+// and handed its listening socket to a successor before its goaway reached this page: the
+// successor takes the new requests and knows no session of its predecessor. The page moves as
+// after an empty goaway, make-before-break: the connection it shows holds until the next
+// session is ready, or for goneHold at most, after which the failure stands. It reports
+// whether the session was replaced.
+func (s *session) movedOnGone(err error) bool {
+	if !errors.Is(err, errSessionGone) || !s.gotReady {
+		return false
+	}
+	g := s.g
+	g.mu.Lock()
+	was := s.draining
+	s.draining = true
+	g.mu.Unlock()
+	if s.gen.GoAway("") != nil {
+		g.mu.Lock()
+		s.draining = was
+		g.mu.Unlock()
+		return false
+	}
+	t := time.NewTimer(goneHold)
+	defer t.Stop()
+	select {
+	case <-s.ctx.Done(): // replaced (or closed)
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// goneHold is how long a session whose Host no longer has it is shown as connected while the
+// page makes its next one: a restart's successor answers within a handshake's slow warning.
+const goneHold = 3 * time.Second
 
 // upgrade moves the page from this session on the HTTP carrier to a WebSocket, which a probe
 // found gets through: the next attempt dials one, and this session keeps delivering until it

@@ -2,15 +2,13 @@ package gateway
 
 import (
 	"context"
-	"fmt"
-	"maps"
-	"net/url"
-	"slices"
 	"strings"
 	"sync/atomic"
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
+	"github.com/lifeline-go/lifeline/internal/weburl"
 )
 
 // session is one generation: one socket, from dial to close. Its frame handling (handle,
@@ -19,7 +17,7 @@ import (
 type session struct {
 	g      *Gateway
 	gen    *controller.Generation
-	target *url.URL
+	target *weburl.URL
 	// ctx ends with the generation's context or with Close; set by register.
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
@@ -50,6 +48,7 @@ type session struct {
 	inflight map[uint64]*call   // calls sent on it without their reply, by id
 	report   *wire.PageFrame    // the report of the outage it ended, until written (report.go)
 	reportOK bool               // the ready frame asked for reports
+	presence bool               // the ready frame says the Host carries presence
 
 	drained chan struct{} // signalled when inflight empties (capacity 1)
 
@@ -61,6 +60,9 @@ type session struct {
 
 	retryAfter atomic.Int64 // ms from an error frame "retry-after=<ms>"; -1 when none
 	restart    atomic.Int64 // ms from an error frame or close reason "service-restart[ retry-after=<ms>]"; -1 when none
+
+	ended     atomic.Pointer[accessEnd] // the Host ended the session's access (access.go); nil when not
+	stopRenew func()                    // ends its renewals and waits for them (access.go); set by the pump
 }
 
 // wireSub is one stream as a session subscribed it.
@@ -68,9 +70,13 @@ type wireSub struct {
 	sub   *Subscription
 	token uint64 // sub.token when the sub frame was sent
 	epoch string // the log this session serves the stream from: the cursor's, then each reset's
+	// presence: the sub frame asked for presence; batch is a presence batch whose last frame
+	// has not come yet (presence.go).
+	presence bool
+	batch    *presBatch
 }
 
-func newSession(g *Gateway, gen *controller.Generation, target *url.URL) *session {
+func newSession(g *Gateway, gen *controller.Generation, target *weburl.URL) *session {
 	s := &session{
 		g:        g,
 		gen:      gen,
@@ -153,6 +159,13 @@ func (s *session) handle(f wire.HostFrame) error {
 		if strings.Contains(f.Message, `unknown type "`+wire.TypePing+`"`) {
 			s.noPing.Store(true) // an older Host: its answer proved the link, but ask no more
 		}
+		if reason, reauth, ok := wire.ParseAccessEnded(f.Message); ok {
+			// access.go. Ended for good, the session ends now, not at the close that follows:
+			// the page shows unauthorized as soon as it can.
+			if s.endedBy(reason, reauth); !reauth {
+				return errAccessEnded
+			}
+		}
 		s.g.log.Warn("gateway: host reported an error", "url", s.target.String(), "message", f.Message)
 		return nil
 	}
@@ -161,7 +174,7 @@ func (s *session) handle(f wire.HostFrame) error {
 			return s.turnedAway(f.URI)
 		}
 		if f.T != wire.TypeReady {
-			return fmt.Errorf("%w: expected a ready frame first, got %q", ErrProtocol, f.T)
+			return tinyfmt.Errorf("%w: expected a ready frame first, got %q", ErrProtocol, f.T)
 		}
 		s.gotReady = true
 		s.readyFrame = f
@@ -175,15 +188,16 @@ func (s *session) handle(f wire.HostFrame) error {
 		}
 		s.g.mu.Lock()
 		s.ready = true
-		s.dedup, s.maxFrame, s.reportOK = f.Dedup, f.MaxFrameBytes, f.Report
+		s.dedup, s.maxFrame, s.reportOK, s.presence = f.Dedup, f.MaxFrameBytes, f.Report, f.HasPresence
 		s.g.mu.Unlock()
 		close(s.readied)
 		s.kickWriter()
+		s.startRenewals(f) // access.go: when the ready frame says the credential expires
 		return nil
 	}
 	switch f.T {
 	case wire.TypeReady:
-		return fmt.Errorf("%w: a second ready frame (session %q) on session %q",
+		return tinyfmt.Errorf("%w: a second ready frame (session %q) on session %q",
 			ErrProtocol, f.Session, s.readyFrame.Session)
 	case wire.TypeHeartbeat:
 		return nil // its arrival already fed the watchdog
@@ -215,8 +229,11 @@ func (s *session) handle(f wire.HostFrame) error {
 	case wire.TypeReply:
 		s.g.replied(s, f)
 		return nil
+	case wire.TypePresence:
+		s.g.onPresence(s, f)
+		return nil
 	}
-	return fmt.Errorf("%w: unhandled frame type %q", ErrProtocol, f.T)
+	return tinyfmt.Errorf("%w: unhandled frame type %q", ErrProtocol, f.T)
 }
 
 // dispatch applies an event or reset received on s to its stream's subscription.
@@ -256,7 +273,7 @@ func (g *Gateway) dispatch(s *session, f wire.HostFrame) error {
 		sub.dups++
 		return nil
 	case f.Seq != sub.last+1:
-		return fmt.Errorf("%w: stream %q jumped from seq %d to %d without a reset (epoch %q)",
+		return tinyfmt.Errorf("%w: stream %q jumped from seq %d to %d without a reset (epoch %q)",
 			ErrProtocol, f.Stream, sub.last, f.Seq, sub.epoch)
 	}
 	sub.last = f.Seq
@@ -294,7 +311,7 @@ func (g *Gateway) reconcile(s *session) []wire.PageFrame {
 		return nil
 	}
 	var frames []wire.PageFrame
-	names := slices.Sorted(maps.Keys(g.subs))
+	names := sortedKeys(g.subs)
 	for name := range s.wire {
 		if g.subs[name] == nil {
 			names = append(names, name)
@@ -318,8 +335,14 @@ func (g *Gateway) reconcile(s *session) []wire.PageFrame {
 			if sub.epoch != "" {
 				f.Epoch, f.After = sub.epoch, sub.last
 			}
+			switch {
+			case sub.pres != nil && s.presence:
+				sub.presenceAsk(&f)
+			case sub.pres != nil:
+				g.noPresenceHere(sub)
+			}
 			frames = append(frames, f)
-			s.wire[name] = wireSub{sub: sub, token: sub.token, epoch: sub.epoch}
+			s.wire[name] = wireSub{sub: sub, token: sub.token, epoch: sub.epoch, presence: f.Presence}
 		}
 	}
 	return frames
@@ -334,9 +357,9 @@ func (s *session) turnedAway(uri string) error {
 	if err != nil {
 		return err
 	}
-	cause := fmt.Errorf("%w: the host turned the session away before it was ready (goaway %q)", ErrSessionClosed, uri)
+	cause := tinyfmt.Errorf("%w: the host turned the session away before it was ready (goaway %q)", ErrSessionClosed, uri)
 	if to == s.gen.Target() {
-		return fmt.Errorf("%w: %w", controller.ErrHostRestarting, cause)
+		return tinyfmt.Errorf("%w: %w", controller.ErrHostRestarting, cause)
 	}
 	return &controller.RedirectError{To: to, Err: cause}
 }
@@ -362,17 +385,17 @@ func (s *session) goAwayPlace(uri string) (string, error) {
 // resolveGoAway resolves a GOAWAY uri against the URL the session dialed. A target is
 // normalised like [Gateway.URL], so that a place has one spelling; one that names the current
 // URL means "come back here" and becomes "".
-func resolveGoAway(base *url.URL, uri string) (string, error) {
+func resolveGoAway(base *weburl.URL, uri string) (string, error) {
 	if uri == "" {
 		return "", nil
 	}
-	ref, err := url.Parse(uri)
+	ref, err := weburl.Parse(uri)
 	if err != nil {
-		return "", fmt.Errorf("%w: goaway uri %q: %v", ErrProtocol, uri, err)
+		return "", tinyfmt.Errorf("%w: goaway uri %q: %v", ErrProtocol, uri, err)
 	}
 	u, err := parseURL(base.ResolveReference(ref).String())
 	if err != nil {
-		return "", fmt.Errorf("%w: goaway uri %q: %w", ErrProtocol, uri, err)
+		return "", tinyfmt.Errorf("%w: goaway uri %q: %w", ErrProtocol, uri, err)
 	}
 	if t := u.String(); t != base.String() {
 		return t, nil

@@ -1,10 +1,10 @@
 package gateway
 
 import (
-	"fmt"
-	"runtime/debug"
+	"runtime"
 
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // Delivery is what a subscription's handler receives: one event of the stream, or a reset.
@@ -44,6 +44,7 @@ type Subscription struct {
 	queue   []Delivery
 	running bool // a delivery goroutine exists
 	dups    uint64
+	pres    *presence // who is on the stream, when asked for (presence.go); nil if not
 }
 
 // Stream returns the stream's name.
@@ -100,6 +101,9 @@ func (g *Gateway) end(s *Subscription, err error) {
 	}
 	s.err = err
 	s.queue = nil
+	if s.pres != nil {
+		s.pres.unhold()
+	}
 	if !s.running {
 		close(s.done)
 	}
@@ -159,8 +163,21 @@ func (g *Gateway) call(s *Subscription, d Delivery) {
 	defer func() {
 		if v := recover(); v != nil {
 			g.log.Error("gateway: subscription handler panicked; delivery continues",
-				"stream", s.stream, "seq", d.Seq, "reset", d.Reset, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				"stream", s.stream, "seq", d.Seq, "reset", d.Reset, "panic", tinyfmt.Sprint(v), "stack", stack())
 		}
 	}()
 	s.handler(d)
+}
+
+// stack is the calling goroutine's stack, as runtime/debug.Stack gives it (which would link
+// fmt and os into the page's wasm).
+func stack() string {
+	buf := make([]byte, 4096)
+	for {
+		n := runtime.Stack(buf, false)
+		if n < len(buf) {
+			return string(buf[:n])
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }

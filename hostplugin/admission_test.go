@@ -405,7 +405,7 @@ func TestPerIPForgetsAnAddressIdleForAMinute(t *testing.T) {
 // to the Host's handler. The limiter answers before the upgrade, so no socket is needed; a
 // request it lets through fails later (400: no lifeline.v1 offered).
 func upgradeFrom(f *fixture, remote string, xff ...string) *httptest.ResponseRecorder {
-	r := httptest.NewRequest(http.MethodGet, f.h.Config().Endpoint(), nil)
+	r := httptest.NewRequest(http.MethodGet, f.H.Config().Endpoint(), nil)
 	r.RemoteAddr = remote
 	r.Header.Set("Connection", "Upgrade")
 	r.Header.Set("Upgrade", "websocket")
@@ -413,7 +413,7 @@ func upgradeFrom(f *fixture, remote string, xff ...string) *httptest.ResponseRec
 		r.Header.Add("X-Forwarded-For", v)
 	}
 	w := httptest.NewRecorder()
-	endpointOnly(f.h).ServeHTTP(w, r)
+	endpointOnly(f.H).ServeHTTP(w, r)
 	return w
 }
 
@@ -439,7 +439,7 @@ func TestPerAddressRateRefusesASocketLoop(t *testing.T) {
 	if w := upgradeFrom(f, other+":40000"); w.Code == http.StatusTooManyRequests {
 		t.Errorf("another address was refused: one looping client must not limit the others")
 	}
-	waitFor(t, "the refusal to be logged", func() bool { return f.logs.Has("per-address rate", "addr="+looper) })
+	waitFor(t, "the refusal to be logged", func() bool { return f.Logs.Has("per-address rate", "addr="+looper) })
 }
 
 // TestPerAddressRateBehindTrustedProxies is the wiring of the trusted proxies (the rule's
@@ -489,12 +489,12 @@ func TestPerAddressRateBehindTrustedProxies(t *testing.T) {
 
 func TestSessionCapClosesWith1013AndARetryAfter(t *testing.T) {
 	f := newFixture(t, `{"maxSessions":1}`, true)
-	first := f.dial(t)
-	first.expect(wire.TypeReady)
-	second := f.dial(t)
+	first := f.Dial(t)
+	first.Expect(wire.TypeReady)
+	second := f.Dial(t)
 	// The retry-after comes first as a frame, which every page reads (refuseOverloaded).
-	frame := second.expect(wire.TypeError)
-	code, reason := second.closed()
+	frame := second.Expect(wire.TypeError)
+	code, reason := second.Closed()
 	d, ok := wire.ParseRetryAfter(reason)
 	if code != wire.CloseOverloaded || !ok || d < time.Second {
 		t.Errorf("over the cap: close %d %q, want %d with retry-after >= 1s", code, reason, wire.CloseOverloaded)
@@ -502,11 +502,11 @@ func TestSessionCapClosesWith1013AndARetryAfter(t *testing.T) {
 	if frame.Message != reason {
 		t.Errorf("error frame %q, want the close reason %q", frame.Message, reason)
 	}
-	waitFor(t, "the refusal to be logged", func() bool { return f.logs.Has("session cap") })
+	waitFor(t, "the refusal to be logged", func() bool { return f.Logs.Has("session cap") })
 	// A slot frees when a session ends.
-	_ = first.conn.Close(websocket.StatusNormalClosure, "")
-	waitFor(t, "the slot to free", func() bool { return f.h.Sessions() == 0 })
-	f.dial(t).expect(wire.TypeReady)
+	_ = first.Conn.Close(websocket.StatusNormalClosure, "")
+	waitFor(t, "the slot to free", func() bool { return f.H.Sessions() == 0 })
+	f.Dial(t).Expect(wire.TypeReady)
 }
 
 // TestAcceptRateHoldsAnUpgradeOrRefusesItWith1013 is the wiring of the accept rate (its
@@ -517,7 +517,7 @@ func TestAcceptRateHoldsAnUpgradeOrRefusesItWith1013(t *testing.T) {
 	// 1 per second, burst 1: the first page at once, the next two held (~1 s, ~2 s), the
 	// fourth refused (~3 s).
 	f := newFixture(t, `{"acceptRate":1,"acceptBurst":1}`, true)
-	f.dial(t).expect(wire.TypeReady)
+	f.Dial(t).Expect(wire.TypeReady)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type outcome struct {
@@ -528,7 +528,7 @@ func TestAcceptRateHoldsAnUpgradeOrRefusesItWith1013(t *testing.T) {
 	results := make(chan outcome, 3)
 	for range 3 {
 		go func() {
-			conn, _, err := websocket.Dial(ctx, f.wsURL(), &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}})
+			conn, _, err := websocket.Dial(ctx, f.WSURL(), &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}})
 			if err != nil {
 				results <- outcome{err: err} // the held page the test sends away
 				return
@@ -583,11 +583,11 @@ func TestAcceptRateHoldsAnUpgradeOrRefusesItWith1013(t *testing.T) {
 		}
 	}
 	// The refused page's handler returns once its close handshake ends.
-	waitFor(t, "two sessions and one held upgrade", func() bool { return f.h.Stats().Open == 3 })
+	waitFor(t, "two sessions and one held upgrade", func() bool { return f.H.Stats().Open == 3 })
 	cancel() // the page still held leaves
 	if o := next(); o.err == nil {
 		t.Errorf("the page held for ~2 s answered %+v before it left", o)
 	}
-	waitFor(t, "the held upgrade to be let go", func() bool { return f.h.Stats().Open == 2 })
-	waitFor(t, "the refusal to be logged", func() bool { return f.logs.Has("accept rate") })
+	waitFor(t, "the held upgrade to be let go", func() bool { return f.H.Stats().Open == 2 })
+	waitFor(t, "the refusal to be logged", func() bool { return f.Logs.Has("accept rate") })
 }

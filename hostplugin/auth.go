@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -54,42 +55,48 @@ func reasonText(err error) string {
 	return s
 }
 
-// authenticateUpgrade runs Options.Authenticate for an upgrade from an allowed origin and
-// returns the identity, or answers the refusal and returns false. A refused origin is refused
-// after the upgrade, whatever its credential: were Authenticate asked, how the handshake
-// fails would tell that origin whether its visitor is signed in.
-func (h *Host) authenticateUpgrade(w http.ResponseWriter, r *http.Request, originOK bool) (string, bool) {
+// authenticateUpgrade runs Options.Authenticate (or Access) for an upgrade from an allowed
+// origin and returns what it said, or answers the refusal and returns false. A refused origin
+// is refused after the upgrade, whatever its credential: were Authenticate asked, how the
+// handshake fails would tell that origin whether its visitor is signed in.
+func (h *Host) authenticateUpgrade(w http.ResponseWriter, r *http.Request, originOK bool) (Access, bool) {
 	if !originOK {
-		return "", true
+		return Access{}, true
 	}
-	identity, ref := h.authenticate(r)
+	acc, ref := h.authenticate(r)
 	if ref != nil {
 		h.obs.Upgrade(ref.upgrade())
 		h.refuse(w, r, ref, false)
-		return "", false
+		return Access{}, false
 	}
-	return identity, true
+	return acc, true
 }
 
-// authenticate runs Options.Authenticate for r. It returns the identity, or the refusal.
-// A hook that panics refuses with 500: a broken hook is a fault of the Host, not a verdict on
-// the credential, so the page must not be told to sign in; it retries as from an outage.
-func (h *Host) authenticate(r *http.Request) (identity string, ref *refusal) {
-	if h.authn == nil {
-		return "", nil
+// authenticate runs Options.Authenticate (or Access) for r. It returns what the hook said, or
+// the refusal. A hook that panics refuses with 500: a broken hook is a fault of the Host, not
+// a verdict on the credential, so the page must not be told to sign in; it retries as from an
+// outage.
+func (h *Host) authenticate(r *http.Request) (acc Access, ref *refusal) {
+	if h.authn == nil && h.acc.fn == nil {
+		return Access{}, nil
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			identity = ""
+			acc = Access{}
 			ref = &refusal{
 				status: http.StatusInternalServerError, kind: wire.RefusalInternal, reason: wire.RefusalInternal,
 				err: fmt.Errorf("hostplugin: Authenticate panicked: %v", p), stack: debug.Stack(),
 			}
 		}
 	}()
-	id, err := h.authn(r)
+	ends := h.acc.count.Load() // before the hook: an end after this may have missed its answer
+	acc, err := h.callAccess(r)
+	if err == nil && !acc.Until.IsZero() && !time.Now().Before(acc.Until) {
+		err = errExpired
+	}
 	if err == nil {
-		return id, nil
+		acc.ends = ends
+		return acc, nil
 	}
 	ref = &refusal{status: http.StatusForbidden, kind: wire.RefusalForbidden, reason: reasonText(err), err: err}
 	if errors.Is(err, ErrUnauthenticated) {
@@ -98,7 +105,7 @@ func (h *Host) authenticate(r *http.Request) (identity string, ref *refusal) {
 	if ref.reason == "" {
 		ref.reason = ref.kind
 	}
-	return "", ref
+	return Access{}, ref
 }
 
 // authorize runs Options.Authorize for identity and stream and returns the reason of a

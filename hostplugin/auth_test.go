@@ -53,7 +53,7 @@ func refusedDial(t *testing.T, f *fixture, header http.Header) (*http.Response, 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	conn, resp, err := websocket.Dial(ctx, f.wsURL(), &websocket.DialOptions{
+	conn, resp, err := websocket.Dial(ctx, f.WSURL(), &websocket.DialOptions{
 		Subprotocols: []string{wire.Subprotocol},
 		HTTPHeader:   header,
 	})
@@ -119,44 +119,44 @@ func TestAuthenticateRefusesBeforeTheUpgrade(t *testing.T) {
 					t.Errorf("Cache-Control %q, want no-store", cc)
 				}
 			}
-			if got := f.h.Sessions(); got != 0 {
+			if got := f.H.Sessions(); got != 0 {
 				t.Errorf("Sessions() = %d after refused dials", got)
 			}
 			// Three refusals at an accept rate of one a second with a burst of one: had
 			// any of them taken the token, the bucket would not be full again yet.
-			if tok := hostplugin.AcceptTokens(f.h); tok < 1 {
+			if tok := hostplugin.AcceptTokens(f.H); tok < 1 {
 				t.Errorf("accept tokens %.3f after refused dials, want the full burst of 1", tok)
 			}
-			waitFor(t, "the refusal to be logged", func() bool { return f.logs.Has(tt.log) })
-			if tt.user == "crash" && !f.logs.Has("Authenticate panicked", "stack=goroutine") {
-				t.Errorf("the panic was logged without its stack:\n%s", f.logs)
+			waitFor(t, "the refusal to be logged", func() bool { return f.Logs.Has(tt.log) })
+			if tt.user == "crash" && !f.Logs.Has("Authenticate panicked", "stack=goroutine") {
+				t.Errorf("the panic was logged without its stack:\n%s", f.Logs)
 			}
 			// The Host carries on, and the token is there for the first page it lets in.
-			c, err := f.tryDial(t, cookie("alice"))
+			c, err := f.TryDial(t, cookie("alice"))
 			if err != nil {
 				t.Fatalf("dial as alice after the refusals: %v", err)
 			}
-			c.expect(wire.TypeReady)
+			c.Expect(wire.TypeReady)
 		})
 	}
 }
 
 func TestARefusedCredentialCostsNoSessionSlot(t *testing.T) {
 	f := newFixtureWith(t, `{"maxSessions":1}`, true, hostplugin.Options{Authenticate: byCookie})
-	f.dialAs(t, "alice").expect(wire.TypeReady)
+	dialAs(t, f, "alice").Expect(wire.TypeReady)
 	// The Host is full: a page it would let in is told to come back (1013), but a page it
 	// refuses learns that first, and takes nothing.
 	if resp, body := refusedDial(t, f, nil); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a page without a credential at a full Host: %d %s, want 401", resp.StatusCode, body)
 	}
-	c, err := f.tryDial(t, cookie("bob"))
+	c, err := f.TryDial(t, cookie("bob"))
 	if err != nil {
 		t.Fatalf("dial as bob: %v", err)
 	}
-	if code, _ := c.closed(); code != wire.CloseOverloaded {
+	if code, _ := c.Closed(); code != wire.CloseOverloaded {
 		t.Fatalf("bob at a full Host: close %d, want %d", code, wire.CloseOverloaded)
 	}
-	if got := f.h.Sessions(); got != 1 {
+	if got := f.H.Sessions(); got != 1 {
 		t.Errorf("Sessions() = %d, want alice's only", got)
 	}
 }
@@ -173,11 +173,11 @@ func TestAuthenticateIsNotAskedForAForeignOrigin(t *testing.T) {
 			h = http.Header{}
 		}
 		h.Set("Origin", "https://evil.example")
-		c, err := f.tryDial(t, h)
+		c, err := f.TryDial(t, h)
 		if err != nil {
 			t.Fatalf("dial from a foreign origin as %q: %v, want an upgrade closed with 1008", user, err)
 		}
-		if code, _ := c.closed(); code != wire.CloseOrigin {
+		if code, _ := c.Closed(); code != wire.CloseOrigin {
 			t.Fatalf("foreign origin as %q: close %d, want %d, the same signed in or not", user, code, wire.CloseOrigin)
 		}
 	}
@@ -186,9 +186,9 @@ func TestAuthenticateIsNotAskedForAForeignOrigin(t *testing.T) {
 	}
 }
 
-func (f *fixture) dialAs(t *testing.T, user string) *client {
+func dialAs(t *testing.T, f *fixture, user string) *client {
 	t.Helper()
-	c, err := f.tryDial(t, cookie(user))
+	c, err := f.TryDial(t, cookie(user))
 	if err != nil {
 		t.Fatalf("dial as %q: %v", user, err)
 	}
@@ -258,12 +258,12 @@ func TestAuthorizeDeniesOneStreamAndTheOthersCarryOn(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f, a := authFixture(t)
-			c := f.dialAs(t, "alice")
-			c.expect(wire.TypeReady)
-			c.send(`{"t":"sub","stream":"alice.inbox"}`)
-			c.expect(wire.TypeReset)
-			c.send(`{"t":"sub","stream":"` + tt.stream + `"}`)
-			d := c.expect(wire.TypeDenied)
+			c := dialAs(t, f, "alice")
+			c.Expect(wire.TypeReady)
+			c.Send(`{"t":"sub","stream":"alice.inbox"}`)
+			c.Expect(wire.TypeReset)
+			c.Send(`{"t":"sub","stream":"` + tt.stream + `"}`)
+			d := c.Expect(wire.TypeDenied)
 			if d.Stream != tt.stream || d.Reason != tt.reason {
 				t.Fatalf("denied frame %+v, want stream %q reason %q", d, tt.stream, tt.reason)
 			}
@@ -272,22 +272,22 @@ func TestAuthorizeDeniesOneStreamAndTheOthersCarryOn(t *testing.T) {
 			}
 			// Nothing of the denied stream follows; the allowed one keeps its events and
 			// the session takes new subscriptions.
-			publish(t, f.h, tt.stream, `{"for":"bob"}`)
-			seq := publish(t, f.h, "alice.inbox", `{"for":"alice"}`)
-			if ev := c.expect(wire.TypeEvent); ev.Stream != "alice.inbox" || ev.Seq != seq {
+			publish(t, f.H, tt.stream, `{"for":"bob"}`)
+			seq := publish(t, f.H, "alice.inbox", `{"for":"alice"}`)
+			if ev := c.Expect(wire.TypeEvent); ev.Stream != "alice.inbox" || ev.Seq != seq {
 				t.Fatalf("after the denial got %+v, want alice.inbox event %d", ev, seq)
 			}
-			c.send(`{"t":"sub","stream":"public"}`)
-			if r := c.expect(wire.TypeReset); r.Stream != "public" {
+			c.Send(`{"t":"sub","stream":"public"}`)
+			if r := c.Expect(wire.TypeReset); r.Stream != "public" {
 				t.Fatalf("sub public after the denial: %+v", r)
 			}
-			if tt.stream == "boom" && !f.logs.Has("Authorize panicked", "stack=goroutine") {
-				t.Errorf("the panic was not logged with its stack:\n%s", f.logs)
+			if tt.stream == "boom" && !f.Logs.Has("Authorize panicked", "stack=goroutine") {
+				t.Errorf("the panic was not logged with its stack:\n%s", f.Logs)
 			}
-			if tt.stream != "boom" && !f.logs.Has("denied a subscription", tt.stream) {
-				t.Errorf("the denial was not logged:\n%s", f.logs)
+			if tt.stream != "boom" && !f.Logs.Has("denied a subscription", tt.stream) {
+				t.Errorf("the denial was not logged:\n%s", f.Logs)
 			}
-			if got := f.h.Sessions(); got != 1 {
+			if got := f.H.Sessions(); got != 1 {
 				t.Errorf("Sessions() = %d, want the one session carrying on", got)
 			}
 		})
@@ -296,52 +296,52 @@ func TestAuthorizeDeniesOneStreamAndTheOthersCarryOn(t *testing.T) {
 
 func TestAStreamDeniedWhileFollowedStopsAtTheDeniedFrame(t *testing.T) {
 	f, a := authFixture(t)
-	c := f.dialAs(t, "alice")
-	c.expect(wire.TypeReady)
-	c.send(`{"t":"sub","stream":"alice.doc"}`)
-	c.send(`{"t":"sub","stream":"public"}`)
-	c.expect(wire.TypeReset)
-	c.expect(wire.TypeReset)
-	seq := publish(t, f.h, "alice.doc", `1`)
-	c.expect(wire.TypeEvent)
+	c := dialAs(t, f, "alice")
+	c.Expect(wire.TypeReady)
+	c.Send(`{"t":"sub","stream":"alice.doc"}`)
+	c.Send(`{"t":"sub","stream":"public"}`)
+	c.Expect(wire.TypeReset)
+	c.Expect(wire.TypeReset)
+	seq := publish(t, f.H, "alice.doc", `1`)
+	c.Expect(wire.TypeEvent)
 	a.revoke("alice", "alice.doc")
-	c.send(`{"t":"sub","stream":"alice.doc","epoch":"x","after":1}`)
-	if d := c.expect(wire.TypeDenied); d.Stream != "alice.doc" || d.Reason != "access revoked" {
+	c.Send(`{"t":"sub","stream":"alice.doc","epoch":"x","after":1}`)
+	if d := c.Expect(wire.TypeDenied); d.Stream != "alice.doc" || d.Reason != "access revoked" {
 		t.Fatalf("got %+v, want alice.doc denied: access revoked", d)
 	}
-	publish(t, f.h, "alice.doc", `2`)
-	pub := publish(t, f.h, "public", `3`)
-	if ev := c.expect(wire.TypeEvent); ev.Stream != "public" || ev.Seq != pub {
+	publish(t, f.H, "alice.doc", `2`)
+	pub := publish(t, f.H, "public", `3`)
+	if ev := c.Expect(wire.TypeEvent); ev.Stream != "public" || ev.Seq != pub {
 		t.Fatalf("after the denial got %+v, want public event %d (alice.doc had %d)", ev, pub, seq)
 	}
 }
 
 func TestAResubscriptionByCursorIsAuthorizedAgain(t *testing.T) {
 	f, a := authFixture(t)
-	c := f.dialAs(t, "alice")
-	c.expect(wire.TypeReady)
-	c.send(`{"t":"sub","stream":"alice.doc"}`)
-	c.send(`{"t":"sub","stream":"public"}`)
-	docEpoch := c.expect(wire.TypeReset).Epoch
-	pubEpoch := c.expect(wire.TypeReset).Epoch
-	publish(t, f.h, "alice.doc", `1`)
-	c.expect(wire.TypeEvent)
-	c.conn.CloseNow()
-	waitFor(t, "the session to end", func() bool { return f.h.Sessions() == 0 })
+	c := dialAs(t, f, "alice")
+	c.Expect(wire.TypeReady)
+	c.Send(`{"t":"sub","stream":"alice.doc"}`)
+	c.Send(`{"t":"sub","stream":"public"}`)
+	docEpoch := c.Expect(wire.TypeReset).Epoch
+	pubEpoch := c.Expect(wire.TypeReset).Epoch
+	publish(t, f.H, "alice.doc", `1`)
+	c.Expect(wire.TypeEvent)
+	c.Conn.CloseNow()
+	waitFor(t, "the session to end", func() bool { return f.H.Sessions() == 0 })
 
 	// While the page was away it lost access, and the stream moved on: the page must not
 	// resume, not even the events logged after its cursor.
 	a.revoke("alice", "alice.doc")
-	publish(t, f.h, "alice.doc", `2`)
-	publish(t, f.h, "public", `3`)
-	c = f.dialAs(t, "alice")
-	c.expect(wire.TypeReady)
-	c.send(`{"t":"sub","stream":"alice.doc","epoch":"` + docEpoch + `","after":1}`)
-	c.send(`{"t":"sub","stream":"public","epoch":"` + pubEpoch + `","after":0}`)
-	if d := c.expect(wire.TypeDenied); d.Stream != "alice.doc" {
+	publish(t, f.H, "alice.doc", `2`)
+	publish(t, f.H, "public", `3`)
+	c = dialAs(t, f, "alice")
+	c.Expect(wire.TypeReady)
+	c.Send(`{"t":"sub","stream":"alice.doc","epoch":"` + docEpoch + `","after":1}`)
+	c.Send(`{"t":"sub","stream":"public","epoch":"` + pubEpoch + `","after":0}`)
+	if d := c.Expect(wire.TypeDenied); d.Stream != "alice.doc" {
 		t.Fatalf("resubscription by cursor after revocation: %+v, want denied", d)
 	}
-	if ev := c.expect(wire.TypeEvent); ev.Stream != "public" || ev.Seq != 1 {
+	if ev := c.Expect(wire.TypeEvent); ev.Stream != "public" || ev.Seq != 1 {
 		t.Fatalf("public's replay: %+v, want its event 1", ev)
 	}
 	if n := a.called("alice/alice.doc"); n != 2 {
@@ -352,10 +352,10 @@ func TestAResubscriptionByCursorIsAuthorizedAgain(t *testing.T) {
 // No Authenticate and Authorize PublicStreams: every page may connect and read every stream.
 func TestNoAuthenticateAndPublicStreamsLetEveryoneConnectAndReadEverything(t *testing.T) {
 	f := newFixtureWith(t, `{}`, true, hostplugin.Options{Authorize: hostplugin.PublicStreams})
-	c := f.dial(t) // no credential at all
-	c.expect(wire.TypeReady)
-	c.send(`{"t":"sub","stream":"bob.inbox"}`)
-	c.expect(wire.TypeReset)
+	c := f.Dial(t) // no credential at all
+	c.Expect(wire.TypeReady)
+	c.Send(`{"t":"sub","stream":"bob.inbox"}`)
+	c.Expect(wire.TypeReset)
 }
 
 func TestRefusalLogsAreThinned(t *testing.T) {
@@ -365,7 +365,7 @@ func TestRefusalLogsAreThinned(t *testing.T) {
 		refusedDial(t, f, nil)
 		refusalQuery(t, f, http.MethodGet, http.Header{})
 	}
-	if got := f.logs.Count("refused a socket (401)"); got == 0 || got >= n {
-		t.Errorf("%d log lines for %d refused sockets, want some, thinned:\n%s", got, n, f.logs)
+	if got := f.Logs.Count("refused a socket (401)"); got == 0 || got >= n {
+		t.Errorf("%d log lines for %d refused sockets, want some, thinned:\n%s", got, n, f.Logs)
 	}
 }

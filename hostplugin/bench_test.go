@@ -104,7 +104,7 @@ func BenchmarkReadyLatency(b *testing.B) {
 				t0 := time.Now()
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
-				c, _, err := websocket.Dial(ctx, f.wsURL(), &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}})
+				c, _, err := websocket.Dial(ctx, f.WSURL(), &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}})
 				if err != nil {
 					b.Errorf("dial: %v", err)
 					return
@@ -127,7 +127,7 @@ func BenchmarkReadyLatency(b *testing.B) {
 				_ = c.CloseNow()
 			}
 		}
-		waitFor(b, "the sessions to end", func() bool { return f.h.Sessions() == 0 })
+		waitFor(b, "the sessions to end", func() bool { return f.H.Sessions() == 0 })
 		b.StartTimer()
 	}
 	slices.Sort(all)
@@ -351,7 +351,7 @@ func benchFanout(b *testing.B, n, window int) {
 	var wg sync.WaitGroup
 	for i := range n {
 		ctx, cancel := context.WithTimeout(context.Background(), bound)
-		sock, err := testbed.DialRaw(ctx, f.wsURL(), "", wire.Subprotocol, 16<<10)
+		sock, err := testbed.DialRaw(ctx, f.WSURL(), "", wire.Subprotocol, 16<<10)
 		cancel()
 		if err != nil {
 			b.Fatal(err)
@@ -412,7 +412,7 @@ func benchFanout(b *testing.B, n, window int) {
 		} else {
 			want++
 		}
-		if _, err := f.h.Publish(ctx, stream, data); err != nil {
+		if _, err := f.H.Publish(ctx, stream, data); err != nil {
 			b.Fatal(err)
 		}
 		i++

@@ -50,17 +50,17 @@ func callFixture(t *testing.T, doc string) (*fixture, *ledger) {
 		Authenticate: func(r *http.Request) (string, error) { return r.Header.Get("User"), nil },
 	})
 	l := &ledger{}
-	f.h.HandleCall("echo", l.handler)
-	f.h.HandleCall("fail", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
+	f.H.HandleCall("echo", l.handler)
+	f.H.HandleCall("fail", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
 		return nil, errors.New("no such room\nsecret detail on the second line")
 	})
-	f.h.HandleCall("panic", func(context.Context, *hostplugin.Call) (json.RawMessage, error) { panic("boom: a secret") })
+	f.H.HandleCall("panic", func(context.Context, *hostplugin.Call) (json.RawMessage, error) { panic("boom: a secret") })
 	return f, l
 }
 
-func (f *fixture) dialUser(t *testing.T, user string) *client {
+func dialUser(t *testing.T, f *fixture, user string) *client {
 	t.Helper()
-	c, err := f.tryDial(t, http.Header{"User": {user}})
+	c, err := f.TryDial(t, http.Header{"User": {user}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,34 +69,34 @@ func (f *fixture) dialUser(t *testing.T, user string) *client {
 
 func TestAReadyFrameNamesTheDedupStoreAndTheReadLimit(t *testing.T) {
 	f, _ := callFixture(t, `{"maxFrameBytes":8192}`)
-	r := f.dial(t).expect(wire.TypeReady)
+	r := f.Dial(t).Expect(wire.TypeReady)
 	if r.Dedup == "" || r.MaxFrameBytes != 8192 {
 		t.Fatalf("ready %+v, want the dedup store's epoch and maxFrameBytes 8192", r)
 	}
-	if r2 := f.dial(t).expect(wire.TypeReady); r2.Dedup != r.Dedup {
+	if r2 := f.Dial(t).Expect(wire.TypeReady); r2.Dedup != r.Dedup {
 		t.Fatalf("two sessions of one Host name two dedup stores: %q, %q", r.Dedup, r2.Dedup)
 	}
 }
 
 func TestACallRunsItsHandlerWithTheIdentityAndGetsItsReply(t *testing.T) {
 	f, _ := callFixture(t, `{}`)
-	c := f.dialUser(t, "alice")
-	c.expect(wire.TypeReady)
-	c.send(`{"t":"call","id":1,"name":"echo","data":{"text":"hi"}}`)
-	r := c.expect(wire.TypeReply)
+	c := dialUser(t, f, "alice")
+	c.Expect(wire.TypeReady)
+	c.Send(`{"t":"call","id":1,"name":"echo","data":{"text":"hi"}}`)
+	r := c.Expect(wire.TypeReply)
 	if r.ID != 1 || r.Code != "" || string(r.Data) != `{"who":"alice","data":{"text":"hi"},"run":1}` {
 		t.Fatalf("reply %+v (data %s), want the handler's reply to call 1", r, r.Data)
 	}
-	c.send(`{"t":"call","id":2,"name":"echo"}`) // no data: null
-	if r := c.expect(wire.TypeReply); r.ID != 2 || string(r.Data) != `{"who":"alice","data":null,"run":1}` {
+	c.Send(`{"t":"call","id":2,"name":"echo"}`) // no data: null
+	if r := c.Expect(wire.TypeReply); r.ID != 2 || string(r.Data) != `{"who":"alice","data":null,"run":1}` {
 		t.Fatalf("reply %+v (data %s), want call 2 with null data", r, r.Data)
 	}
 }
 
 func TestCallFailuresAreRepliesAndTheSessionLivesOn(t *testing.T) {
 	f, l := callFixture(t, `{}`)
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
 	for _, tc := range []struct {
 		frame, code, msg string
 	}{
@@ -106,8 +106,8 @@ func TestCallFailuresAreRepliesAndTheSessionLivesOn(t *testing.T) {
 		{`{"t":"call","id":4,"name":"bad name!"}`, wire.CodeBadRequest, "bad call name"},
 		{`{"t":"call","id":5,"name":"echo","key":""}`, "", ""},
 	} {
-		c.send(tc.frame)
-		r := c.expect(wire.TypeReply)
+		c.Send(tc.frame)
+		r := c.Expect(wire.TypeReply)
 		if r.Code != tc.code || !strings.Contains(r.Error, tc.msg) {
 			t.Errorf("%s: reply %+v, want code %q with %q", tc.frame, r, tc.code, tc.msg)
 		}
@@ -118,37 +118,37 @@ func TestCallFailuresAreRepliesAndTheSessionLivesOn(t *testing.T) {
 	if n := l.count("|null"); n != 1 {
 		t.Fatalf("echo ran %d times, want 1: no failure ends the session", n)
 	}
-	if !f.logs.Has("panicked", "boom") {
+	if !f.Logs.Has("panicked", "boom") {
 		t.Errorf("the handler's panic was not logged with its text")
 	}
 }
 
 func TestAKeyedCallRunsOncePerIdentityAndKeyAndAReSendGetsTheFirstOutcome(t *testing.T) {
 	f, l := callFixture(t, `{}`)
-	a := f.dialUser(t, "alice")
-	a.expect(wire.TypeReady)
-	a.send(`{"t":"call","id":1,"name":"echo","data":1,"key":"k"}`)
-	first := a.expect(wire.TypeReply)
+	a := dialUser(t, f, "alice")
+	a.Expect(wire.TypeReady)
+	a.Send(`{"t":"call","id":1,"name":"echo","data":1,"key":"k"}`)
+	first := a.Expect(wire.TypeReply)
 	// The page came back on another session (after an outage) and sends it again, under
 	// another id: the first outcome, and no second run.
-	a2 := f.dialUser(t, "alice")
-	a2.expect(wire.TypeReady)
-	a2.send(`{"t":"call","id":1,"name":"echo","data":1,"key":"k"}`)
-	again := a2.expect(wire.TypeReply)
+	a2 := dialUser(t, f, "alice")
+	a2.Expect(wire.TypeReady)
+	a2.Send(`{"t":"call","id":1,"name":"echo","data":1,"key":"k"}`)
+	again := a2.Expect(wire.TypeReply)
 	if string(again.Data) != string(first.Data) || l.count("k|1") != 1 {
 		t.Fatalf("re-send: %s after %s, %d runs; want the first outcome and one run", again.Data, first.Data, l.count("k|1"))
 	}
 	// Another identity's key is another key.
-	b := f.dialUser(t, "bob")
-	b.expect(wire.TypeReady)
-	b.send(`{"t":"call","id":1,"name":"echo","data":1,"key":"k"}`)
-	if r := b.expect(wire.TypeReply); !strings.Contains(string(r.Data), `"who":"bob"`) || l.count("k|1") != 2 {
+	b := dialUser(t, f, "bob")
+	b.Expect(wire.TypeReady)
+	b.Send(`{"t":"call","id":1,"name":"echo","data":1,"key":"k"}`)
+	if r := b.Expect(wire.TypeReply); !strings.Contains(string(r.Data), `"who":"bob"`) || l.count("k|1") != 2 {
 		t.Fatalf("bob's call with alice's key: %s, %d runs; want bob's own run", r.Data, l.count("k|1"))
 	}
 	// Failures are outcomes too: a re-send of a failed keyed call gets the same failure.
-	a.send(`{"t":"call","id":2,"name":"fail","key":"f"}`)
-	a.send(`{"t":"call","id":3,"name":"fail","key":"f"}`)
-	if r1, r2 := a.expect(wire.TypeReply), a.expect(wire.TypeReply); r1.Code != wire.CodeApp || r2.Code != r1.Code || r2.Error != r1.Error {
+	a.Send(`{"t":"call","id":2,"name":"fail","key":"f"}`)
+	a.Send(`{"t":"call","id":3,"name":"fail","key":"f"}`)
+	if r1, r2 := a.Expect(wire.TypeReply), a.Expect(wire.TypeReply); r1.Code != wire.CodeApp || r2.Code != r1.Code || r2.Error != r1.Error {
 		t.Fatalf("a failed keyed call sent twice: %+v then %+v, want the same failure", r1, r2)
 	}
 }
@@ -157,20 +157,20 @@ func TestTheSameKeyFromTwoTabsAtOnceRunsOnceAndBothGetItsOutcome(t *testing.T) {
 	f := newFixtureWith(t, `{}`, true, hostplugin.Options{})
 	var runs atomic.Int32
 	entered, release := make(chan struct{}), make(chan struct{})
-	f.h.HandleCall("slow", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
+	f.H.HandleCall("slow", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
 		runs.Add(1)
 		entered <- struct{}{}
 		<-release
 		return json.RawMessage(`"done"`), nil
 	})
-	a, b := f.dial(t), f.dial(t)
-	a.expect(wire.TypeReady)
-	b.expect(wire.TypeReady)
-	a.send(`{"t":"call","id":1,"name":"slow","key":"same"}`)
+	a, b := f.Dial(t), f.Dial(t)
+	a.Expect(wire.TypeReady)
+	b.Expect(wire.TypeReady)
+	a.Send(`{"t":"call","id":1,"name":"slow","key":"same"}`)
 	<-entered
-	b.send(`{"t":"call","id":1,"name":"slow","key":"same"}`)
+	b.Send(`{"t":"call","id":1,"name":"slow","key":"same"}`)
 	close(release)
-	ra, rb := a.expect(wire.TypeReply), b.expect(wire.TypeReply)
+	ra, rb := a.Expect(wire.TypeReply), b.Expect(wire.TypeReply)
 	if string(ra.Data) != `"done"` || string(rb.Data) != `"done"` || runs.Load() != 1 {
 		t.Fatalf("replies %s and %s after %d runs, want one run and its outcome for both", ra.Data, rb.Data, runs.Load())
 	}
@@ -181,7 +181,7 @@ func TestASessionsCallsRunOneAtATimeInTheOrderSent(t *testing.T) {
 	var mu sync.Mutex
 	var order []string
 	running := atomic.Int32{}
-	f.h.HandleCall("step", func(_ context.Context, c *hostplugin.Call) (json.RawMessage, error) {
+	f.H.HandleCall("step", func(_ context.Context, c *hostplugin.Call) (json.RawMessage, error) {
 		if running.Add(1) != 1 {
 			t.Errorf("two calls of one session ran at once")
 		}
@@ -192,13 +192,13 @@ func TestASessionsCallsRunOneAtATimeInTheOrderSent(t *testing.T) {
 		mu.Unlock()
 		return nil, nil
 	})
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
 	for i := 1; i <= 20; i++ {
-		c.send(fmt.Sprintf(`{"t":"call","id":%d,"name":"step","data":%d}`, i, i))
+		c.Send(fmt.Sprintf(`{"t":"call","id":%d,"name":"step","data":%d}`, i, i))
 	}
 	for i := 1; i <= 20; i++ {
-		if r := c.expect(wire.TypeReply); r.ID != uint64(i) || string(r.Data) != "null" {
+		if r := c.Expect(wire.TypeReply); r.ID != uint64(i) || string(r.Data) != "null" {
 			t.Fatalf("reply %d: %+v, want the replies in order", i, r)
 		}
 	}
@@ -211,14 +211,14 @@ func TestASessionsCallsRunOneAtATimeInTheOrderSent(t *testing.T) {
 
 func TestCallsOverTheSessionsRateAreBusyWithAWaitAndTheSessionLives(t *testing.T) {
 	f, l := callFixture(t, `{"callRate":1,"callBurst":2}`)
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
 	for i := 1; i <= 3; i++ {
-		c.send(fmt.Sprintf(`{"t":"call","id":%d,"name":"echo","data":%d}`, i, i))
+		c.Send(fmt.Sprintf(`{"t":"call","id":%d,"name":"echo","data":%d}`, i, i))
 	}
 	var busy []wire.HostFrame
 	for range 3 {
-		if r := c.expect(wire.TypeReply); r.Code == wire.CodeBusy {
+		if r := c.Expect(wire.TypeReply); r.Code == wire.CodeBusy {
 			busy = append(busy, r)
 		}
 	}
@@ -228,53 +228,53 @@ func TestCallsOverTheSessionsRateAreBusyWithAWaitAndTheSessionLives(t *testing.T
 	if l.count("|3") != 0 {
 		t.Fatalf("the refused call ran")
 	}
-	c.send(`{"t":"ping"}`)
-	c.expect(wire.TypeHeartbeat) // the session lives on
+	c.Send(`{"t":"ping"}`)
+	c.Expect(wire.TypeHeartbeat) // the session lives on
 }
 
 func TestAHandlersContextOutlivesThePageAndItsKeyedOutcomeIsKept(t *testing.T) {
 	f := newFixtureWith(t, `{}`, true, hostplugin.Options{})
 	var runs atomic.Int32
 	entered, release, finished := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	f.h.HandleCall("save", func(ctx context.Context, c *hostplugin.Call) (json.RawMessage, error) {
+	f.H.HandleCall("save", func(ctx context.Context, c *hostplugin.Call) (json.RawMessage, error) {
 		runs.Add(1)
 		close(entered)
 		<-release
 		finished <- ctx.Err()
 		return json.RawMessage(`"saved"`), nil
 	})
-	a := f.dial(t)
-	a.expect(wire.TypeReady)
-	a.send(`{"t":"call","id":1,"name":"save","key":"doc-1"}`)
+	a := f.Dial(t)
+	a.Expect(wire.TypeReady)
+	a.Send(`{"t":"call","id":1,"name":"save","key":"doc-1"}`)
 	<-entered
-	_ = a.conn.CloseNow() // the page's link dropped mid-call
-	waitFor(t, "the session to end", func() bool { return f.h.Sessions() == 0 })
+	_ = a.Conn.CloseNow() // the page's link dropped mid-call
+	waitFor(t, "the session to end", func() bool { return f.H.Sessions() == 0 })
 	close(release)
 	if err := <-finished; err != nil {
 		t.Fatalf("the handler's context ended with the page: %v", err)
 	}
-	b := f.dial(t)
-	b.expect(wire.TypeReady)
-	b.send(`{"t":"call","id":1,"name":"save","key":"doc-1"}`)
-	if r := b.expect(wire.TypeReply); string(r.Data) != `"saved"` || runs.Load() != 1 {
+	b := f.Dial(t)
+	b.Expect(wire.TypeReady)
+	b.Send(`{"t":"call","id":1,"name":"save","key":"doc-1"}`)
+	if r := b.Expect(wire.TypeReply); string(r.Data) != `"saved"` || runs.Load() != 1 {
 		t.Fatalf("the re-send after the drop: %+v after %d runs, want the first outcome", r, runs.Load())
 	}
 }
 
 func TestAReplyThePageCouldNotTakeIsAnInternalError(t *testing.T) {
 	f := newFixtureWith(t, `{"maxEventBytes":16}`, true, hostplugin.Options{})
-	f.h.HandleCall("big", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
+	f.H.HandleCall("big", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
 		return json.RawMessage(`"` + strings.Repeat("x", 16) + `"`), nil
 	})
-	f.h.HandleCall("broken", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
+	f.H.HandleCall("broken", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
 		return json.RawMessage(`{"a":`), nil
 	})
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
-	c.send(`{"t":"call","id":1,"name":"big"}`)
-	c.send(`{"t":"call","id":2,"name":"broken"}`)
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
+	c.Send(`{"t":"call","id":1,"name":"big"}`)
+	c.Send(`{"t":"call","id":2,"name":"broken"}`)
 	for id := uint64(1); id <= 2; id++ {
-		if r := c.expect(wire.TypeReply); r.ID != id || r.Code != wire.CodeInternal {
+		if r := c.Expect(wire.TypeReply); r.ID != id || r.Code != wire.CodeInternal {
 			t.Fatalf("reply %+v, want call %d answered internal", r, id)
 		}
 	}
@@ -282,14 +282,14 @@ func TestAReplyThePageCouldNotTakeIsAnInternalError(t *testing.T) {
 
 func TestAHandlerPastTheCallTimeoutIsATimeout(t *testing.T) {
 	f := newFixtureWith(t, `{"callTimeoutMs":20}`, true, hostplugin.Options{})
-	f.h.HandleCall("stuck", func(ctx context.Context, _ *hostplugin.Call) (json.RawMessage, error) {
+	f.H.HandleCall("stuck", func(ctx context.Context, _ *hostplugin.Call) (json.RawMessage, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
-	c.send(`{"t":"call","id":1,"name":"stuck"}`)
-	if r := c.expect(wire.TypeReply); r.Code != wire.CodeTimeout {
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
+	c.Send(`{"t":"call","id":1,"name":"stuck"}`)
+	if r := c.Expect(wire.TypeReply); r.Code != wire.CodeTimeout {
 		t.Fatalf("reply %+v, want timeout", r)
 	}
 }
@@ -297,7 +297,7 @@ func TestAHandlerPastTheCallTimeoutIsATimeout(t *testing.T) {
 func TestHandleCallRefusesWhatItCannotServe(t *testing.T) {
 	f := newFixtureWith(t, `{}`, true, hostplugin.Options{})
 	ok := func(context.Context, *hostplugin.Call) (json.RawMessage, error) { return nil, nil }
-	f.h.HandleCall("a", ok)
+	f.H.HandleCall("a", ok)
 	for _, tc := range []struct {
 		name, want string
 		fn         hostplugin.CallHandler
@@ -313,7 +313,7 @@ func TestHandleCallRefusesWhatItCannotServe(t *testing.T) {
 					t.Errorf("HandleCall(%q) panicked with %q, want %q", tc.name, p, tc.want)
 				}
 			}()
-			f.h.HandleCall(tc.name, tc.fn)
+			f.H.HandleCall(tc.name, tc.fn)
 		}()
 	}
 }
@@ -362,21 +362,21 @@ func TestAKeyedCallOnASessionWhoseStoreChangedIsInterruptedNotRun(t *testing.T) 
 	store.epoch.Store("first")
 	f := newFixtureWith(t, `{}`, true, hostplugin.Options{Calls: store})
 	l := &ledger{}
-	f.h.HandleCall("echo", l.handler)
-	c := f.dial(t)
-	if r := c.expect(wire.TypeReady); r.Dedup != "first" {
+	f.H.HandleCall("echo", l.handler)
+	c := f.Dial(t)
+	if r := c.Expect(wire.TypeReady); r.Dedup != "first" {
 		t.Fatalf("ready %+v, want the store's epoch", r)
 	}
 	store.epoch.Store("second") // the bucket was made again under this session
-	c.send(`{"t":"call","id":1,"name":"echo","data":1,"key":"k"}`)
-	if r := c.expect(wire.TypeReply); r.Code != wire.CodeInterrupted || l.count("k|1") != 0 {
+	c.Send(`{"t":"call","id":1,"name":"echo","data":1,"key":"k"}`)
+	if r := c.Expect(wire.TypeReply); r.Code != wire.CodeInterrupted || l.count("k|1") != 0 {
 		t.Fatalf("reply %+v after %d runs, want interrupted and no run: the page may be re-sending what the old store ran", r, l.count("k|1"))
 	}
-	c.send(`{"t":"call","id":2,"name":"echo","data":2}`) // unkeyed calls are not the store's
-	if r := c.expect(wire.TypeReply); r.Code != "" {
+	c.Send(`{"t":"call","id":2,"name":"echo","data":2}`) // unkeyed calls are not the store's
+	if r := c.Expect(wire.TypeReply); r.Code != "" {
 		t.Fatalf("an unkeyed call: %+v, want its reply", r)
 	}
-	if r := f.dial(t).expect(wire.TypeReady); r.Dedup != "second" {
+	if r := f.Dial(t).Expect(wire.TypeReady); r.Dedup != "second" {
 		t.Fatalf("a new session's ready %+v, want the new epoch", r)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/configdoc"
+	"github.com/lifeline-go/lifeline/internal/strictjson"
 )
 
 // ConfigFile is the Host's config as it is written: the JSON file, or a value built by embedding
@@ -80,6 +81,38 @@ type ConfigFile struct {
 	// reconnect (the time not connected, the attempts, the kinds of failure), which the Host
 	// hands to its Observer; false asks for none, and refuses any sent. Default true.
 	Reports *bool `json:"reports,omitempty"`
+	// PresenceGraceMs is presence's grace window (Options.Presence): a member leaves only once
+	// its last session has been gone this long, and a change of its count that comes back
+	// within it is never shown, so a reconnect, a move or a restart shows no one leaving.
+	// Default 10000.
+	PresenceGraceMs *float64 `json:"presenceGraceMs,omitempty" validate:"omitnil,intrange=0..600000"`
+}
+
+// JSONFields lists the members a config file may have: each field, by its json tag
+// (internal/strictjson decodes the file by it; hostplugin's tests hold it to the tags).
+func (f *ConfigFile) JSONFields() []strictjson.Field {
+	return []strictjson.Field{
+		{Name: "recovery", Ptr: &f.Recovery},
+		{Name: "endpoint", Ptr: &f.Endpoint},
+		{Name: "heartbeatMs", Ptr: &f.HeartbeatMs},
+		{Name: "allowedOrigins", Ptr: &f.AllowedOrigins},
+		{Name: "ringSize", Ptr: &f.RingSize},
+		{Name: "maxSessions", Ptr: &f.MaxSessions},
+		{Name: "acceptRate", Ptr: &f.AcceptRate},
+		{Name: "acceptBurst", Ptr: &f.AcceptBurst},
+		{Name: "perIPRate", Ptr: &f.PerIPRate},
+		{Name: "perIPBurst", Ptr: &f.PerIPBurst},
+		{Name: "trustedProxies", Ptr: &f.TrustedProxies},
+		{Name: "maxFrameBytes", Ptr: &f.MaxFrameBytes},
+		{Name: "maxEventBytes", Ptr: &f.MaxEventBytes},
+		{Name: "callTimeoutMs", Ptr: &f.CallTimeoutMs},
+		{Name: "callRate", Ptr: &f.CallRate},
+		{Name: "callBurst", Ptr: &f.CallBurst},
+		{Name: "callDedupMs", Ptr: &f.CallDedupMs},
+		{Name: "drainTimeoutMs", Ptr: &f.DrainTimeoutMs},
+		{Name: "reports", Ptr: &f.Reports},
+		{Name: "presenceGraceMs", Ptr: &f.PresenceGraceMs},
+	}
 }
 
 // Defaults of the fields of [ConfigFile] that are not part of the recovery config.
@@ -99,6 +132,7 @@ const (
 	DefaultCallBurst     = 100
 	DefaultCallDedup     = 10 * time.Minute
 	DefaultDrainTimeout  = 10 * time.Second
+	DefaultPresenceGrace = 10 * time.Second
 )
 
 // Config is a resolved, valid Host config. The only ways to get one are [DefaultConfig],
@@ -124,6 +158,7 @@ type Config struct {
 	callDedup      time.Duration
 	drainTimeout   time.Duration
 	reports        bool
+	presenceGrace  time.Duration
 }
 
 // DefaultConfig returns the config of an empty file.
@@ -147,6 +182,7 @@ func DefaultConfig() Config {
 		callDedup:      DefaultCallDedup,
 		drainTimeout:   DefaultDrainTimeout,
 		reports:        true,
+		presenceGrace:  DefaultPresenceGrace,
 	}
 }
 
@@ -204,6 +240,9 @@ func (c Config) CallDedup() time.Duration { return c.callDedup }
 
 // DrainTimeout bounds how long Drain waits for sessions to leave.
 func (c Config) DrainTimeout() time.Duration { return c.drainTimeout }
+
+// PresenceGrace is presence's grace window.
+func (c Config) PresenceGrace() time.Duration { return c.presenceGrace }
 
 // Reports is whether pages are asked to report what they lived through after a reconnect.
 func (c Config) Reports() bool { return c.reports }
@@ -294,6 +333,7 @@ func (f ConfigFile) Resolve() (Config, error) {
 	ms(f.DrainTimeoutMs, &c.drainTimeout)
 	ms(f.CallTimeoutMs, &c.callTimeout)
 	ms(f.CallDedupMs, &c.callDedup)
+	ms(f.PresenceGraceMs, &c.presenceGrace)
 	count(f.CallRate, &c.callRate)
 	count(f.CallBurst, &c.callBurst)
 	count(f.RingSize, &c.ringSize)
@@ -323,25 +363,26 @@ func (c Config) File() ConfigFile {
 		proxies = append(proxies, formatTrustedProxy(p))
 	}
 	return ConfigFile{
-		Recovery:       c.recovery.Recovery(),
-		Endpoint:       &ep,
-		HeartbeatMs:    num(float64(c.heartbeat.Milliseconds())),
-		AllowedOrigins: slices.Clone(c.allowedOrigins),
-		RingSize:       num(float64(c.ringSize)),
-		MaxSessions:    num(float64(c.maxSessions)),
-		AcceptRate:     num(float64(c.acceptRate)),
-		AcceptBurst:    num(float64(c.acceptBurst)),
-		PerIPRate:      num(float64(c.perIPRate)),
-		PerIPBurst:     num(float64(c.perIPBurst)),
-		TrustedProxies: proxies,
-		MaxFrameBytes:  num(float64(c.maxFrameBytes)),
-		MaxEventBytes:  num(float64(c.maxEventBytes)),
-		CallTimeoutMs:  num(float64(c.callTimeout.Milliseconds())),
-		CallRate:       num(float64(c.callRate)),
-		CallBurst:      num(float64(c.callBurst)),
-		CallDedupMs:    num(float64(c.callDedup.Milliseconds())),
-		DrainTimeoutMs: num(float64(c.drainTimeout.Milliseconds())),
-		Reports:        &c.reports,
+		Recovery:        c.recovery.Recovery(),
+		Endpoint:        &ep,
+		HeartbeatMs:     num(float64(c.heartbeat.Milliseconds())),
+		AllowedOrigins:  slices.Clone(c.allowedOrigins),
+		RingSize:        num(float64(c.ringSize)),
+		MaxSessions:     num(float64(c.maxSessions)),
+		AcceptRate:      num(float64(c.acceptRate)),
+		AcceptBurst:     num(float64(c.acceptBurst)),
+		PerIPRate:       num(float64(c.perIPRate)),
+		PerIPBurst:      num(float64(c.perIPBurst)),
+		TrustedProxies:  proxies,
+		MaxFrameBytes:   num(float64(c.maxFrameBytes)),
+		MaxEventBytes:   num(float64(c.maxEventBytes)),
+		CallTimeoutMs:   num(float64(c.callTimeout.Milliseconds())),
+		CallRate:        num(float64(c.callRate)),
+		CallBurst:       num(float64(c.callBurst)),
+		CallDedupMs:     num(float64(c.callDedup.Milliseconds())),
+		DrainTimeoutMs:  num(float64(c.drainTimeout.Milliseconds())),
+		Reports:         &c.reports,
+		PresenceGraceMs: num(float64(c.presenceGrace.Milliseconds())),
 	}
 }
 

@@ -16,10 +16,11 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/internal/test/fieldtest"
 )
 
 func TestParseConfigRefusesEveryBrokenRuleWithItsPathAndValue(t *testing.T) {
-	const knownTop = "recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, perIPRate, perIPBurst, trustedProxies, maxFrameBytes, maxEventBytes, callTimeoutMs, callRate, callBurst, callDedupMs, drainTimeoutMs, reports"
+	const knownTop = "recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, perIPRate, perIPBurst, trustedProxies, maxFrameBytes, maxEventBytes, callTimeoutMs, callRate, callBurst, callDedupMs, drainTimeoutMs, reports, presenceGraceMs"
 	const knownRecovery = "slowAfterMs, deadlineMs, initialDelayMs, maxDelayMs, factor, jitter, stableAfterMs"
 	tests := []struct {
 		name string
@@ -119,6 +120,12 @@ func TestParseConfigRefusesEveryBrokenRuleWithItsPathAndValue(t *testing.T) {
 		{"a negative session cap is refused",
 			`{"maxSessions":-1}`,
 			`hostplugin: maxSessions: must be an integer in 1..10000000, got -1`},
+		{"a presence grace window over ten minutes is refused, naming field and value",
+			`{"presenceGraceMs":600001}`,
+			`hostplugin: presenceGraceMs: must be an integer in 0..600000, got 600001`},
+		{"a negative presence grace window is refused",
+			`{"presenceGraceMs":-1}`,
+			`hostplugin: presenceGraceMs: must be an integer in 0..600000, got -1`},
 		{"a zero accept rate is refused",
 			`{"acceptRate":0}`,
 			`hostplugin: acceptRate: must be an integer in 1..1000000, got 0`},
@@ -321,14 +328,18 @@ func TestReloadAppliesAValidFileAndKeepsTheConfigOnAnInvalidOne(t *testing.T) {
 
 func TestParseConfigReportsShapeAndRuleErrorsTogether(t *testing.T) {
 	_, err := hostplugin.ParseConfig([]byte(`{"heartbeat":1,"ringSize":"big","allowedOrigins":[1],"HeartbeatMs":5,"recovery":{"jitter":-1,"x":1},"maxSessions":0}`))
-	want := `hostplugin: heartbeat: is not a known field (known: recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, perIPRate, perIPBurst, trustedProxies, maxFrameBytes, maxEventBytes, callTimeoutMs, callRate, callBurst, callDedupMs, drainTimeoutMs, reports); ` +
+	want := `hostplugin: heartbeat: is not a known field (known: recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, perIPRate, perIPBurst, trustedProxies, maxFrameBytes, maxEventBytes, callTimeoutMs, callRate, callBurst, callDedupMs, drainTimeoutMs, reports, presenceGraceMs); ` +
 		`ringSize: must be a number, got "big"; ` +
 		`allowedOrigins[0]: must be a string, got 1; ` +
-		`HeartbeatMs: is not a known field (known: recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, perIPRate, perIPBurst, trustedProxies, maxFrameBytes, maxEventBytes, callTimeoutMs, callRate, callBurst, callDedupMs, drainTimeoutMs, reports); ` +
+		`HeartbeatMs: is not a known field (known: recovery, endpoint, heartbeatMs, allowedOrigins, ringSize, maxSessions, acceptRate, acceptBurst, perIPRate, perIPBurst, trustedProxies, maxFrameBytes, maxEventBytes, callTimeoutMs, callRate, callBurst, callDedupMs, drainTimeoutMs, reports, presenceGraceMs); ` +
 		`recovery.x: is not a known field (known: slowAfterMs, deadlineMs, initialDelayMs, maxDelayMs, factor, jitter, stableAfterMs); ` +
 		`recovery.jitter: must be a number in [0,1], got -1; ` +
 		`maxSessions: must be an integer in 1..10000000, got 0`
 	if err == nil || err.Error() != want {
 		t.Errorf("error:\n got %v\nwant %s", err, want)
 	}
+}
+
+func TestTheConfigFileListsItsFieldsByTheirTags(t *testing.T) {
+	fieldtest.Check(t, &hostplugin.ConfigFile{})
 }

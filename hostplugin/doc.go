@@ -22,10 +22,10 @@
 // see it, or it would keep the page with an older bootstrap. [Host.Publish] appends to a
 // stream; pages subscribed to it
 // receive events live and, after a reconnect, replay what they missed from the [StreamLog]
-// ([Ring] by default) or are reset with a baseline. [Host.Drain] sends every page elsewhere
-// before a restart, when something serves in the Host's place; [Host.Stop], for a Host with
-// no successor, closes every page at once with 1012 (service restart) rather than wait out a
-// drain nobody can take. Package hostplugin/restart hands the listening socket to a
+// ([Ring] by default) or are reset with a baseline. [Host.Shutdown] ends a Host and its server
+// in one call: every page is closed at once with 1012 (service restart), rather than wait out
+// a drain nobody can take; [Host.Drain] before it sends every page elsewhere, when something
+// serves in the Host's place. Package hostplugin/restart hands the listening socket to a
 // successor process (and takes one from systemd socket activation), so that a restart
 // costs no page anything. The session cap and the accept rate turn a returning herd into a
 // queue (close code 1013 with a retry-after that spreads it).
@@ -88,10 +88,11 @@
 // alone); [Host.LivenessHandler] and [Host.ReadinessHandler] answer a load balancer's and
 // Kubernetes' probes ([Host.Readiness]: the gate open, not draining, the log reachable when it
 // is a [LogChecker]). An [Observer] in [Options] is told every event the operator's metrics
-// count; package hostplugin/metrics is one for Prometheus, in a module of its own. The Host watches no signal and no file: the application calls [Host.Reload] (on
-// SIGHUP, say) or [Host.Apply]. A process on its way out calls, in this order: [Host.Drain]
-// or [Host.Stop] while its listener still answers, [Host.Close], then the http.Server's
-// Shutdown (package hostplugin/restart's Restarter.Shutdown does the same).
+// count; package hostplugin/metrics is one for Prometheus, which only importing it links. The
+// Host watches no signal and no file: the application calls [Host.Reload] (on SIGHUP, say)
+// or [Host.Apply]. A process on its way out calls [Host.Shutdown] with its
+// http.Server (package hostplugin/restart's Restarter.Shutdown calls it too, after stopping
+// accepting and, for a successor, a drain).
 //
 // A stream log shared by a fleet of Hosts, on NATS JetStream, is package
 // hostplugin/jetstream: a package of its own, so that a Host on the default [Ring] links no

@@ -50,6 +50,10 @@ func (h *Host) serveEvents(w http.ResponseWriter, r *http.Request) {
 	query := !wsheader.IsUpgrade(r.Header)
 	if query {
 		refusalQueryHeaders(w, origin, originOK) // on its 429 too, and on the HTTP carrier's answers
+		if r.URL.Query().Has(wire.RenewParam) {
+			h.serveRenewal(w, r, cfg, originOK) // access.go
+			return
+		}
 		if r.Method == http.MethodPost || r.URL.Query().Has(wire.CarrierParam) {
 			h.serveHTTPCarrier(w, r, cfg, origin, originOK)
 			return
@@ -87,7 +91,7 @@ func (h *Host) serveEvents(w http.ResponseWriter, r *http.Request) {
 		h.obs.Upgrade(UpgradeBadRequest)
 		return
 	}
-	identity, ok := h.authenticateUpgrade(w, r, originOK)
+	acc, ok := h.authenticateUpgrade(w, r, originOK)
 	if !ok {
 		return
 	}
@@ -124,7 +128,7 @@ func (h *Host) serveEvents(w http.ResponseWriter, r *http.Request) {
 		h.refuseEntry(conn, cfg, e)
 		return
 	}
-	h.startSession(conn, sw.sock, r, cfg, identity, fault)
+	h.startSession(conn, sw.sock, r, cfg, acc, fault)
 }
 
 // refuseOrigin closes a socket from an origin that allowedOrigins does not list with 1008,
@@ -148,12 +152,14 @@ func originRefusal(origin string) string {
 
 // startSession makes an admitted socket a session, or turns it away when the Host began to
 // drain or stop meanwhile.
-func (h *Host) startSession(conn *websocket.Conn, sock *socket, r *http.Request, cfg Config, identity string, fault upgradeFault) {
+func (h *Host) startSession(conn *websocket.Conn, sock *socket, r *http.Request, cfg Config, acc Access, fault upgradeFault) {
 	s := newSocketSession(h, conn, sock, cfg, r.RemoteAddr)
-	s.identity = identity
+	s.identity = acc.Identity
 	s.doomed = fault.stallReady
 	s.watch.mode, s.watch.opened, s.watch.reports = pageMode(r.URL.Query().Get(wire.ModeParam)), time.Now(), cfg.reports
+	h.prepareAccess(s, acc)
 	if !h.sessions.add(s) {
+		s.dropAccess()
 		h.adm.release()
 		h.obs.Upgrade(UpgradeDraining)
 		h.turnAway(conn)
@@ -162,6 +168,7 @@ func (h *Host) startSession(conn *websocket.Conn, sock *socket, r *http.Request,
 	h.obs.Upgrade(UpgradeAdmitted)
 	h.obs.SessionOpened(s.watch.mode)
 	h.obs.SessionCarrier(wire.CarrierWebSocket, true)
+	h.startAccess(s, acc)
 	// The session runs on its own goroutine so that this one returns and net/http frees the
 	// request, its buffers and this goroutine's stack: an idle session then costs one small
 	// goroutine.

@@ -28,11 +28,11 @@ func TestEndpointRefusesClientsWithoutTheSubprotocol(t *testing.T) {
 	f := newFixture(t, `{}`, true)
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	_, resp, err := websocket.Dial(ctx, f.wsURL(), nil)
+	_, resp, err := websocket.Dial(ctx, f.WSURL(), nil)
 	if err == nil || resp == nil || resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("dial without lifeline.v1: err %v, response %v; want 400", err, resp)
 	}
-	if got := f.h.Sessions(); got != 0 {
+	if got := f.H.Sessions(); got != 0 {
 		t.Errorf("Sessions() = %d after a refused dial", got)
 	}
 }
@@ -57,26 +57,26 @@ func TestEndpointChecksTheOrigin(t *testing.T) {
 			f := newFixture(t, `{"allowedOrigins":`+tt.allowed+`}`, true)
 			origin := tt.origin
 			if origin == "" {
-				origin = f.srv.URL
+				origin = f.Srv.URL
 			}
-			c, err := f.tryDial(t, http.Header{"Origin": {origin}})
+			c, err := f.TryDial(t, http.Header{"Origin": {origin}})
 			if err != nil {
 				t.Fatalf("dial: %v", err)
 			}
 			if !tt.refused {
-				c.expect(wire.TypeReady)
+				c.Expect(wire.TypeReady)
 				return
 			}
 			// An error frame first, naming the origin, which does not fit a close reason: the
 			// page's developer must see why it never connects.
-			if e := c.expect(wire.TypeError); !strings.Contains(e.Message, "origin not allowed") || !strings.Contains(e.Message, strconv.Quote(origin)) {
+			if e := c.Expect(wire.TypeError); !strings.Contains(e.Message, "origin not allowed") || !strings.Contains(e.Message, strconv.Quote(origin)) {
 				t.Errorf("error frame %q, want the refusal naming the origin", e.Message)
 			}
-			if code, reason := c.closed(); code != wire.CloseOrigin {
+			if code, reason := c.Closed(); code != wire.CloseOrigin {
 				t.Errorf("close %d %q, want %d", code, reason, wire.CloseOrigin)
 			}
-			waitFor(t, "the refusal to be logged", func() bool { return f.logs.Has("cross-origin", origin) })
-			if got := f.h.Sessions(); got != 0 {
+			waitFor(t, "the refusal to be logged", func() bool { return f.Logs.Has("cross-origin", origin) })
+			if got := f.H.Sessions(); got != 0 {
 				t.Errorf("Sessions() = %d after a refusal", got)
 			}
 		})
@@ -85,25 +85,25 @@ func TestEndpointChecksTheOrigin(t *testing.T) {
 
 func TestReadinessGateHoldsEveryFrameUntilReady(t *testing.T) {
 	f := newFixture(t, `{"heartbeatMs":15000}`, false)
-	c := f.dial(t)
-	waitFor(t, "the session to open", func() bool { return f.h.Sessions() == 1 })
+	c := f.Dial(t)
+	waitFor(t, "the session to open", func() bool { return f.H.Sessions() == 1 })
 	// Both answers are queued while the gate is closed; the ready frame must still come first.
-	c.send(`{"t":"sub","stream":"s"}`)
-	c.send(`not json`)
-	waitFor(t, "both frames to be handled", func() bool { return f.logs.Has("bad client frame") })
-	f.h.SetReady(true)
-	ready := c.expect(wire.TypeReady)
+	c.Send(`{"t":"sub","stream":"s"}`)
+	c.Send(`not json`)
+	waitFor(t, "both frames to be handled", func() bool { return f.Logs.Has("bad client frame") })
+	f.H.SetReady(true)
+	ready := c.Expect(wire.TypeReady)
 	if ready.Session == "" || ready.HeartbeatMs != 15000 {
 		t.Errorf("ready frame %+v, want a session id and heartbeatMs 15000", ready)
 	}
-	c.expect(wire.TypeReset)
-	c.expect(wire.TypeError)
+	c.Expect(wire.TypeReset)
+	c.Expect(wire.TypeError)
 }
 
 func TestReadyFramesCarryDistinctSessionIDs(t *testing.T) {
 	f := newFixture(t, `{}`, true)
-	a := f.dial(t).expect(wire.TypeReady)
-	b := f.dial(t).expect(wire.TypeReady)
+	a := f.Dial(t).Expect(wire.TypeReady)
+	b := f.Dial(t).Expect(wire.TypeReady)
 	if a.Session == b.Session {
 		t.Errorf("two sessions share the id %q", a.Session)
 	}
@@ -111,11 +111,11 @@ func TestReadyFramesCarryDistinctSessionIDs(t *testing.T) {
 
 func TestIdleSessionsGetHeartbeats(t *testing.T) {
 	f := newFixture(t, `{"heartbeatMs":100}`, true)
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
 	start := time.Now()
-	c.expect(wire.TypeHeartbeat)
-	c.expect(wire.TypeHeartbeat)
+	c.Expect(wire.TypeHeartbeat)
+	c.Expect(wire.TypeHeartbeat)
 	if d := time.Since(start); d < 150*time.Millisecond {
 		t.Errorf("two heartbeats within %v; want one per 100ms of silence", d)
 	}
@@ -132,21 +132,21 @@ func publish(t testing.TB, h *hostplugin.Host, stream, data string) uint64 {
 
 func TestASessionFollowsABoundedNumberOfStreams(t *testing.T) {
 	f := newFixture(t, `{}`, true)
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
 	for i := range 65 {
-		c.send(fmt.Sprintf(`{"t":"sub","stream":"s%d"}`, i))
+		c.Send(fmt.Sprintf(`{"t":"sub","stream":"s%d"}`, i))
 	}
 	for range 64 {
-		c.expect(wire.TypeReset)
+		c.Expect(wire.TypeReset)
 	}
 	// Denied, with the limit as the reason: the page ends that one subscription visibly (an
 	// error frame was only logged, and the subscription looked active), the others carry on.
-	if d := c.expect(wire.TypeDenied); d.Stream != "s64" || !strings.Contains(d.Reason, "at most 64") {
+	if d := c.Expect(wire.TypeDenied); d.Stream != "s64" || !strings.Contains(d.Reason, "at most 64") {
 		t.Errorf("the 65th sub: %+v, want it denied with the stream limit", d)
 	}
-	publish(t, f.h, "s0", `1`)
-	if ev := c.expect(wire.TypeEvent); ev.Stream != "s0" || ev.Seq != 1 {
+	publish(t, f.H, "s0", `1`)
+	if ev := c.Expect(wire.TypeEvent); ev.Stream != "s0" || ev.Seq != 1 {
 		t.Fatalf("after the denial: %+v, want s0's event", ev)
 	}
 }
@@ -159,24 +159,24 @@ func TestASessionFollowsABoundedNumberOfStreams(t *testing.T) {
 func TestNothingOverMaxEventBytesReachesAPage(t *testing.T) {
 	ring := hostplugin.NewRing(16)
 	f := newFixtureWith(t, `{"maxEventBytes":16}`, true, hostplugin.Options{Log: ring})
-	f.h.SetBaseline("s", func(string, hostplugin.Cursor) (json.RawMessage, error) {
+	f.H.SetBaseline("s", func(string, hostplugin.Cursor) (json.RawMessage, error) {
 		return json.RawMessage(`"` + strings.Repeat("b", 16) + `"`), nil
 	})
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
-	c.send(`{"t":"sub","stream":"s"}`)
-	if r := c.expect(wire.TypeReset); r.Seq != 0 || r.Baseline != nil {
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
+	c.Send(`{"t":"sub","stream":"s"}`)
+	if r := c.Expect(wire.TypeReset); r.Seq != 0 || r.Baseline != nil {
 		t.Fatalf("first frame %+v (baseline %s), want a reset to 0 without the oversized baseline", r, r.Baseline)
 	}
 	if _, err := ring.Append(context.Background(), "s", json.RawMessage(`"`+strings.Repeat("x", 16)+`"`)); err != nil {
 		t.Fatal(err)
 	}
-	publish(t, f.h, "s", `2`)
-	if r := c.expect(wire.TypeReset); r.Seq != 2 {
+	publish(t, f.H, "s", `2`)
+	if r := c.Expect(wire.TypeReset); r.Seq != 2 {
 		t.Fatalf("after the oversized event 1: %+v, want a reset past it, to 2", r)
 	}
-	publish(t, f.h, "s", `3`)
-	if ev := c.expect(wire.TypeEvent); ev.Seq != 3 {
+	publish(t, f.H, "s", `3`)
+	if ev := c.Expect(wire.TypeEvent); ev.Seq != 3 {
 		t.Fatalf("then %+v, want event 3", ev)
 	}
 }
@@ -233,8 +233,8 @@ func TestMalformedFramesGetAnErrorFrameAndTheSessionGoesOn(t *testing.T) {
 		{name: "a binary message", frame: `{"t":"sub","stream":"s"}`, bin: true, want: "binary frames"},
 	}
 	f := newFixture(t, `{}`, true)
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			typ := websocket.MessageText
@@ -243,50 +243,50 @@ func TestMalformedFramesGetAnErrorFrameAndTheSessionGoesOn(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), bound)
 			defer cancel()
-			if err := c.conn.Write(ctx, typ, []byte(tt.frame)); err != nil {
+			if err := c.Conn.Write(ctx, typ, []byte(tt.frame)); err != nil {
 				t.Fatal(err)
 			}
-			if e := c.expect(wire.TypeError); !strings.Contains(e.Message, tt.want) {
+			if e := c.Expect(wire.TypeError); !strings.Contains(e.Message, tt.want) {
 				t.Errorf("error message %q, want it to contain %q", e.Message, tt.want)
 			}
 		})
 	}
 	// Still a working session.
-	c.send(`{"t":"sub","stream":"s"}`)
-	c.expect(wire.TypeReset)
-	if !f.logs.Has("bad client frame") {
-		t.Errorf("bad frames were not logged; logs:\n%s", f.logs)
+	c.Send(`{"t":"sub","stream":"s"}`)
+	c.Expect(wire.TypeReset)
+	if !f.Logs.Has("bad client frame") {
+		t.Errorf("bad frames were not logged; logs:\n%s", f.Logs)
 	}
 }
 
 func TestTooManyBadFramesCloseTheSession(t *testing.T) {
 	f := newFixture(t, `{}`, true)
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
 	for range 17 {
-		c.send(`garbage`)
+		c.Send(`garbage`)
 	}
-	if code, _ := c.closed(); code != websocket.StatusProtocolError {
+	if code, _ := c.Closed(); code != websocket.StatusProtocolError {
 		t.Errorf("close %d, want %d", code, websocket.StatusProtocolError)
 	}
-	waitFor(t, "the session to end", func() bool { return f.h.Sessions() == 0 })
+	waitFor(t, "the session to end", func() bool { return f.H.Sessions() == 0 })
 }
 
 func TestOversizedFramesCloseWith1009(t *testing.T) {
 	f := newFixture(t, `{"maxFrameBytes":512}`, true)
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
-	c.send(`{"t":"sub","stream":"` + strings.Repeat("x", 600) + `"}`)
-	if code, _ := c.closed(); code != wire.CloseTooBig {
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
+	c.Send(`{"t":"sub","stream":"` + strings.Repeat("x", 600) + `"}`)
+	if code, _ := c.Closed(); code != wire.CloseTooBig {
 		t.Errorf("close %d, want %d", code, wire.CloseTooBig)
 	}
-	waitFor(t, "the session to end", func() bool { return f.h.Sessions() == 0 })
-	waitFor(t, "the 1009 to be logged", func() bool { return f.logs.Has("read limit") })
+	waitFor(t, "the session to end", func() bool { return f.H.Sessions() == 0 })
+	waitFor(t, "the 1009 to be logged", func() bool { return f.Logs.Has("read limit") })
 }
 
 func TestSlowReadersAreShedWithoutBlockingPublish(t *testing.T) {
 	f := newFixture(t, `{"ringSize":1}`, true)
-	hostplugin.SetMaxQueue(f.h, 8)
+	hostplugin.SetMaxQueue(f.H, 8)
 	// A page with a small receive buffer: what the kernel holds for it is a few frames, not
 	// the megabytes loopback autotuning would grow to, so shedding takes a bounded amount of
 	// work however slow the machine is.
@@ -297,7 +297,7 @@ func TestSlowReadersAreShedWithoutBlockingPublish(t *testing.T) {
 	}}
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	conn, _, err := websocket.Dial(ctx, f.wsURL(), &websocket.DialOptions{
+	conn, _, err := websocket.Dial(ctx, f.WSURL(), &websocket.DialOptions{
 		Subprotocols: []string{wire.Subprotocol},
 		HTTPClient:   &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}},
 	})
@@ -305,47 +305,47 @@ func TestSlowReadersAreShedWithoutBlockingPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = conn.CloseNow() })
-	c := &client{t: t, conn: conn}
-	c.expect(wire.TypeReady)
-	c.send(`{"t":"sub","stream":"big"}`)
-	c.expect(wire.TypeReset)
+	c := &client{T: t, Conn: conn}
+	c.Expect(wire.TypeReady)
+	c.Send(`{"t":"sub","stream":"big"}`)
+	c.Expect(wire.TypeReset)
 	// The page stops reading. Publish must not block on it; its queue overflows instead.
 	data := json.RawMessage(`"` + strings.Repeat("x", 16<<10) + `"`)
 	// Each event is 16 KiB: the page's buffer, the Host's send buffer and a queue of 8 hold a
 	// few hundred at most (182 here). The shed is decided, and logged, inside Publish.
 	n := 0
-	for !f.logs.Has("reads too slowly") {
+	for !f.Logs.Has("reads too slowly") {
 		if n == 2000 {
 			t.Fatalf("the slow page was not shed after %d events", n)
 		}
-		if _, err := f.h.Publish(context.Background(), "big", data); err != nil {
+		if _, err := f.H.Publish(context.Background(), "big", data); err != nil {
 			t.Fatal(err)
 		}
 		n++
 	}
 	t.Logf("shed after %d events", n)
-	waitFor(t, "the shed session to end", func() bool { return f.h.Sessions() == 0 })
+	waitFor(t, "the shed session to end", func() bool { return f.H.Sessions() == 0 })
 }
 
 func TestSessionsEndWhenPagesLeave(t *testing.T) {
 	f := newFixture(t, `{}`, true)
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
-	c.send(`{"t":"sub","stream":"s"}`)
-	c.expect(wire.TypeReset)
-	if got := f.h.Sessions(); got != 1 {
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
+	c.Send(`{"t":"sub","stream":"s"}`)
+	c.Expect(wire.TypeReset)
+	if got := f.H.Sessions(); got != 1 {
 		t.Fatalf("Sessions() = %d, want 1", got)
 	}
-	_ = c.conn.CloseNow() // abrupt, like a closed laptop lid on a live link
-	waitFor(t, "the session to end", func() bool { return f.h.Sessions() == 0 })
-	publish(t, f.h, "s", `1`) // the stream has no follower left; nothing blocks
+	_ = c.Conn.CloseNow() // abrupt, like a closed laptop lid on a live link
+	waitFor(t, "the session to end", func() bool { return f.H.Sessions() == 0 })
+	publish(t, f.H, "s", `1`) // the stream has no follower left; nothing blocks
 }
 
 // TestFramesSentRightBehindTheHandshakeAreKept: a client may pipeline its first frame with
 // the upgrade request; the Host's small buffers must not lose it.
 func TestFramesSentRightBehindTheHandshakeAreKept(t *testing.T) {
 	f := newFixture(t, `{}`, true)
-	conn, err := net.Dial("tcp", strings.TrimPrefix(f.srv.URL, "http://"))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(f.Srv.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,7 +357,7 @@ func TestFramesSentRightBehindTheHandshakeAreKept(t *testing.T) {
 	for i, c := range payload {
 		frame = append(frame, c^mask[i%4])
 	}
-	req := "GET " + f.h.Config().Endpoint() + " HTTP/1.1\r\nHost: " + conn.RemoteAddr().String() + "\r\n" +
+	req := "GET " + f.H.Config().Endpoint() + " HTTP/1.1\r\nHost: " + conn.RemoteAddr().String() + "\r\n" +
 		"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" +
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Protocol: lifeline.v1\r\n\r\n"
 	if _, err := conn.Write(append([]byte(req), frame...)); err != nil {
@@ -397,14 +397,14 @@ func TestFramesSentRightBehindTheHandshakeAreKept(t *testing.T) {
 
 func TestReloadKeepsServingTheEndpointsOfOlderPages(t *testing.T) {
 	f := newFixture(t, `{}`, true)
-	old := f.wsURL()
-	if err := f.h.Apply(mustConfig(t, `{"endpoint":"/ws/v2"}`)); err != nil {
+	old := f.WSURL()
+	if err := f.H.Apply(mustConfig(t, `{"endpoint":"/ws/v2"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(f.wsURL(), "/ws/v2") {
-		t.Fatalf("the config's endpoint is %s", f.h.Config().Endpoint())
+	if !strings.HasSuffix(f.WSURL(), "/ws/v2") {
+		t.Fatalf("the config's endpoint is %s", f.H.Config().Endpoint())
 	}
-	f.dial(t).expect(wire.TypeReady) // the new endpoint
+	f.Dial(t).Expect(wire.TypeReady) // the new endpoint
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
 	c, _, err := websocket.Dial(ctx, old, &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}})
@@ -412,7 +412,7 @@ func TestReloadKeepsServingTheEndpointsOfOlderPages(t *testing.T) {
 		t.Fatalf("a page loaded before the reload cannot reach %s: %v", old, err)
 	}
 	defer c.CloseNow()
-	(&client{t: t, conn: c}).expect(wire.TypeReady)
+	(&client{T: t, Conn: c}).Expect(wire.TypeReady)
 }
 
 // A middleware around Handler reaches the endpoint through its own ResponseWriter: one that
@@ -426,8 +426,8 @@ func TestEndpointWorksBehindAWrapperThatUnwraps(t *testing.T) {
 		inner.ServeHTTP(unwrapper{w}, r)
 	}))
 	defer srv.Close()
-	f := &fixture{h: h, srv: srv}
-	f.dial(t).expect(wire.TypeReady)
+	f := &fixture{H: h, Srv: srv}
+	f.Dial(t).Expect(wire.TypeReady)
 }
 
 // unwrapper is a middleware's ResponseWriter that implements nothing but Unwrap.
@@ -438,14 +438,14 @@ func (u unwrapper) Unwrap() http.ResponseWriter { return u.ResponseWriter }
 func TestAPingIsAnsweredAtOnceWithAHeartbeat(t *testing.T) {
 	// A heartbeat of ten minutes: only the ping can explain an hb within the test.
 	f := newFixture(t, `{"heartbeatMs":600000}`, true)
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
 	for range 3 {
-		c.send(`{"t":"ping"}`)
-		c.expect(wire.TypeHeartbeat)
+		c.Send(`{"t":"ping"}`)
+		c.Expect(wire.TypeHeartbeat)
 	}
-	c.send(`{"t":"ping","stream":"s"}`) // a malformed ping is a bad frame, not a liveness probe
-	if fr := c.next(); fr.T != wire.TypeError {
+	c.Send(`{"t":"ping","stream":"s"}`) // a malformed ping is a bad frame, not a liveness probe
+	if fr := c.Next(); fr.T != wire.TypeError {
 		t.Fatalf("answer to a malformed ping: %+v, want an error frame", fr)
 	}
 }

@@ -40,16 +40,15 @@ func ExampleNew() {
 	go func() { _ = srv.ListenAndServe() }()
 	h.SetReady(true)
 
-	// ... on SIGHUP (the Host watches no signal): h.Reload("lifeline.json"); on SIGTERM, in
-	// this order:
+	// ... on SIGHUP (the Host watches no signal): h.Reload("lifeline.json"); on SIGTERM:
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// Nobody serves in this process's place: every page gets 1012 now, and so does a socket
-	// that arrives until the listener closes. (Behind a load balancer whose other Hosts take
-	// the pages, h.Drain(ctx, "") instead.)
-	h.Stop(ctx, 0)
-	_ = h.Close()         // releases held upgrades, which Shutdown would wait for
-	_ = srv.Shutdown(ctx) // sessions are hijacked: it does not wait for them
+	// that arrives before the server stops. (Behind a load balancer whose other Hosts take
+	// the pages, h.Drain(ctx, "") first.)
+	if err := h.Shutdown(ctx, srv); err != nil {
+		log.Print(err)
+	}
 
 }
 

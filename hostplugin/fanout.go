@@ -72,7 +72,8 @@ type work struct {
 // to the log's head (a fresh subscription, a cursor too old, from another epoch or from the
 // future), then receives live events. The catch-up runs on the fan-out, in order with the
 // live events; join waits until it is queued on s, so that whatever s is sent next (the answer
-// to its next frame) comes after it, as a page expects.
+// to its next frame) comes after it, as a page expects. It returns nil, joining nothing, for
+// a stream whose access ended on s.
 func (h *Host) join(s *session, stream string, cur Cursor) *fanout {
 	for {
 		fo := h.fanoutFor(stream)
@@ -81,6 +82,12 @@ func (h *Host) join(s *session, stream string, cur Cursor) *fanout {
 			// The last follower left between fanoutFor and Lock.
 			fo.mu.Unlock()
 			continue
+		}
+		if _, revoked := s.revokedReason(stream); revoked {
+			// Its access ended since the sub was authorized (EndSubscription): under fo.mu,
+			// so that an end cutting the stream either finds this follower or comes first.
+			fo.mu.Unlock()
+			return nil
 		}
 		f := &follower{s: s}
 		fo.followers[s] = f

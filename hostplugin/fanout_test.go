@@ -23,16 +23,16 @@ import (
 func streamFixture(t *testing.T) (*fixture, string) {
 	t.Helper()
 	f := newFixture(t, `{"ringSize":3}`, true)
-	f.h.SetBaseline("s", func(stream string, head hostplugin.Cursor) (json.RawMessage, error) {
+	f.H.SetBaseline("s", func(stream string, head hostplugin.Cursor) (json.RawMessage, error) {
 		return json.RawMessage(fmt.Sprintf(`{"upTo":%d}`, head.Seq)), nil
 	})
 	for i := 1; i <= 5; i++ {
-		publish(t, f.h, "s", fmt.Sprintf(`{"i":%d}`, i))
+		publish(t, f.H, "s", fmt.Sprintf(`{"i":%d}`, i))
 	}
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
-	c.send(`{"t":"sub","stream":"s"}`)
-	return f, c.expect(wire.TypeReset).Epoch
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
+	c.Send(`{"t":"sub","stream":"s"}`)
+	return f, c.Expect(wire.TypeReset).Epoch
 }
 
 func TestSubscriptionsReplayOrReset(t *testing.T) {
@@ -60,23 +60,23 @@ func TestSubscriptionsReplayOrReset(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f, epoch := streamFixture(t)
-			c := f.dial(t)
-			c.expect(wire.TypeReady)
-			c.send(tt.sub(epoch))
+			c := f.Dial(t)
+			c.Expect(wire.TypeReady)
+			c.Send(tt.sub(epoch))
 			if tt.reset {
-				r := c.expect(wire.TypeReset)
+				r := c.Expect(wire.TypeReset)
 				if r.Stream != "s" || r.Epoch != epoch || r.Seq != 5 || string(r.Baseline) != `{"upTo":5}` {
 					t.Errorf("reset %+v (baseline %s), want stream s, epoch %s, seq 5, baseline {\"upTo\":5}", r, r.Baseline, epoch)
 				}
 			}
 			for _, want := range tt.replay {
-				ev := c.expect(wire.TypeEvent)
+				ev := c.Expect(wire.TypeEvent)
 				if ev.Seq != want || string(ev.Data) != fmt.Sprintf(`{"i":%d}`, want) {
 					t.Errorf("replayed %d %s, want %d", ev.Seq, ev.Data, want)
 				}
 			}
-			publish(t, f.h, "s", `{"i":6}`)
-			if ev := c.expect(wire.TypeEvent); ev.Seq != 6 || ev.Stream != "s" {
+			publish(t, f.H, "s", `{"i":6}`)
+			if ev := c.Expect(wire.TypeEvent); ev.Seq != 6 || ev.Stream != "s" {
 				t.Errorf("live event %+v, want seq 6 on s", ev)
 			}
 		})
@@ -85,28 +85,28 @@ func TestSubscriptionsReplayOrReset(t *testing.T) {
 
 func TestLiveEventsArriveOnceEachAndInOrderDuringReplay(t *testing.T) {
 	f := newFixture(t, `{"ringSize":10000}`, true)
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
-	c.send(`{"t":"sub","stream":"s"}`)
-	epoch := c.expect(wire.TypeReset).Epoch
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
+	c.Send(`{"t":"sub","stream":"s"}`)
+	epoch := c.Expect(wire.TypeReset).Epoch
 	// A second page subscribes with a cursor while events keep being published.
-	d := f.dial(t)
-	d.expect(wire.TypeReady)
+	d := f.Dial(t)
+	d.Expect(wire.TypeReady)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for i := range 500 {
-			if _, err := f.h.Publish(context.Background(), "s", json.RawMessage(fmt.Sprint(i))); err != nil {
+			if _, err := f.H.Publish(context.Background(), "s", json.RawMessage(fmt.Sprint(i))); err != nil {
 				t.Error(err)
 				return
 			}
 		}
 	}()
-	d.send(`{"t":"sub","stream":"s","epoch":"` + epoch + `","after":0}`)
+	d.Send(`{"t":"sub","stream":"s","epoch":"` + epoch + `","after":0}`)
 	<-done
 	for _, cl := range []*client{c, d} {
 		for want := uint64(1); want <= 500; want++ {
-			if ev := cl.expect(wire.TypeEvent); ev.Seq != want {
+			if ev := cl.Expect(wire.TypeEvent); ev.Seq != want {
 				t.Fatalf("event seq %d, want %d: a gap or a duplicate", ev.Seq, want)
 			}
 		}
@@ -115,17 +115,17 @@ func TestLiveEventsArriveOnceEachAndInOrderDuringReplay(t *testing.T) {
 
 func TestUnsubStopsTheStream(t *testing.T) {
 	f := newFixture(t, `{}`, true)
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
-	c.send(`{"t":"sub","stream":"a"}`)
-	c.expect(wire.TypeReset)
-	c.send(`{"t":"unsub","stream":"a"}`)
-	c.send(`{"t":"unsub","stream":"never-subscribed"}`) // harmless
-	c.send(`{"t":"sub","stream":"b"}`)
-	c.expect(wire.TypeReset) // b's: the unsub before it has been handled
-	publish(t, f.h, "a", `"for nobody"`)
-	publish(t, f.h, "b", `"for c"`)
-	if ev := c.expect(wire.TypeEvent); ev.Stream != "b" {
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
+	c.Send(`{"t":"sub","stream":"a"}`)
+	c.Expect(wire.TypeReset)
+	c.Send(`{"t":"unsub","stream":"a"}`)
+	c.Send(`{"t":"unsub","stream":"never-subscribed"}`) // harmless
+	c.Send(`{"t":"sub","stream":"b"}`)
+	c.Expect(wire.TypeReset) // b's: the unsub before it has been handled
+	publish(t, f.H, "a", `"for nobody"`)
+	publish(t, f.H, "b", `"for c"`)
+	if ev := c.Expect(wire.TypeEvent); ev.Stream != "b" {
 		t.Errorf("after unsub got %+v, want only stream b", ev)
 	}
 }
@@ -136,7 +136,7 @@ func TestUnsubStopsTheStream(t *testing.T) {
 // seq; a gap without a reset fails.
 func TestSubscriptionChurnDuringPublishingNeitherDeadlocksNorSkips(t *testing.T) {
 	f := newFixture(t, `{"ringSize":64}`, true)
-	f.h.SetBaseline("s", func(_ string, head hostplugin.Cursor) (json.RawMessage, error) {
+	f.H.SetBaseline("s", func(_ string, head hostplugin.Cursor) (json.RawMessage, error) {
 		return json.RawMessage(fmt.Sprint(head.Seq)), nil
 	})
 	stop := make(chan struct{})
@@ -151,7 +151,7 @@ func TestSubscriptionChurnDuringPublishingNeitherDeadlocksNorSkips(t *testing.T)
 				return
 			case <-tick.C:
 			}
-			if _, err := f.h.Publish(context.Background(), "s", json.RawMessage(`1`)); err != nil {
+			if _, err := f.H.Publish(context.Background(), "s", json.RawMessage(`1`)); err != nil {
 				t.Error(err)
 				return
 			}
@@ -160,8 +160,8 @@ func TestSubscriptionChurnDuringPublishingNeitherDeadlocksNorSkips(t *testing.T)
 	const pages = 8
 	errs := make(chan error, pages)
 	for range pages {
-		c := f.dial(t)
-		go func() { errs <- churn(c.conn) }()
+		c := f.Dial(t)
+		go func() { errs <- churn(c.Conn) }()
 	}
 	for range pages {
 		select {

@@ -63,13 +63,13 @@ func BenchmarkSessionOpen(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			f := newFixture(b, benchConfig, true)
 			if bc.install != nil {
-				bc.install(b, f.h)
+				bc.install(b, f.H)
 			}
 			opts := &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}}
 			b.ReportAllocs()
 			for b.Loop() {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				c, _, err := websocket.Dial(ctx, f.wsURL(), opts)
+				c, _, err := websocket.Dial(ctx, f.WSURL(), opts)
 				if err != nil {
 					b.Fatalf("dial: %v", err)
 				}
@@ -80,7 +80,7 @@ func BenchmarkSessionOpen(b *testing.B) {
 				cancel()
 			}
 			b.StopTimer()
-			waitFor(b, "the sessions to end", func() bool { return f.h.Sessions() == 0 })
+			waitFor(b, "the sessions to end", func() bool { return f.H.Sessions() == 0 })
 		})
 	}
 }

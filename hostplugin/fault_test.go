@@ -31,7 +31,7 @@ type faultFixture struct {
 func newFaultFixture(t testing.TB) *faultFixture {
 	t.Helper()
 	f := newFixture(t, `{}`, true)
-	return &faultFixture{fixture: f, faults: installFaults(t, f.h)}
+	return &faultFixture{fixture: f, faults: installFaults(t, f.H)}
 }
 
 // installFaults gives h fault modes, or fails the test.
@@ -47,7 +47,7 @@ func installFaults(t testing.TB, h *hostplugin.Host) *fault.Injector {
 func TestFaultRefuseAnswers503(t *testing.T) {
 	f := newFaultFixture(t)
 	f.faults.Set(fault.Fault{Mode: fault.Refuse})
-	_, err := f.tryDial(t, nil)
+	_, err := f.TryDial(t, nil)
 	if err == nil || !strings.Contains(err.Error(), "503") {
 		t.Errorf("dial under refuse: %v, want a 503", err)
 	}
@@ -58,15 +58,15 @@ func TestFaultStallOpenHoldsTheUpgradeUntilTheModeChanges(t *testing.T) {
 	f.faults.Set(fault.Fault{Mode: fault.StallOpen})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if c, _, err := websocket.Dial(ctx, f.wsURL(), &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}}); err == nil {
+	if c, _, err := websocket.Dial(ctx, f.WSURL(), &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}}); err == nil {
 		_ = c.CloseNow()
 		t.Fatal("the upgrade completed under stall-open")
 	}
 	result := make(chan error, 1)
 	go func() {
-		c, err := f.tryDial(t, nil)
+		c, err := f.TryDial(t, nil)
 		if err == nil {
-			_, _, err = c.conn.Read(context.Background())
+			_, _, err = c.Conn.Read(context.Background())
 		}
 		result <- err
 	}()
@@ -84,27 +84,27 @@ func TestFaultStallOpenHoldsTheUpgradeUntilTheModeChanges(t *testing.T) {
 func TestFaultStallReadyOpensSocketsThatNeverGetReady(t *testing.T) {
 	f := newFaultFixture(t)
 	f.faults.Set(fault.Fault{Mode: fault.StallReady})
-	stalled := f.dial(t)
-	waitFor(t, "the session to open", func() bool { return f.h.Sessions() == 1 })
-	stalled.send(`bad`) // its error frame is held with everything else
-	waitFor(t, "the frame to be handled", func() bool { return f.logs.Has("bad client frame") })
+	stalled := f.Dial(t)
+	waitFor(t, "the session to open", func() bool { return f.H.Sessions() == 1 })
+	stalled.Send(`bad`) // its error frame is held with everything else
+	waitFor(t, "the frame to be handled", func() bool { return f.Logs.Has("bad client frame") })
 
 	f.faults.Set(fault.Fault{})
-	f.dial(t).expect(wire.TypeReady) // a socket opened after the mode gets its ready frame
+	f.Dial(t).Expect(wire.TypeReady) // a socket opened after the mode gets its ready frame
 	// The stalled one still has none: when the Host drains, goaway is its first frame.
-	go f.h.Drain(context.Background(), "")
-	stalled.expect(wire.TypeGoAway)
+	go f.H.Drain(context.Background(), "")
+	stalled.Expect(wire.TypeGoAway)
 }
 
 func TestFaultFlapDropsSessionsAfterReady(t *testing.T) {
 	f := newFaultFixture(t)
-	early := f.dial(t)
-	early.expect(wire.TypeReady)
+	early := f.Dial(t)
+	early.Expect(wire.TypeReady)
 	f.faults.Set(fault.Fault{Mode: fault.Flap, After: 50 * time.Millisecond})
-	late := f.dial(t)
-	late.expect(wire.TypeReady)
+	late := f.Dial(t)
+	late.Expect(wire.TypeReady)
 	for name, c := range map[string]*client{"a session open before the mode": early, "a new session": late} {
-		if code, _ := c.closed(); code != -1 {
+		if code, _ := c.Closed(); code != -1 {
 			t.Errorf("%s: close status %d, want an abrupt drop (-1, no close frame)", name, code)
 		}
 	}
@@ -112,29 +112,29 @@ func TestFaultFlapDropsSessionsAfterReady(t *testing.T) {
 
 func TestLeavingFlapCancelsPendingDrops(t *testing.T) {
 	f := newFaultFixture(t)
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
 	f.faults.Set(fault.Fault{Mode: fault.Flap, After: 200 * time.Millisecond})
 	f.faults.Set(fault.Fault{})
 	// Past the drop that was scheduled, the session must still be open: nothing to read, no close.
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
-	if _, b, err := c.conn.Read(ctx); ctx.Err() == nil {
+	if _, b, err := c.Conn.Read(ctx); ctx.Err() == nil {
 		t.Fatalf("after flap ended the session read %s / %v, want it quietly open", b, err)
 	}
 }
 
 func TestFaultDrainSendsEveryPageToTheURI(t *testing.T) {
 	f := newFaultFixture(t)
-	early := f.dial(t)
-	early.expect(wire.TypeReady)
+	early := f.Dial(t)
+	early.Expect(wire.TypeReady)
 	f.faults.Set(fault.Fault{Mode: fault.Drain, URI: "wss://b.example/ev"})
-	if g := early.expect(wire.TypeGoAway); g.URI != "wss://b.example/ev" {
+	if g := early.Expect(wire.TypeGoAway); g.URI != "wss://b.example/ev" {
 		t.Errorf("goaway uri %q", g.URI)
 	}
-	late := f.dial(t)
-	late.expect(wire.TypeReady) // ready first, so a page can migrate here before moving on
-	if g := late.expect(wire.TypeGoAway); g.URI != "wss://b.example/ev" {
+	late := f.Dial(t)
+	late.Expect(wire.TypeReady) // ready first, so a page can migrate here before moving on
+	if g := late.Expect(wire.TypeGoAway); g.URI != "wss://b.example/ev" {
 		t.Errorf("goaway uri %q", g.URI)
 	}
 }
@@ -142,7 +142,7 @@ func TestFaultDrainSendsEveryPageToTheURI(t *testing.T) {
 func TestFaultOverloadClosesWithTheGivenRetryAfter(t *testing.T) {
 	f := newFaultFixture(t)
 	f.faults.Set(fault.Fault{Mode: fault.Overload, After: 1500 * time.Millisecond})
-	code, reason := f.dial(t).closed()
+	code, reason := f.Dial(t).Closed()
 	if code != wire.CloseOverloaded || reason != "retry-after=1500" {
 		t.Errorf("close %d %q, want 1013 retry-after=1500", code, reason)
 	}
@@ -165,27 +165,27 @@ func TestFaultPanelOverTheWire(t *testing.T) {
 
 func TestFaultOutageDropsSessionsAndRefusesNewOnesUntilUp(t *testing.T) {
 	f := newFaultFixture(t)
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
-	c.send(`{"t":"sub","stream":"s"}`)
-	epoch := c.expect(wire.TypeReset).Epoch
-	publish(t, f.h, "s", `1`)
-	c.expect(wire.TypeEvent)
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
+	c.Send(`{"t":"sub","stream":"s"}`)
+	epoch := c.Expect(wire.TypeReset).Epoch
+	publish(t, f.H, "s", `1`)
+	c.Expect(wire.TypeEvent)
 
 	f.faults.Set(fault.Fault{Mode: fault.Outage})
-	if code, _ := c.closed(); code != -1 {
+	if code, _ := c.Closed(); code != -1 {
 		t.Errorf("close status %d, want an abrupt drop", code)
 	}
-	if _, err := f.tryDial(t, nil); err == nil || !strings.Contains(err.Error(), "503") {
+	if _, err := f.TryDial(t, nil); err == nil || !strings.Contains(err.Error(), "503") {
 		t.Errorf("dial during the outage: %v, want a 503", err)
 	}
-	publish(t, f.h, "s", `2`) // published while the page was away
+	publish(t, f.H, "s", `2`) // published while the page was away
 
 	f.faults.Set(fault.Fault{})
-	back := f.dial(t)
-	back.expect(wire.TypeReady)
-	back.send(`{"t":"sub","stream":"s","epoch":"` + epoch + `","after":1}`)
-	if ev := back.expect(wire.TypeEvent); ev.Seq != 2 {
+	back := f.Dial(t)
+	back.Expect(wire.TypeReady)
+	back.Send(`{"t":"sub","stream":"s","epoch":"` + epoch + `","after":1}`)
+	if ev := back.Expect(wire.TypeEvent); ev.Seq != 2 {
 		t.Errorf("after the outage the page got %+v, want the missed event 2", ev)
 	}
 }
@@ -195,16 +195,16 @@ func TestStatsCountSocketsAtTheEndpoint(t *testing.T) {
 	f.faults.Set(fault.Fault{Mode: fault.StallOpen})
 	dialed := make(chan error, 1)
 	go func() {
-		_, err := f.tryDial(t, nil)
+		_, err := f.TryDial(t, nil)
 		dialed <- err
 	}()
 	waitFor(t, "the held upgrade to count", func() bool {
-		s := f.h.Stats()
+		s := f.H.Stats()
 		return s.Accepted == 1 && s.Open == 1 && s.Sessions == 0
 	})
 	f.faults.Set(fault.Fault{})
 	waitFor(t, "the released upgrade to become a session", func() bool {
-		s := f.h.Stats()
+		s := f.H.Stats()
 		return s.Accepted == 1 && s.Open == 1 && s.Sessions == 1 && s.Ready && f.faults.Fault().String() == "up"
 	})
 	if err := <-dialed; err != nil {

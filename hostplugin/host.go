@@ -65,6 +65,11 @@ type Options struct {
 	// its stack. It is not called for an origin that allowedOrigins refuses.
 	// Default nil: every page may connect, with the identity "".
 	Authenticate func(r *http.Request) (identity string, err error)
+	// Access is Authenticate with an expiry: it says who the request is and until when its
+	// credential holds (access.go). The session ends then, unless its page renews it before
+	// (a renewal is answered by this same hook, with the page's cookies and token). Set
+	// Authenticate or Access, not both.
+	Access func(r *http.Request) (Access, error)
 	// Authorize decides what a session may read. It is called for every sub frame, a
 	// resubscription by cursor after a reconnect included, so a page that lost access cannot
 	// resume by cursor. An error refuses that one subscription with a denied frame carrying
@@ -83,10 +88,16 @@ type Options struct {
 	// Observer is told what the Host does, for its operator's metrics (package
 	// hostplugin/metrics implements it for Prometheus). Default: none.
 	Observer Observer
+	// Presence turns on presence: who is on a stream, fleet-wide (see [Presence]). Default
+	// nil: none (a sub asking for it is answered as by a Host that never heard of it).
+	Presence *Presence
 	// Relay carries the HTTP carrier's POSTs that reach this Host for a session of another
 	// Host of the fleet, so that a load balancer in front of the fleet needs no sticky
 	// sessions (hostplugin/jetstream has one on NATS). Default: none, which one Host needs.
 	Relay Relay
+	// Bus passes the ends of access (EndSessions, EndSubscription) on to every Host of the
+	// fleet (hostplugin/jetstream has one on NATS). Default: none, which one Host needs.
+	Bus Bus
 }
 
 // PublicStreams is the Authorize of an application whose every stream is public: it lets
@@ -153,6 +164,9 @@ type Host struct {
 	relay     Relay
 	stopRelay func()
 
+	pres *presence  // Options.Presence; nil without
+	acc  hostAccess // access that ends: expiries, ends of identities, the fleet's bus (access.go)
+
 	faults hostFaults // fault injection: empty unless built with -tags lifeline_faults
 	thin   thinned
 	obs    Observer // Options.Observer, or a NopObserver
@@ -161,11 +175,11 @@ type Host struct {
 // thinned are the logs that floods of refusals and bad frames would repeat: each is written a
 // few times, then at most once per interval.
 type thinned struct {
-	origin, overload, perIP, badFrame, auth, denied, authPanic, logRead, callStore, relay rate.Sometimes
+	origin, overload, perIP, badFrame, auth, denied, authPanic, logRead, callStore, relay, presence rate.Sometimes
 }
 
 func (t *thinned) init() {
-	for _, s := range []*rate.Sometimes{&t.origin, &t.overload, &t.perIP, &t.badFrame, &t.auth, &t.denied, &t.authPanic, &t.logRead, &t.callStore, &t.relay} {
+	for _, s := range []*rate.Sometimes{&t.origin, &t.overload, &t.perIP, &t.badFrame, &t.auth, &t.denied, &t.authPanic, &t.logRead, &t.callStore, &t.relay, &t.presence} {
 		s.First, s.Interval = 5, 10*time.Second
 	}
 }
@@ -183,6 +197,16 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	if o.Authorize == nil {
 		return nil, errNoAuthorize
 	}
+	var pres Presence
+	if o.Presence != nil {
+		var err error
+		if pres, err = checkPresence(o.Presence); err != nil {
+			return nil, err
+		}
+	}
+	if o.Authenticate != nil && o.Access != nil {
+		return nil, ErrAccessHooks
+	}
 	h := &Host{
 		logger:    o.Logger,
 		log:       o.Log,
@@ -197,7 +221,9 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		obs:       o.Observer,
 		id:        newID(4),
 		relay:     o.Relay,
+		acc:       hostAccess{fn: o.Access, bus: o.Bus},
 	}
+	h.acc.exp.init(h)
 	if h.obs == nil {
 		h.obs = NopObserver{}
 	}
@@ -226,6 +252,26 @@ func New(cfg Config, opts *Options) (*Host, error) {
 	h.adm.lim = rate.NewLimiter(rate.Limit(cfg.AcceptRate()), cfg.AcceptBurst())
 	h.apply(cfg)
 	if err := h.serveRelay(); err != nil {
+		return nil, err
+	}
+	if o.Presence != nil {
+		h.pres = newPresence(h, pres)
+		if pres.Fleet != nil {
+			if err := h.pres.joinFleet(pres.Fleet); err != nil {
+				if h.stopRelay != nil {
+					h.stopRelay()
+				}
+				return nil, fmt.Errorf("hostplugin: joining the fleet's presence: %w", err)
+			}
+		}
+	}
+	if err := h.serveBus(); err != nil {
+		if h.stopRelay != nil {
+			h.stopRelay()
+		}
+		if h.pres != nil {
+			h.pres.close()
+		}
 		return nil, err
 	}
 	return h, nil

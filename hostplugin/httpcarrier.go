@@ -61,6 +61,7 @@ type httpCarrier struct {
 
 	mu      sync.Mutex
 	closing bool          // the close frame is out (stream) or queued (poll)
+	revoked string        // the AccessEndedReason of a session whose access ended: sends are refused
 	dropped bool          // drop ran: nothing more is written
 	done    chan struct{} // closed by drop
 	quiet   *time.Timer   // ends a session whose page stopped polling or sending
@@ -213,6 +214,21 @@ func (c *httpCarrier) end() {
 	})
 }
 
+// endAccess notes that the session's access ended with msg (an AccessEndedReason): from now
+// on its sends are refused with it.
+func (c *httpCarrier) endAccess(msg string) {
+	c.mu.Lock()
+	c.revoked = msg
+	c.mu.Unlock()
+}
+
+// accessEnded is the AccessEndedReason of a session whose access ended, else "".
+func (c *httpCarrier) accessEnded() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.revoked
+}
+
 // heard notes that the page was heard from (a send, or a poll's end): a session whose page
 // goes quiet for longer than quietFor is over (a page behind a proxy that holds its stream,
 // a page that left without a bye).
@@ -294,7 +310,7 @@ func (h *Host) serveHTTPCarrier(w http.ResponseWriter, r *http.Request, cfg Conf
 		h.obs.Upgrade(UpgradeInjected)
 		return
 	}
-	identity, ok := h.authenticateUpgrade(w, r, originOK)
+	acc, ok := h.authenticateUpgrade(w, r, originOK)
 	if !ok {
 		return
 	}
@@ -329,10 +345,12 @@ func (h *Host) serveHTTPCarrier(w http.ResponseWriter, r *http.Request, cfg Conf
 	}
 	s := newSession(h, c, cfg, r.RemoteAddr)
 	c.s = s
-	s.identity = identity
+	s.identity = acc.Identity
 	s.doomed = fault.stallReady
 	s.watch.mode, s.watch.opened, s.watch.reports = pageMode(r.URL.Query().Get(wire.ModeParam)), time.Now(), cfg.reports
+	h.prepareAccess(s, acc)
 	if !h.sessions.add(s) {
+		s.dropAccess()
 		h.adm.release()
 		h.obs.Upgrade(UpgradeDraining)
 		answerFrames(w, h.turnAwayFrames()...)
@@ -343,6 +361,7 @@ func (h *Host) serveHTTPCarrier(w http.ResponseWriter, r *http.Request, cfg Conf
 	h.obs.SessionCarrier(c.kind(), true)
 	c.heard()
 	if poll {
+		h.startAccess(s, acc)
 		if h.Ready() {
 			s.sendReady()
 		}
@@ -356,6 +375,7 @@ func (h *Host) serveHTTPCarrier(w http.ResponseWriter, r *http.Request, cfg Conf
 	_ = c.rc.SetWriteDeadline(time.Time{}) // a server's WriteTimeout is not for a stream
 	_ = c.rc.Flush()
 	c.mu.Unlock()
+	h.startAccess(s, acc) // once the answer's head is out: an end may write to it at once
 	if h.Ready() {
 		s.sendReady()
 	}
@@ -518,7 +538,13 @@ func (h *Host) servePost(w http.ResponseWriter, r *http.Request, cfg Config, rel
 func (c *httpCarrier) send(w http.ResponseWriter, seq uint64, frames []byte) {
 	c.reader.Lock()
 	defer c.reader.Unlock()
+	msg := c.accessEnded()
 	switch {
+	case msg != "":
+		// Nothing of it is applied: its calls are not run, its subs join nothing. Its
+		// polls are still answered, so that the page reads the end's frames.
+		writeJSON(w, http.StatusUnauthorized, wire.Refusal{Error: wire.RefusalAccessEnded, Reason: msg})
+		return
 	case c.ended:
 		writeJSON(w, http.StatusNotFound, wire.Refusal{Error: wire.RefusalSession, Reason: "the session ended"})
 		return

@@ -37,8 +37,8 @@ type httpPage struct {
 	queue []wire.HostFrame
 }
 
-func (f *fixture) httpURL(q url.Values) string {
-	u := f.srv.URL + f.h.Config().Endpoint()
+func httpURL(f *fixture, q url.Values) string {
+	u := f.Srv.URL + f.H.Config().Endpoint()
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
@@ -47,13 +47,13 @@ func (f *fixture) httpURL(q url.Values) string {
 
 // openHTTP opens a session on the HTTP carrier and returns the answer to the opening GET,
 // whose body the page then reads.
-func (f *fixture) openHTTP(t testing.TB, poll bool, header http.Header) (*httpPage, *http.Response) {
+func openHTTP(f *fixture, t testing.TB, poll bool, header http.Header) (*httpPage, *http.Response) {
 	t.Helper()
 	kind := wire.CarrierStream
 	if poll {
 		kind = wire.CarrierPoll
 	}
-	req, err := http.NewRequest(http.MethodGet, f.httpURL(url.Values{wire.CarrierParam: {kind}}), nil)
+	req, err := http.NewRequest(http.MethodGet, httpURL(f, url.Values{wire.CarrierParam: {kind}}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,9 +69,9 @@ func (f *fixture) openHTTP(t testing.TB, poll bool, header http.Header) (*httpPa
 }
 
 // dialHTTP opens a session and reads its ready frame.
-func (f *fixture) dialHTTP(t testing.TB, poll bool) *httpPage {
+func dialHTTP(f *fixture, t testing.TB, poll bool) *httpPage {
 	t.Helper()
-	p, resp := f.openHTTP(t, poll, nil)
+	p, resp := openHTTP(f, t, poll, nil)
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != wire.EventStreamType {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("opening GET: %d %q %s, want 200 %s", resp.StatusCode, resp.Header.Get("Content-Type"), b, wire.EventStreamType)
@@ -178,12 +178,12 @@ func (p *httpPage) post(env wire.Envelope, frames []string) *http.Response {
 	for _, f := range frames {
 		body = wire.AppendLine(body, []byte(f))
 	}
-	return p.f.postRaw(p.t, body, p.header)
+	return postRaw(p.f, p.t, body, p.header)
 }
 
-func (f *fixture) postRaw(t testing.TB, body []byte, header http.Header) *http.Response {
+func postRaw(f *fixture, t testing.TB, body []byte, header http.Header) *http.Response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, f.httpURL(nil), bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, httpURL(f, nil), bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,17 +236,17 @@ func bothCarriers(t *testing.T, test func(t *testing.T, poll bool)) {
 func TestAnHTTPSessionCarriesTheSameFramesAsASocket(t *testing.T) {
 	bothCarriers(t, func(t *testing.T, poll bool) {
 		f := newFixture(t, `{}`, true)
-		if _, err := f.h.Publish(context.Background(), "prices", json.RawMessage(`{"p":1}`)); err != nil {
+		if _, err := f.H.Publish(context.Background(), "prices", json.RawMessage(`{"p":1}`)); err != nil {
 			t.Fatal(err)
 		}
-		p := f.dialHTTP(t, poll)
+		p := dialHTTP(f, t, poll)
 		p.send(`{"t":"sub","stream":"prices"}`, `{"t":"ping"}`)
 		reset := p.expect(wire.TypeReset)
 		if reset.Stream != "prices" || reset.Seq != 1 {
 			t.Fatalf("reset %+v, want prices at seq 1", reset)
 		}
 		p.expect(wire.TypeHeartbeat) // the ping's answer
-		if _, err := f.h.Publish(context.Background(), "prices", json.RawMessage("{\n\"p\": 2}")); err != nil {
+		if _, err := f.H.Publish(context.Background(), "prices", json.RawMessage("{\n\"p\": 2}")); err != nil {
 			t.Fatal(err)
 		}
 		ev := p.expect(wire.TypeEvent)
@@ -259,7 +259,7 @@ func TestAnHTTPSessionCarriesTheSameFramesAsASocket(t *testing.T) {
 func TestAnHTTPSessionAppliesEachSendOnceAndInOrder(t *testing.T) {
 	bothCarriers(t, func(t *testing.T, poll bool) {
 		f := newFixture(t, `{}`, true)
-		p := f.dialHTTP(t, poll)
+		p := dialHTTP(f, t, poll)
 		p.send(`{"t":"sub","stream":"a"}`)
 		p.expect(wire.TypeReset)
 		// The same send again (its answer was lost, say): answered, not applied twice.
@@ -281,8 +281,8 @@ func TestAnHTTPSessionAppliesEachSendOnceAndInOrder(t *testing.T) {
 
 func TestAPOSTIsTakenOnlyWithItsSessionsSecret(t *testing.T) {
 	f := newFixture(t, `{}`, true)
-	p := f.dialHTTP(t, false)
-	q := f.dialHTTP(t, false)
+	p := dialHTTP(f, t, false)
+	q := dialHTTP(f, t, false)
 	for _, tt := range []struct {
 		name    string
 		session string
@@ -306,8 +306,8 @@ func TestAPOSTIsTakenOnlyWithItsSessionsSecret(t *testing.T) {
 
 func TestBadPOSTsGetAClearStatusAndHarmNoOtherSession(t *testing.T) {
 	f := newFixture(t, `{"maxFrameBytes":1024}`, true)
-	other := f.dialHTTP(t, false)
-	p := f.dialHTTP(t, false)
+	other := dialHTTP(f, t, false)
+	p := dialHTTP(f, t, false)
 	env := wire.Envelope{T: wire.EnvelopeSend, Session: p.ready.Session, Secret: p.ready.Secret, Seq: 1}.Encode()
 	for _, tt := range []struct {
 		name   string
@@ -320,7 +320,7 @@ func TestBadPOSTsGetAClearStatusAndHarmNoOtherSession(t *testing.T) {
 		{"an envelope of no kind", []byte(`{"t":"put","session":"a","secret":"b"}`), 400, wire.RefusalEnvelope},
 		{"over maxFrameBytes", append(append(env, '\n'), bytes.Repeat([]byte("x"), 4096)...), 413, wire.RefusalTooBig},
 	} {
-		resp := f.postRaw(t, tt.body, nil)
+		resp := postRaw(f, t, tt.body, nil)
 		if r := refusalOf(t, resp); resp.StatusCode != tt.status || r.Error != tt.err {
 			t.Errorf("%s: %d %+v, want %d %q", tt.name, resp.StatusCode, r, tt.status, tt.err)
 		}
@@ -336,12 +336,12 @@ func TestBadPOSTsGetAClearStatusAndHarmNoOtherSession(t *testing.T) {
 
 func TestAnEndedHTTPSessionAnswersItsPOSTsWith404(t *testing.T) {
 	f := newFixture(t, `{}`, true)
-	p := f.dialHTTP(t, true)
+	p := dialHTTP(f, t, true)
 	resp := p.post(wire.Envelope{T: wire.EnvelopeBye, Reason: "leaving"}, nil)
 	if resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("bye: %d, want 204", resp.StatusCode)
 	}
-	waitFor(t, "the session to end", func() bool { return f.h.Sessions() == 0 })
+	waitFor(t, "the session to end", func() bool { return f.H.Sessions() == 0 })
 	resp = p.post(wire.Envelope{T: wire.EnvelopeSend, Seq: 1}, []string{`{"t":"ping"}`})
 	if r := refusalOf(t, resp); resp.StatusCode != http.StatusNotFound || r.Error != wire.RefusalSession {
 		t.Fatalf("a send after the bye: %d %+v, want 404", resp.StatusCode, r)
@@ -350,11 +350,11 @@ func TestAnEndedHTTPSessionAnswersItsPOSTsWith404(t *testing.T) {
 
 func TestAPollAnswersWhatFollowsItsAckSoALostAnswerLosesNothing(t *testing.T) {
 	f := newFixture(t, `{}`, true)
-	p := f.dialHTTP(t, true)
+	p := dialHTTP(f, t, true)
 	p.send(`{"t":"sub","stream":"s"}`)
 	p.expect(wire.TypeReset)
 	for i := range 3 {
-		if _, err := f.h.Publish(context.Background(), "s", json.RawMessage(fmt.Sprint(i))); err != nil {
+		if _, err := f.H.Publish(context.Background(), "s", json.RawMessage(fmt.Sprint(i))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -383,23 +383,23 @@ func TestAPollAnswersWhatFollowsItsAckSoALostAnswerLosesNothing(t *testing.T) {
 func TestAnHTTPSessionWhosePageGoesQuietEnds(t *testing.T) {
 	bothCarriers(t, func(t *testing.T, poll bool) {
 		f := newFixture(t, `{"heartbeatMs":100}`, true)
-		f.dialHTTP(t, poll) // and never sends, nor polls again
-		if n := f.h.Sessions(); n != 1 {
+		dialHTTP(f, t, poll) // and never sends, nor polls again
+		if n := f.H.Sessions(); n != 1 {
 			t.Fatalf("%d sessions, want 1", n)
 		}
 		// 3 heartbeats of silence from the page (a stream's page pings every heartbeat).
-		waitFor(t, "the quiet session to end", func() bool { return f.h.Sessions() == 0 })
+		waitFor(t, "the quiet session to end", func() bool { return f.H.Sessions() == 0 })
 	})
 }
 
 func TestAnHTTPPageRefusedBeforeItsSessionIsToldWhy(t *testing.T) {
 	bothCarriers(t, func(t *testing.T, poll bool) {
 		f := newFixtureWith(t, `{}`, true, hostplugin.Options{Authenticate: byCookie})
-		_, resp := f.openHTTP(t, poll, nil)
+		_, resp := openHTTP(f, t, poll, nil)
 		if r := refusalOf(t, resp); resp.StatusCode != http.StatusUnauthorized || r.Error != wire.RefusalUnauthorized {
 			t.Fatalf("no cookie: %d %+v, want 401", resp.StatusCode, r)
 		}
-		p, resp := f.openHTTP(t, poll, http.Header{"Origin": {"https://evil.example"}, "Cookie": cookie("alice")["Cookie"]})
+		p, resp := openHTTP(f, t, poll, http.Header{"Origin": {"https://evil.example"}, "Cookie": cookie("alice")["Cookie"]})
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("a foreign origin: %d, want 200 and the refusal in frames", resp.StatusCode)
 		}
@@ -415,8 +415,8 @@ func TestAnHTTPPageRefusedBeforeItsSessionIsToldWhy(t *testing.T) {
 func TestAnHTTPSessionIsDrainedAndStoppedAsASocketIs(t *testing.T) {
 	bothCarriers(t, func(t *testing.T, poll bool) {
 		f := newFixture(t, `{"drainTimeoutMs":1000}`, true)
-		p := f.dialHTTP(t, poll)
-		go f.h.Drain(context.Background(), "ws://elsewhere.example/_lifeline/events")
+		p := dialHTTP(f, t, poll)
+		go f.H.Drain(context.Background(), "ws://elsewhere.example/_lifeline/events")
 		if g := p.expect(wire.TypeGoAway); g.URI != "ws://elsewhere.example/_lifeline/events" {
 			t.Fatalf("goaway %+v", g)
 		}
@@ -424,7 +424,7 @@ func TestAnHTTPSessionIsDrainedAndStoppedAsASocketIs(t *testing.T) {
 			t.Fatalf("close %+v, want %d after the drain timeout", c, wire.CloseDrained)
 		}
 		// A page that arrives after the drain is sent away at once.
-		q, resp := f.openHTTP(t, poll, nil)
+		q, resp := openHTTP(f, t, poll, nil)
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("after the drain: %d", resp.StatusCode)
 		}
@@ -433,8 +433,8 @@ func TestAnHTTPSessionIsDrainedAndStoppedAsASocketIs(t *testing.T) {
 	})
 	bothCarriers(t, func(t *testing.T, poll bool) {
 		f := newFixture(t, `{}`, true)
-		p := f.dialHTTP(t, poll)
-		go f.h.Stop(context.Background(), 2*time.Second)
+		p := dialHTTP(f, t, poll)
+		go f.H.Stop(context.Background(), 2*time.Second)
 		if e := p.expect(wire.TypeError); e.Message != wire.RestartReason(2*time.Second) {
 			t.Fatalf("error %+v, want the restart message", e)
 		}
@@ -449,10 +449,10 @@ func TestAnHTTPSessionIsDrainedAndStoppedAsASocketIs(t *testing.T) {
 // session ends once it stops polling, and the drain does not wait out its timeout for it.
 func TestAPollingPageThatMovedOnDoesNotHoldTheDrain(t *testing.T) {
 	f := newFixture(t, `{"drainTimeoutMs":60000}`, true)
-	p := f.dialHTTP(t, true)
+	p := dialHTTP(f, t, true)
 	forced := make(chan int, 1)
 	start := time.Now()
-	go func() { forced <- f.h.Drain(context.Background(), "") }()
+	go func() { forced <- f.H.Drain(context.Background(), "") }()
 	p.expect(wire.TypeGoAway) // and polls no more
 	select {
 	case n := <-forced:
@@ -468,8 +468,8 @@ func TestAPollingPageThatMovedOnDoesNotHoldTheDrain(t *testing.T) {
 func TestAnHTTPSessionOverTheCapIsToldToComeBackLater(t *testing.T) {
 	bothCarriers(t, func(t *testing.T, poll bool) {
 		f := newFixture(t, `{"maxSessions":1}`, true)
-		f.dialHTTP(t, poll)
-		p, resp := f.openHTTP(t, poll, nil)
+		dialHTTP(f, t, poll)
+		p, resp := openHTTP(f, t, poll, nil)
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("over the cap: %d", resp.StatusCode)
 		}
@@ -488,14 +488,14 @@ func TestAnHTTPSessionWaitsForTheReadinessGate(t *testing.T) {
 		// A poll's opening GET is answered with its ready frame, so it waits for the gate.
 		opened := make(chan *httpPage, 1)
 		go func() {
-			p, _ := f.openHTTP(t, poll, nil)
+			p, _ := openHTTP(f, t, poll, nil)
 			opened <- p
 		}()
-		waitFor(t, "the session to open", func() bool { return f.h.Sessions() == 1 })
-		if st := f.h.Stats(); st.Ready {
+		waitFor(t, "the session to open", func() bool { return f.H.Sessions() == 1 })
+		if st := f.H.Stats(); st.Ready {
 			t.Fatalf("stats %+v, want the gate closed", st)
 		}
-		f.h.SetReady(true)
+		f.H.SetReady(true)
 		p := <-opened
 		if p.ready = p.expect(wire.TypeReady); p.ready.Secret == "" {
 			t.Fatalf("ready %+v without a secret", p.ready)
@@ -506,10 +506,10 @@ func TestAnHTTPSessionWaitsForTheReadinessGate(t *testing.T) {
 
 func TestAProbeOfThePathIsAnsweredAndTakesNoSession(t *testing.T) {
 	f := newFixture(t, `{"maxSessions":1}`, true)
-	f.dial(t) // the Host is full
+	f.Dial(t).Expect(wire.TypeReady) // the Host is full
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	conn, _, err := websocket.Dial(ctx, f.wsURL()+"?"+wire.ProbeParam+"=1", &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}})
+	conn, _, err := websocket.Dial(ctx, f.WSURL()+"?"+wire.ProbeParam+"=1", &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -524,7 +524,7 @@ func TestAProbeOfThePathIsAnsweredAndTakesNoSession(t *testing.T) {
 	if _, _, err := conn.Read(ctx); websocket.CloseStatus(err) != websocket.StatusNormalClosure {
 		t.Fatalf("after the answer: %v, want close 1000", err)
 	}
-	if n := f.h.Sessions(); n != 1 {
+	if n := f.H.Sessions(); n != 1 {
 		t.Fatalf("%d sessions, want only the first: a probe is no session", n)
 	}
 }
@@ -535,7 +535,7 @@ func TestTheRefusalQueryTellsAClosedGateFromABlockedPath(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, wire.RefusalNotReady) {
 		t.Fatalf("gate closed: %d %s, want 503 %q", resp.StatusCode, body, wire.RefusalNotReady)
 	}
-	f.h.SetReady(true)
+	f.H.SetReady(true)
 	resp, body = refusalQuery(t, f, http.MethodGet, nil)
 	if resp.StatusCode != http.StatusUpgradeRequired {
 		t.Fatalf("gate open: %d %s, want 426", resp.StatusCode, body)
@@ -579,20 +579,20 @@ func TestAPOSTThatReachesAnotherHostOfTheFleetIsRelayedToItsSession(t *testing.T
 		relay := &memRelay{}
 		a := newFixtureWith(t, `{}`, true, hostplugin.Options{Relay: relay})
 		b := newFixtureWith(t, `{}`, true, hostplugin.Options{Relay: relay})
-		p := a.dialHTTP(t, poll)
+		p := dialHTTP(a, t, poll)
 		p.f = b // every POST from now on goes to the other Host
 		p.send(`{"t":"sub","stream":"s"}`)
 		if r := p.expect(wire.TypeReset); r.Stream != "s" {
 			t.Fatalf("frame %+v, want the reset of s", r)
 		}
-		if _, err := a.h.Publish(context.Background(), "s", json.RawMessage(`1`)); err != nil {
+		if _, err := a.H.Publish(context.Background(), "s", json.RawMessage(`1`)); err != nil {
 			t.Fatal(err)
 		}
 		if e := p.expect(wire.TypeEvent); string(e.Data) != "1" {
 			t.Fatalf("event %+v", e)
 		}
-		if b.h.Sessions() != 0 {
-			t.Fatalf("the other Host holds %d sessions, want none: the relay carried the POSTs", b.h.Sessions())
+		if b.H.Sessions() != 0 {
+			t.Fatalf("the other Host holds %d sessions, want none: the relay carried the POSTs", b.H.Sessions())
 		}
 		// A session of no Host of the fleet is unknown, as on one Host.
 		resp := p.post(wire.Envelope{T: wire.EnvelopeSend, Session: "deadbeef.00112233", Secret: "x", Seq: 1}, []string{`{"t":"ping"}`})
@@ -605,7 +605,7 @@ func TestAPOSTThatReachesAnotherHostOfTheFleetIsRelayedToItsSession(t *testing.T
 func TestWithoutARelayAPOSTForAnotherHostsSessionIsUnknown(t *testing.T) {
 	a := newFixture(t, `{}`, true)
 	b := newFixture(t, `{}`, true)
-	p := a.dialHTTP(t, false)
+	p := dialHTTP(a, t, false)
 	p.f = b
 	p.seq++
 	resp := p.post(wire.Envelope{T: wire.EnvelopeSend, Seq: p.seq}, []string{`{"t":"ping"}`})

@@ -4,6 +4,9 @@ package hostplugin
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -24,6 +27,11 @@ type sessionSet struct {
 	restart  string              // Stop's wire.RestartReason
 	closed   bool                // Close was called
 	idle     chan struct{}       // closed whenever all is empty
+	ending   int                 // Drain and Stop calls under way
+	settled  chan struct{}       // closed whenever ending is 0
+
+	// byIdentity heads each identity's list of sessions (sessionAccess.next), for EndSessions.
+	byIdentity map[string]*session
 }
 
 func (ss *sessionSet) init() {
@@ -31,6 +39,33 @@ func (ss *sessionSet) init() {
 	ss.ids = map[string]*session{}
 	ss.idle = make(chan struct{})
 	close(ss.idle)
+	ss.settled = make(chan struct{})
+	close(ss.settled)
+}
+
+// begin marks a Drain or Stop under way: the Host takes no more sessions. stop says it is
+// Stop, with its wire.RestartReason, else it is Drain, with its uri. It returns the channel
+// closed once no session is left, and the end to call when the Drain or Stop is over.
+func (ss *sessionSet) begin(stop bool, drainURI, restart string) (idle <-chan struct{}, end func()) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.draining = true
+	if stop {
+		ss.stopping, ss.restart = true, restart
+	} else {
+		ss.drainURI = drainURI
+	}
+	if ss.ending == 0 {
+		ss.settled = make(chan struct{})
+	}
+	ss.ending++
+	return ss.idle, func() {
+		ss.mu.Lock()
+		defer ss.mu.Unlock()
+		if ss.ending--; ss.ending == 0 {
+			close(ss.settled)
+		}
+	}
 }
 
 // add registers s, unless the Host is draining, stopping or closed.
@@ -45,6 +80,7 @@ func (ss *sessionSet) add(s *session) bool {
 	}
 	ss.all[s] = struct{}{}
 	ss.ids[s.id] = s
+	ss.link(s)
 	return true
 }
 
@@ -64,6 +100,7 @@ func (ss *sessionSet) remove(s *session) bool {
 	}
 	delete(ss.all, s)
 	delete(ss.ids, s.id)
+	ss.unlink(s)
 	if len(ss.all) == 0 {
 		close(ss.idle)
 	}
@@ -109,12 +146,11 @@ func (h *Host) removeSession(s *session) {
 // GOAWAY is make-before-break: a page keeps its session until its dial elsewhere is ready):
 // a uri naming another Host, a successor that took over this listening socket (see the
 // restart package), or, with an empty uri, a load balancer whose other Hosts take the pages.
-// A Host with nobody in its place should call [Host.Stop] instead: its pages' dials would
-// only fail, and the process would wait out drainTimeout for nothing.
+// A Host with nobody in its place should call [Host.Shutdown] instead (which stops it): its
+// pages' dials would only fail, and the process would wait out drainTimeout for nothing.
 //
-// A process on its way out calls, in this order: Drain or Stop (the listener still open, so
-// that a socket arriving meanwhile is answered), then [Host.Close], then the http.Server's
-// Shutdown.
+// A process on its way out calls [Host.Shutdown] after Drain: it waits for the drain to end,
+// then closes the Host and shuts the http.Server down.
 func (h *Host) Drain(ctx context.Context, uri string) (forced int) {
 	start := time.Now()
 	defer func() { h.obs.Drained(time.Since(start), forced) }()
@@ -123,11 +159,8 @@ func (h *Host) Drain(ctx context.Context, uri string) (forced int) {
 
 	// Draining first: readiness fails (Host.Readiness) before any page is sent away, so a
 	// balancer stops sending pages here before they leave.
-	h.sessions.mu.Lock()
-	h.sessions.draining = true
-	h.sessions.drainURI = uri
-	idle := h.sessions.idle
-	h.sessions.mu.Unlock()
+	idle, end := h.sessions.begin(false, uri, "")
+	defer end()
 	h.obs.Draining()
 
 	frame := goAwayFrame(uri)
@@ -155,7 +188,8 @@ func (h *Host) Drain(ctx context.Context, uri string) (forced int) {
 // waits for the close handshakes until ctx ends, and at most half a second (a page that
 // reads answers within a round trip; a dead peer would hold each for seconds, and the page
 // has what it needs once the frames are out), and returns how many sessions it closed.
-// Close the Host afterwards, then shut the http.Server down (see [Host.Drain]).
+// [Host.Shutdown] calls Stop(ctx, 0), then closes the Host and shuts the http.Server down: a
+// process calls Stop itself only to give a retryAfter, and Shutdown after it.
 //
 // Stop is the choice of a supervisor's plain restart (stop, start again) and of a
 // socket-activated Host under systemctl restart: the port stays open in systemd, but nobody
@@ -163,17 +197,58 @@ func (h *Host) Drain(ctx context.Context, uri string) (forced int) {
 func (h *Host) Stop(ctx context.Context, retryAfter time.Duration) int {
 	start := time.Now()
 	reason := wire.RestartReason(retryAfter)
-	h.sessions.mu.Lock()
-	h.sessions.draining = true
-	h.sessions.stopping = true
-	h.sessions.restart = reason
-	h.sessions.mu.Unlock()
+	_, end := h.sessions.begin(true, "", reason)
+	defer end()
 	h.obs.Draining()
 	frame := errorFrame(reason)
 	n := h.closeAll(ctx, stopWait, func(s *session) { s.finish(frame, wire.CloseServiceRestart, reason) })
 	h.obs.Stopped(time.Since(start), n)
 	h.logger.Info("hostplugin: stopped with no successor: sessions closed with 1012", "sessions", n, "reason", reason)
 	return n
+}
+
+// Shutdown ends the Host for a process that is going away, then the servers that serve it,
+// in the one order that answers every page, as http.Server's Shutdown ends a server:
+//
+//  1. The sessions end while the servers still accept, so that a socket arriving meanwhile
+//     is answered (with 1012) rather than refused. If neither Drain nor Stop was called,
+//     Shutdown calls Stop(ctx, 0): every page is told the Host is restarting and comes back
+//     soon. After a Drain (a successor, or other Hosts behind a load balancer, take the
+//     pages) or a Stop, Shutdown waits until it has ended instead.
+//  2. [Host.Close]: the Host lets go of the upgrades it holds for their slot, which a
+//     server's Shutdown would wait for (it does not wait for sessions: their connections are
+//     hijacked).
+//  3. Each server's Shutdown, in the order given.
+//
+// ctx bounds the whole: once it has ended, the rest is done without waiting, and Shutdown
+// returns ctx's error, with the servers' errors if they had others. It is safe to call more
+// than once. A Host behind something other than an http.Server is shut down with no servers
+// before that server stops.
+func (h *Host) Shutdown(ctx context.Context, servers ...*http.Server) error {
+	h.sessions.mu.Lock()
+	told := h.sessions.draining // a Drain or Stop decides how the sessions end
+	h.sessions.mu.Unlock()
+	if !told {
+		h.Stop(ctx, 0)
+	}
+	h.sessions.mu.Lock()
+	settled := h.sessions.settled
+	h.sessions.mu.Unlock()
+	select {
+	case <-settled:
+	case <-ctx.Done():
+	}
+	_ = h.Close()
+	var errs []error
+	for _, srv := range servers {
+		if err := srv.Shutdown(ctx); err != nil && !errors.Is(err, ctx.Err()) {
+			errs = append(errs, fmt.Errorf("hostplugin: shutting down the server of %q: %w", srv.Addr, err))
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		errs = append([]error{fmt.Errorf("hostplugin: shutdown: %w", err)}, errs...)
+	}
+	return errors.Join(errs...)
 }
 
 // turnAway answers a socket that arrived after Drain or Stop and never became a session:
@@ -221,22 +296,32 @@ const (
 
 // Close disposes of the Host: the middleware passes pages through untouched, the events
 // endpoint refuses sockets, and every session is closed with 1001. It is idempotent. A
-// process that is going away calls Drain or Stop first, so that its pages know where to go,
-// and shuts its http.Server down after Close: Close releases the upgrades still held for
-// their slot, which Shutdown would wait for (sessions are hijacked connections, which it does
-// not wait for).
+// process that is going away calls [Host.Shutdown] instead, which first tells the pages
+// where to go, and closes the Host before it shuts the server down.
 func (h *Host) Close() error {
 	h.closeOnce.Do(func() {
 		h.sessions.mu.Lock()
 		h.sessions.closed = true
+		stopping := h.sessions.stopping
 		h.closed.Store(true)
 		h.sessions.mu.Unlock()
 		close(h.done)
 		h.endLife()
-		// Sessions Stop is finishing are left to it: a second close would wait for the first.
-		h.closeAll(context.Background(), closeWait, func(s *session) { s.closeUnlessEnding(wire.CloseDrained, "host closed") })
+		// After a Stop every session is Stop's to finish (none is added once it began): a
+		// close from here could overtake a finish that has not yet begun, and the page would
+		// read "host closed" instead of the restart. Sessions a drain or nothing ended are
+		// closed here, but for those already ending: a second close would wait for the first.
+		if !stopping {
+			h.closeAll(context.Background(), closeWait, func(s *session) { s.closeUnlessEnding(wire.CloseDrained, "host closed") })
+		}
 		if h.stopRelay != nil {
 			h.stopRelay()
+		}
+		if h.pres != nil {
+			h.pres.close() // after the sessions: the fleet is told this Host is gone
+		}
+		if h.acc.stopBus != nil {
+			h.acc.stopBus()
 		}
 	})
 	return nil

@@ -83,7 +83,7 @@ func TestBootstrapElementIsTheBootstrapAloneAndHeadElementsIsWhatPagesGet(t *tes
 		t.Errorf("the page got %q, want HeadElements inserted: %q", page, want)
 	}
 
-	bare := newFixtureWith(t, `{}`, true, hostplugin.Options{NoClient: true}).h
+	bare := newFixtureWith(t, `{}`, true, hostplugin.Options{NoClient: true}).H
 	if b, hd := string(bare.BootstrapElement()), string(bare.HeadElements()); b != hd || !strings.HasPrefix(b, "<script type=\"application/json\"") {
 		t.Errorf("with NoClient BootstrapElement() = %q, HeadElements() = %q; want both the bootstrap alone", b, hd)
 	}
@@ -118,7 +118,7 @@ func TestBootHashIsTheHashOfTheOneInlineScriptPagesGet(t *testing.T) {
 	if s := inline(); len(s) != 1 || s[0] != scripts[0] || h.BootHash() != want {
 		t.Errorf("after another config the inline scripts are %d, BootHash() = %s; want the same boot and %s", len(s), h.BootHash(), want)
 	}
-	if bare := newFixtureWith(t, `{}`, true, hostplugin.Options{NoClient: true}).h; bare.BootHash() != "" {
+	if bare := newFixtureWith(t, `{}`, true, hostplugin.Options{NoClient: true}).H; bare.BootHash() != "" {
 		t.Errorf("with NoClient BootHash() = %q, want \"\"", bare.BootHash())
 	}
 }
@@ -145,36 +145,36 @@ func (l *gappyLog) Follow(stream string, fn func(hostplugin.Event)) func() {
 func TestABaselineThatPublishesDoesNotDeadlock(t *testing.T) {
 	f := newFixtureWith(t, `{}`, true, hostplugin.Options{Log: &gappyLog{Ring: hostplugin.NewRing(16), lossy: "s"}})
 	var calls sync.Map // head seq → published
-	f.h.SetBaseline("s", func(stream string, head hostplugin.Cursor) (json.RawMessage, error) {
+	f.H.SetBaseline("s", func(stream string, head hostplugin.Cursor) (json.RawMessage, error) {
 		if _, again := calls.LoadOrStore(head.Seq, true); !again {
 			// Into the same stream and into another: both take the Ring's delivery lock.
-			if _, err := f.h.Publish(context.Background(), "audit", json.RawMessage(`{"reset":true}`)); err != nil {
+			if _, err := f.H.Publish(context.Background(), "audit", json.RawMessage(`{"reset":true}`)); err != nil {
 				return nil, err
 			}
-			if _, err := f.h.Publish(context.Background(), "s", json.RawMessage(fmt.Sprintf(`{"after":%d}`, head.Seq))); err != nil {
+			if _, err := f.H.Publish(context.Background(), "s", json.RawMessage(fmt.Sprintf(`{"after":%d}`, head.Seq))); err != nil {
 				return nil, err
 			}
 		}
 		return json.RawMessage(fmt.Sprintf(`{"seq":%d}`, head.Seq)), nil
 	})
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
-	c.send(`{"t":"sub","stream":"s"}`)
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
+	c.Send(`{"t":"sub","stream":"s"}`)
 	// The fresh subscription: a reset to 0, whose baseline published event 1.
-	if r := c.expect(wire.TypeReset); r.Seq != 0 || string(r.Baseline) != `{"seq":0}` {
+	if r := c.Expect(wire.TypeReset); r.Seq != 0 || string(r.Baseline) != `{"seq":0}` {
 		t.Fatalf("first frame %+v (baseline %s), want the reset to 0", r, r.Baseline)
 	}
-	if ev := c.expect(wire.TypeEvent); ev.Seq != 1 || string(ev.Data) != `{"after":0}` {
+	if ev := c.Expect(wire.TypeEvent); ev.Seq != 1 || string(ev.Data) != `{"after":0}` {
 		t.Fatalf("after the reset %+v, want the event its baseline published", ev)
 	}
 	// Event 2 is lost on its way: 3 shows the gap, and its reset (on the delivery path)
 	// publishes 4.
-	publish(t, f.h, "s", `{"n":2}`)
-	publish(t, f.h, "s", `{"n":3}`)
-	if r := c.expect(wire.TypeReset); r.Seq != 3 || string(r.Baseline) != `{"seq":3}` {
+	publish(t, f.H, "s", `{"n":2}`)
+	publish(t, f.H, "s", `{"n":3}`)
+	if r := c.Expect(wire.TypeReset); r.Seq != 3 || string(r.Baseline) != `{"seq":3}` {
 		t.Fatalf("after the gap %+v (baseline %s), want the reset to 3", r, r.Baseline)
 	}
-	if ev := c.expect(wire.TypeEvent); ev.Seq != 4 || string(ev.Data) != `{"after":3}` {
+	if ev := c.Expect(wire.TypeEvent); ev.Seq != 4 || string(ev.Data) != `{"after":3}` {
 		t.Fatalf("after the reset %+v, want the event its baseline published", ev)
 	}
 }
@@ -188,7 +188,7 @@ func TestASlowBaselineHoldsUpNoPublish(t *testing.T) {
 	f := newFixtureWith(t, `{}`, true, hostplugin.Options{Log: &gappyLog{Ring: hostplugin.NewRing(16), lossy: "slow"}})
 	entered := make(chan uint64, 1)
 	release := make(chan struct{})
-	f.h.SetBaseline("slow", func(_ string, head hostplugin.Cursor) (json.RawMessage, error) {
+	f.H.SetBaseline("slow", func(_ string, head hostplugin.Cursor) (json.RawMessage, error) {
 		entered <- head.Seq
 		select {
 		case <-release:
@@ -215,7 +215,7 @@ func TestASlowBaselineHoldsUpNoPublish(t *testing.T) {
 		}
 		done := make(chan result, 1)
 		go func() {
-			seq, err := f.h.Publish(context.Background(), stream, json.RawMessage(`1`))
+			seq, err := f.H.Publish(context.Background(), stream, json.RawMessage(`1`))
 			done <- result{seq, err}
 		}()
 		select {
@@ -229,30 +229,30 @@ func TestASlowBaselineHoldsUpNoPublish(t *testing.T) {
 			return 0
 		}
 	}
-	other := f.dial(t)
-	other.expect(wire.TypeReady)
-	other.send(`{"t":"sub","stream":"other"}`)
-	other.expect(wire.TypeReset)
+	other := f.Dial(t)
+	other.Expect(wire.TypeReady)
+	other.Send(`{"t":"sub","stream":"other"}`)
+	other.Expect(wire.TypeReset)
 	othersGet := func() {
 		t.Helper()
 		seq := publishNow("other")
-		if ev := other.expect(wire.TypeEvent); ev.Stream != "other" || ev.Seq != seq {
+		if ev := other.Expect(wire.TypeEvent); ev.Stream != "other" || ev.Seq != seq {
 			t.Fatalf("%+v, want other's event %d while the baseline of \"slow\" is held", ev, seq)
 		}
 	}
 
 	// A fresh subscription: its reset waits for the baseline.
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
-	c.send(`{"t":"sub","stream":"slow"}`)
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
+	c.Send(`{"t":"sub","stream":"slow"}`)
 	held(0)
 	one := publishNow("slow")
 	othersGet()
 	release <- struct{}{}
-	if r := c.expect(wire.TypeReset); r.Seq != 0 {
+	if r := c.Expect(wire.TypeReset); r.Seq != 0 {
 		t.Fatalf("%+v, want the reset to 0", r)
 	}
-	if ev := c.expect(wire.TypeEvent); ev.Seq != one {
+	if ev := c.Expect(wire.TypeEvent); ev.Seq != one {
 		t.Fatalf("%+v, want event %d, published while the baseline was held", ev, one)
 	}
 
@@ -263,10 +263,10 @@ func TestASlowBaselineHoldsUpNoPublish(t *testing.T) {
 	four := publishNow("slow")
 	othersGet()
 	release <- struct{}{}
-	if r := c.expect(wire.TypeReset); r.Seq != three {
+	if r := c.Expect(wire.TypeReset); r.Seq != three {
 		t.Fatalf("%+v, want the reset to %d", r, three)
 	}
-	if ev := c.expect(wire.TypeEvent); ev.Seq != four {
+	if ev := c.Expect(wire.TypeEvent); ev.Seq != four {
 		t.Fatalf("%+v, want event %d, published while the baseline was held", ev, four)
 	}
 }

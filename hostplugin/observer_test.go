@@ -107,11 +107,11 @@ func observed(t *testing.T, doc string, opts hostplugin.Options) (*fixture, *see
 	return newFixtureWith(t, doc, true, opts), obs
 }
 
-func (f *fixture) dialThrough(t *testing.T, header http.Header) error {
+func dialThrough(t *testing.T, f *fixture, header http.Header) error {
 	t.Helper()
-	c, err := f.tryDial(t, header)
+	c, err := f.TryDial(t, header)
 	if err == nil {
-		c.closed()
+		c.Closed()
 	}
 	return err
 }
@@ -129,8 +129,8 @@ func TestTheObserverIsToldWhatBecameOfEveryUpgrade(t *testing.T) {
 		return "someone", nil
 	}
 	f, obs := observed(t, `{"maxSessions":1,"trustedProxies":[],"perIPRate":1,"perIPBurst":8}`, hostplugin.Options{Authenticate: authn})
-	page := f.dial(t)
-	page.expect(wire.TypeReady)
+	page := f.Dial(t)
+	page.Expect(wire.TypeReady)
 	obs.wantLine(t, "upgrade admitted", 1)
 
 	for _, tc := range []struct {
@@ -150,13 +150,13 @@ func TestTheObserverIsToldWhatBecameOfEveryUpgrade(t *testing.T) {
 		if tc.origin != "" {
 			h.Set("Origin", tc.origin)
 		}
-		_ = f.dialThrough(t, h)
+		_ = dialThrough(t, f, h)
 		obs.wantLine(t, "upgrade "+string(tc.want), 1)
 	}
 	// No lifeline.v1: not a page.
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	if c, _, err := websocket.Dial(ctx, f.wsURL(), nil); err == nil {
+	if c, _, err := websocket.Dial(ctx, f.WSURL(), nil); err == nil {
 		_ = c.CloseNow()
 		t.Fatal("a socket without the subprotocol was accepted")
 	}
@@ -168,7 +168,7 @@ func TestTheObserverIsToldWhatBecameOfEveryUpgrade(t *testing.T) {
 		t.Fatalf("refusal query answered %d", resp.StatusCode)
 	}
 	obs.wantLine(t, "query 401", 1)
-	_ = f.dialThrough(t, nil)
+	_ = dialThrough(t, f, nil)
 	obs.wantLine(t, "upgrade address_rate", 1)
 	if resp, _ := refusalQuery(t, f, http.MethodGet, nil); resp.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("refusal query over the rate answered %d", resp.StatusCode)
@@ -181,16 +181,16 @@ func TestTheObserverIsToldWhatBecameOfEveryUpgrade(t *testing.T) {
 
 func TestTheObserverFollowsASessionFromOpenToClose(t *testing.T) {
 	f, obs := observed(t, `{"heartbeatMs":100}`, hostplugin.Options{})
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
 	obs.wantLine(t, `opened ""`, 1) // the test's client names no mode
 	obs.wantLine(t, `ready ""`, 1)
-	c.expect(wire.TypeHeartbeat) // idle for a heartbeat
-	c.send(`{"t":"ping"}`)
-	c.expect(wire.TypeHeartbeat)
-	c.send(`{"t":"unknown"}`)
-	c.expect(wire.TypeError)
-	_ = c.conn.Close(websocket.StatusNormalClosure, "bye")
+	c.Expect(wire.TypeHeartbeat) // idle for a heartbeat
+	c.Send(`{"t":"ping"}`)
+	c.Expect(wire.TypeHeartbeat)
+	c.Send(`{"t":"unknown"}`)
+	c.Expect(wire.TypeError)
+	_ = c.Conn.Close(websocket.StatusNormalClosure, "bye")
 	obs.wantLine(t, `closed "" ready=true 1000`, 1)
 	obs.wantLine(t, "probe", 1)
 	obs.wantLine(t, "bad frame", 1)
@@ -201,40 +201,40 @@ func TestTheObserverFollowsASessionFromOpenToClose(t *testing.T) {
 
 func TestTheCloseCodeIsTheHostsElseThePagesElseAbnormal(t *testing.T) {
 	f, obs := observed(t, `{"maxFrameBytes":512}`, hostplugin.Options{})
-	big := f.dial(t)
-	big.expect(wire.TypeReady)
-	big.send(`{"t":"sub","stream":"` + strings.Repeat("s", 600) + `"}`)
+	big := f.Dial(t)
+	big.Expect(wire.TypeReady)
+	big.Send(`{"t":"sub","stream":"` + strings.Repeat("s", 600) + `"}`)
 	obs.wantLine(t, `closed "" ready=true 1009`, 1)
 
-	dropped := f.dial(t)
-	dropped.expect(wire.TypeReady)
-	_ = dropped.conn.CloseNow()
+	dropped := f.Dial(t)
+	dropped.Expect(wire.TypeReady)
+	_ = dropped.Conn.CloseNow()
 	obs.wantLine(t, `closed "" ready=true 1006`, 1)
 
-	bad := f.dial(t)
-	bad.expect(wire.TypeReady)
+	bad := f.Dial(t)
+	bad.Expect(wire.TypeReady)
 	for range 17 {
-		bad.send(`{"t":"nonsense"}`)
+		bad.Send(`{"t":"nonsense"}`)
 	}
-	if code, _ := bad.closed(); code != websocket.StatusProtocolError {
+	if code, _ := bad.Closed(); code != websocket.StatusProtocolError {
 		t.Fatalf("17 bad frames closed the session with %d", code)
 	}
 	obs.wantLine(t, `closed "" ready=true 1002`, 1)
 
-	drained := f.dial(t)
-	drained.expect(wire.TypeReady)
+	drained := f.Dial(t)
+	drained.Expect(wire.TypeReady)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 	defer cancel()
-	go f.h.Drain(ctx, "") // at once past its context: whoever stays is closed with 1001
-	drained.expect(wire.TypeGoAway)
-	if code, _ := drained.closed(); code != wire.CloseDrained {
+	go f.H.Drain(ctx, "") // at once past its context: whoever stays is closed with 1001
+	drained.Expect(wire.TypeGoAway)
+	if code, _ := drained.Closed(); code != wire.CloseDrained {
 		t.Fatalf("a page that stayed was closed with %d", code)
 	}
 	obs.wantLine(t, `closed "" ready=true 1001`, 1)
 	obs.wantLine(t, "draining", 1)
 	obs.wantLine(t, "goaway 1", 1)
 	obs.wantLine(t, "drained 1", 1)
-	_ = f.dialThrough(t, nil) // a late socket is turned away with the goaway
+	_ = dialThrough(t, f, nil) // a late socket is turned away with the goaway
 	obs.wantLine(t, "upgrade draining", 1)
 	obs.wantLine(t, "goaway 1", 2)
 }
@@ -246,15 +246,15 @@ func TestASessionsModeIsTheOneItsURLNames(t *testing.T) {
 			query = "?" + wire.ModeParam + "=" + query
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), bound)
-		conn, _, err := websocket.Dial(ctx, f.wsURL()+query, &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}})
+		conn, _, err := websocket.Dial(ctx, f.WSURL()+query, &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}})
 		cancel()
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := &client{t: t, conn: conn}
-		c.expect(wire.TypeReady)
+		c := &client{T: t, Conn: conn}
+		c.Expect(wire.TypeReady)
 		_ = conn.Close(websocket.StatusNormalClosure, "")
-		waitFor(t, "the session to close", func() bool { return f.h.Sessions() == 0 })
+		waitFor(t, "the session to close", func() bool { return f.H.Sessions() == 0 })
 	}
 	for mode, n := range map[string]int{wire.ModeShared: 1, wire.ModeInPage: 1, wire.ModeNative: 1, "": 2} {
 		obs.wantLine(t, fmt.Sprintf("opened %q", mode), n)
@@ -271,44 +271,44 @@ func TestTheObserverCountsSubscriptionsByHowTheyCaughtUpAndWhatWasDelivered(t *t
 		return nil
 	}
 	f, obs := observed(t, `{"ringSize":2}`, hostplugin.Options{Authorize: authz})
-	a, b := f.dial(t), f.dial(t)
-	a.expect(wire.TypeReady)
-	b.expect(wire.TypeReady)
-	a.send(`{"t":"sub","stream":"S"}`)
-	r := a.expect(wire.TypeReset)
-	b.send(`{"t":"sub","stream":"S"}`)
-	b.expect(wire.TypeReset)
+	a, b := f.Dial(t), f.Dial(t)
+	a.Expect(wire.TypeReady)
+	b.Expect(wire.TypeReady)
+	a.Send(`{"t":"sub","stream":"S"}`)
+	r := a.Expect(wire.TypeReset)
+	b.Send(`{"t":"sub","stream":"S"}`)
+	b.Expect(wire.TypeReset)
 	obs.wantLine(t, "subscribed fresh", 2)
-	if _, err := f.h.Publish(context.Background(), "S", json.RawMessage(`1`)); err != nil {
+	if _, err := f.H.Publish(context.Background(), "S", json.RawMessage(`1`)); err != nil {
 		t.Fatal(err)
 	}
-	a.expect(wire.TypeEvent)
-	b.expect(wire.TypeEvent)
+	a.Expect(wire.TypeEvent)
+	b.Expect(wire.TypeEvent)
 	obs.wantLine(t, "published true", 1)
 	obs.wantLine(t, "delivered 2", 1)
-	if _, err := f.h.Publish(context.Background(), "", json.RawMessage(`1`)); err == nil {
+	if _, err := f.H.Publish(context.Background(), "", json.RawMessage(`1`)); err == nil {
 		t.Fatal("a stream without a name was published to")
 	}
 
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
 	for _, tc := range []struct{ sub, want string }{
 		{fmt.Sprintf(`{"t":"sub","stream":"S","epoch":%q,"after":%d}`, r.Epoch, r.Seq), "cursor"},
 		{`{"t":"sub","stream":"S","epoch":"another","after":1}`, "epoch"},
 		{fmt.Sprintf(`{"t":"sub","stream":"S","epoch":%q,"after":99}`, r.Epoch), "ahead"},
 	} {
-		c.send(tc.sub)
+		c.Send(tc.sub)
 		obs.wantLine(t, "subscribed "+tc.want, 1)
 	}
 	for range 3 {
-		if _, err := f.h.Publish(context.Background(), "S", json.RawMessage(`2`)); err != nil {
+		if _, err := f.H.Publish(context.Background(), "S", json.RawMessage(`2`)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c.send(fmt.Sprintf(`{"t":"sub","stream":"S","epoch":%q,"after":%d}`, r.Epoch, r.Seq)) // a ring of 2 no longer holds seq 1
+	c.Send(fmt.Sprintf(`{"t":"sub","stream":"S","epoch":%q,"after":%d}`, r.Epoch, r.Seq)) // a ring of 2 no longer holds seq 1
 	obs.wantLine(t, "subscribed behind", 1)
-	c.send(`{"t":"sub","stream":"secret"}`)
-	for c.next().T != wire.TypeDenied { // past what its subscriptions were sent
+	c.Send(`{"t":"sub","stream":"secret"}`)
+	for c.Next().T != wire.TypeDenied { // past what its subscriptions were sent
 	}
 	obs.wantLine(t, "denied", 1)
 	// Published 1 + 3, none failed; nothing but Publish publishes.
@@ -321,34 +321,34 @@ func TestTheObserverCountsSubscriptionsByHowTheyCaughtUpAndWhatWasDelivered(t *t
 func TestTheObserverIsToldOfASessionShed(t *testing.T) {
 	obs := &seen{}
 	f := newFixtureWith(t, `{}`, true, hostplugin.Options{Observer: obs})
-	hostplugin.SetMaxQueue(f.h, 2)
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
-	c.send(`{"t":"sub","stream":"S"}`)
-	c.expect(wire.TypeReset)
+	hostplugin.SetMaxQueue(f.H, 2)
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
+	c.Send(`{"t":"sub","stream":"S"}`)
+	c.Expect(wire.TypeReset)
 	// The page reads nothing more: a burst fills its queue.
 	for range 200 {
-		_, _ = f.h.Publish(context.Background(), "S", json.RawMessage(`"`+strings.Repeat("x", 4000)+`"`))
+		_, _ = f.H.Publish(context.Background(), "S", json.RawMessage(`"`+strings.Repeat("x", 4000)+`"`))
 	}
 	obs.wantLine(t, "shed", 1)
 }
 
 func TestTheObserverCountsCallsByNameAndOutcome(t *testing.T) {
 	f, obs := observed(t, `{"callRate":1,"callBurst":2}`, hostplugin.Options{})
-	f.h.HandleCall("echo", func(_ context.Context, c *hostplugin.Call) (json.RawMessage, error) { return c.Data, nil })
-	f.h.HandleCall("fail", func(context.Context, *hostplugin.Call) (json.RawMessage, error) { return nil, errors.New("no") })
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
-	c.send(`{"t":"call","id":1,"name":"echo","data":1}`)
-	c.expect(wire.TypeReply)
-	c.send(`{"t":"call","id":2,"name":"fail"}`)
-	c.expect(wire.TypeReply)
-	c.send(`{"t":"call","id":3,"name":"echo"}`) // over the burst
-	c.expect(wire.TypeReply)
-	c.send(`{"t":"call","id":4,"name":"nobody.has.this"}`)
-	c.expect(wire.TypeReply)
-	c.send(`{"t":"call","id":5,"name":"bad name"}`)
-	c.expect(wire.TypeReply)
+	f.H.HandleCall("echo", func(_ context.Context, c *hostplugin.Call) (json.RawMessage, error) { return c.Data, nil })
+	f.H.HandleCall("fail", func(context.Context, *hostplugin.Call) (json.RawMessage, error) { return nil, errors.New("no") })
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
+	c.Send(`{"t":"call","id":1,"name":"echo","data":1}`)
+	c.Expect(wire.TypeReply)
+	c.Send(`{"t":"call","id":2,"name":"fail"}`)
+	c.Expect(wire.TypeReply)
+	c.Send(`{"t":"call","id":3,"name":"echo"}`) // over the burst
+	c.Expect(wire.TypeReply)
+	c.Send(`{"t":"call","id":4,"name":"nobody.has.this"}`)
+	c.Expect(wire.TypeReply)
+	c.Send(`{"t":"call","id":5,"name":"bad name"}`)
+	c.Expect(wire.TypeReply)
 	for _, line := range []string{`call "echo" ok`, `call "fail" app`, `call "echo" busy`, `call "" unknown`, `call "" bad-request`} {
 		obs.wantLine(t, line, 1)
 	}
@@ -356,23 +356,23 @@ func TestTheObserverCountsCallsByNameAndOutcome(t *testing.T) {
 
 func TestReadinessFailsBeforeTheFirstGoAwayIsSent(t *testing.T) {
 	f, obs := observed(t, `{}`, hostplugin.Options{})
-	ready := httpGet(t, f.srv.URL+"/ready", f.h.ReadinessHandler())
+	ready := httpGet(t, f.Srv.URL+"/ready", f.H.ReadinessHandler())
 	if ready.status != http.StatusOK || ready.body != `{"ready":true}` {
 		t.Fatalf("readiness of a ready Host: %d %s", ready.status, ready.body)
 	}
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
-	go f.h.Drain(context.Background(), "")
-	c.expect(wire.TypeGoAway)
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
+	go f.H.Drain(context.Background(), "")
+	c.Expect(wire.TypeGoAway)
 	// The page has its goaway: a balancer asking now must already be told to stop.
-	got := httpGet(t, f.srv.URL+"/ready", f.h.ReadinessHandler())
+	got := httpGet(t, f.Srv.URL+"/ready", f.H.ReadinessHandler())
 	if got.status != http.StatusServiceUnavailable || !strings.Contains(got.body, "draining") {
 		t.Fatalf("readiness once a goaway is out: %d %s", got.status, got.body)
 	}
-	if !errors.Is(f.h.Readiness(), hostplugin.ErrDraining) {
-		t.Fatalf("Readiness() = %v, want ErrDraining", f.h.Readiness())
+	if !errors.Is(f.H.Readiness(), hostplugin.ErrDraining) {
+		t.Fatalf("Readiness() = %v, want ErrDraining", f.H.Readiness())
 	}
-	live := httpGet(t, f.srv.URL+"/live", f.h.LivenessHandler())
+	live := httpGet(t, f.Srv.URL+"/live", f.H.LivenessHandler())
 	if live.status != http.StatusOK || live.body != `{"live":true}` {
 		t.Fatalf("liveness of a draining Host: %d %s", live.status, live.body)
 	}

@@ -20,7 +20,7 @@ func refusalQuery(t *testing.T, f *fixture, method string, header http.Header) (
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, f.srv.URL+f.h.Config().Endpoint(), nil)
+	req, err := http.NewRequestWithContext(ctx, method, f.Srv.URL+f.H.Config().Endpoint(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestTheRefusalQueryAnswersWhatTheUpgradeWouldNot(t *testing.T) {
 			if n := int(calls.Load()); n != tt.calls {
 				t.Errorf("Authenticate called %d times, want %d", n, tt.calls)
 			}
-			if st := f.h.Stats(); st.Accepted != 0 || st.Open != 0 || st.Sessions != 0 {
+			if st := f.H.Stats(); st.Accepted != 0 || st.Open != 0 || st.Sessions != 0 {
 				t.Errorf("Stats after a refusal query %+v: a query is no socket", st)
 			}
 		})

@@ -60,11 +60,17 @@ func (h *Host) relayPost(w http.ResponseWriter, r *http.Request, env wire.Envelo
 		})
 		return false
 	}
+	writeRelayed(w, ans)
+	return true
+}
+
+// writeRelayed answers with what the Host of the session answered a relayed request.
+func writeRelayed(w http.ResponseWriter, ans []byte) {
 	status, rest, ok := bytes.Cut(ans, []byte{'\n'})
 	code, err := strconv.Atoi(string(status))
 	if !ok || err != nil || code < 200 || code > 599 {
 		writeJSON(w, http.StatusBadGateway, wire.Refusal{Error: wire.RefusalSession, Reason: "the Host of the session answered the relay in no known form"})
-		return true
+		return
 	}
 	ctype, payload, _ := bytes.Cut(rest, []byte{'\n'})
 	if len(ctype) > 0 {
@@ -72,12 +78,14 @@ func (h *Host) relayPost(w http.ResponseWriter, r *http.Request, env wire.Envelo
 	}
 	w.WriteHeader(code)
 	_, _ = w.Write(payload)
-	return true
 }
 
 // serveRelayed answers a POST another Host relayed here, as if it had come here: the answer is
 // its status, its content type and its body, a line each but the body.
 func (h *Host) serveRelayed(ctx context.Context, req []byte) []byte {
+	if rest, ok := bytes.CutPrefix(req, renewalMark); ok {
+		return h.serveRelayedRenewal(rest) // access.go
+	}
 	r, err := http.NewRequestWithContext(ctx, http.MethodPost, "/", bytes.NewReader(req))
 	if err != nil {
 		return []byte("500\n\n")

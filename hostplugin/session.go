@@ -112,7 +112,9 @@ type session struct {
 	subs  map[string]*fanout // run only
 	bad   int                // run only
 	calls sessionCalls
-	watch watch // what the Observer is told of it (observer.go)
+	pres  sessionPresence // run only (presence.go)
+	watch watch           // what the Observer is told of it (observer.go)
+	acc   sessionAccess   // its expiry, ended streams, its identity's list (access.go)
 }
 
 // maxSpare is the largest batch array a writer keeps for the next queue: an idle session
@@ -130,6 +132,7 @@ func newSession(h *Host, c carrier, cfg Config, remote string) *session {
 		readLimit: int64(cfg.maxFrameBytes),
 		remote:    remote,
 	}
+	s.acc.slot = -1
 	s.flushFn, s.runFn = s.flush, s.run
 	return s
 }
@@ -251,7 +254,7 @@ func (s *session) badFrame(msg string, f wire.PageFrame) bool {
 }
 
 func (s *session) subscribe(f wire.PageFrame) {
-	if reason, ok := s.h.authorize(s, f.Stream); !ok {
+	if reason, ok := s.h.authorizeSub(s, f.Stream); !ok {
 		// A stream the session followed until now stops before the denied frame is queued:
 		// nothing of it comes after.
 		s.unsubscribe(f.Stream)
@@ -266,16 +269,24 @@ func (s *session) subscribe(f wire.PageFrame) {
 		s.send(deniedFrame(f.Stream, fmt.Sprintf("a session follows at most %d streams", maxSubs)))
 		return
 	}
-	if s.subs == nil {
-		s.subs = map[string]*fanout{}
+	fo := s.h.join(s, f.Stream, Cursor{Epoch: f.Epoch, Seq: f.After})
+	if fo == nil {
+		// Its access ended while it joined (EndSubscription): denied, as any sub for it now.
+		s.unsubscribe(f.Stream)
+		reason, _ := s.revokedReason(f.Stream)
+		s.h.obs.Denied()
+		s.send(deniedFrame(f.Stream, reason))
+		return
 	}
-	s.subs[f.Stream] = s.h.join(s, f.Stream, Cursor{Epoch: f.Epoch, Seq: f.After})
+	s.setSub(f.Stream, fo)
+	s.presenceSub(f)
 }
 
 func (s *session) unsubscribe(stream string) {
 	if fo, ok := s.subs[stream]; ok {
-		delete(s.subs, stream)
+		s.setSub(stream, nil)
 		s.h.leave(fo, s)
+		s.presenceUnsub(stream)
 	}
 }
 
@@ -291,6 +302,8 @@ func (s *session) sendReady() {
 	rf := wire.Ready(s.id, s.heartbeat)
 	s.dedup = s.h.callStore.Epoch()
 	rf.Dedup, rf.MaxFrameBytes, rf.Report, rf.Secret = s.dedup, s.readLimit, s.watch.reports, s.c.secret()
+	rf.HasPresence = s.h.pres != nil
+	s.readyAccess(&rf)
 	s.queue = slices.Insert(s.queue, 0, mustEncode(rf).b)
 	start := s.startWriterLocked()
 	s.wrote = time.Now()
@@ -394,7 +407,8 @@ func (s *session) startWriterLocked() bool {
 func (s *session) flush() {
 	for {
 		s.mu.Lock()
-		if s.closed || len(s.queue) == 0 {
+		if s.closed || len(s.queue) == 0 || s.expired() {
+			// An expired session writes nothing, whether or not its end has run yet.
 			s.writing = false
 			s.mu.Unlock()
 			return
@@ -536,10 +550,15 @@ func (s *session) end() {
 	s.fault.stop()
 	s.mu.Unlock()
 	s.endCalls()
-	for _, fo := range s.subs {
+	s.presenceEnd()
+	s.dropAccess()
+	s.mu.Lock()
+	subs := s.subs
+	s.subs = nil
+	s.mu.Unlock()
+	for _, fo := range subs {
 		s.h.leave(fo, s)
 	}
-	s.subs = nil
 	s.c.drop()
 	s.h.removeSession(s)
 	s.mu.Lock()

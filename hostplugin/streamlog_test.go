@@ -143,27 +143,27 @@ func TestAFailingStreamLogIsReportedAndRecoveredFrom(t *testing.T) {
 		_ = h.Close()
 		srv.Close()
 	})
-	f := &fixture{h: h, srv: srv}
-	c := f.dial(t)
-	c.expect(wire.TypeReady)
+	f := &fixture{H: h, Srv: srv}
+	c := f.Dial(t)
+	c.Expect(wire.TypeReady)
 
 	log.fail.Store(true)
 	if _, err := h.Publish(context.Background(), "s", json.RawMessage(`1`)); !errors.Is(err, errLogDown) {
 		t.Errorf("Publish with the log down: %v, want it wrapped", err)
 	}
-	c.send(`{"t":"sub","stream":"s"}`)
-	if e := c.expect(wire.TypeError); !strings.Contains(e.Message, "stream log is unavailable") {
+	c.Send(`{"t":"sub","stream":"s"}`)
+	if e := c.Expect(wire.TypeError); !strings.Contains(e.Message, "stream log is unavailable") {
 		t.Errorf("error frame %q", e.Message)
 	}
 
 	// The Host tries the catch-up again by itself (every 10, 20, 40… ms here): once the log is
 	// back the page is served from where it stands, without subscribing again.
 	log.fail.Store(false)
-	if r := c.expect(wire.TypeReset); r.Seq != 0 {
+	if r := c.Expect(wire.TypeReset); r.Seq != 0 {
 		t.Errorf("after the log came back: %+v, want the reset to 0", r)
 	}
 	publish(t, h, "s", `2`)
-	if ev := c.expect(wire.TypeEvent); ev.Seq != 1 {
+	if ev := c.Expect(wire.TypeEvent); ev.Seq != 1 {
 		t.Errorf("event %+v, want seq 1 (the failed append took no number)", ev)
 	}
 }

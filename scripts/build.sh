@@ -10,6 +10,6 @@ cd "$(dirname "$0")/.."
 mkdir -p bin
 go build -tags lifeline_faults -o bin/host ./cmd/host # the demo, e2e, soak, fleet and bench drive its -faults
 go build -o bin/swarm ./cmd/swarm
-go build -o bin/faultproxy ./bench/cmd/faultproxy # the e2e suite's half-open links
+go build -o bin/faultproxy ./internal/test/faultproxy/cmd/faultproxy # the e2e suite's half-open links
 go build -o bin/embed ./examples/embed
 go build -o bin/pathproxy ./internal/test/pathproxy/cmd/pathproxy # the e2e suite's middleboxes that break WebSockets

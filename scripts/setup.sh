@@ -4,6 +4,9 @@
 # is missing, so a caller runs it every time). Installing needs root; without it, it prints
 # the command to run and fails.
 #   browser  Debian's Chromium, for Playwright, the soak's pages and the wasm tests in Chromium
+#   engines  the e2e suite's other engines: firefox-esr (driven over WebDriver BiDi), WebKitGTK's
+#            WebKitWebDriver with its MiniBrowser, Xvfb for MiniBrowser's window; and squid, a
+#            proxy that refuses WebSocket tunnels, for the suite's carrier tests
 #   fleet    nginx, the fleet's WebSocket load balancer
 #   metrics  Prometheus and promtool, which scrape the fleet and check deploy/'s rules
 #   networks squid, the stock corporate proxy that refuses WebSockets (e2e networks.spec.js, bench)
@@ -14,6 +17,11 @@ set -euo pipefail
 packages='
 browser  chromium          /usr/bin/chromium
 browser  fonts-wqy-zenhei  /usr/share/fonts/truetype/wqy/wqy-zenhei.ttc  # the Simplified Chinese labels, or screenshots show empty boxes
+engines  firefox-esr       /usr/bin/firefox-esr
+engines  webkit2gtk-driver /usr/bin/WebKitWebDriver
+engines  libwebkit2gtk-4.1-0 /usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser  # a dependency of webkit2gtk-driver, which holds MiniBrowser
+engines  xvfb              /usr/bin/Xvfb
+engines  squid             /usr/sbin/squid
 fleet    nginx             nginx
 metrics  prometheus        promtool          # the server and promtool (2.42 in Debian 12)
 networks squid             /usr/sbin/squid   # the package starts no daemon here: the tests run their own

@@ -3,9 +3,10 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 	"syscall/js"
+
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // console is the page's controller.Logger: the browser console, one line per record, the
@@ -22,9 +23,9 @@ func logTo(method, msg string, args []any) {
 	for i := 0; i < len(args); i += 2 {
 		b.WriteByte(' ')
 		if i+1 < len(args) {
-			fmt.Fprintf(&b, "%v=%v", args[i], args[i+1])
+			b.WriteString(tinyfmt.Sprintf("%v=%v", args[i], args[i+1]))
 		} else {
-			fmt.Fprintf(&b, "%v", args[i])
+			b.WriteString(tinyfmt.Sprint(args[i]))
 		}
 	}
 	js.Global().Get("console").Call(method, b.String())

@@ -14,16 +14,20 @@ import (
 // port is one tab's MessagePort, as a hub.Tab.
 //
 // Tab → hub: {t:"hello", bootstrap, options, href, online, carrier}, {t:"command", command},
-// {t:"online", online}, {t:"subscribe", id, stream}, {t:"unsubscribe", id},
+// {t:"online", online}, {t:"subscribe", id, stream, presence}, {t:"unsubscribe", id},
 // {t:"life", event}, {t:"call", id, name, data (JSON text), key, timeoutMs, epoch},
-// {t:"cancel", id}, {t:"ping"}, {t:"bye"} (hub.Msg, hub.Command and hub.Event name them).
+// {t:"cancel", id}, {t:"renewer", on}, {t:"token", id, token, failure}, {t:"ping"}, {t:"bye"}
+// (hub.Msg, hub.Command and hub.Event name them).
 // Hub → tab: {t:"status", state, slow, attempt, failures, nextAttempt (ms since the epoch, 0
-// for none), error, kind, retryAfter (ms), carrier, blocked}, {t:"delivery", id, stream, seq, reset, epoch,
+// for none), error, kind, reason (the Host app's words: why it refused or ended access), retryAfter (ms),
+// carrier, blocked}, {t:"renew", id} (the page's renewer is asked for a token), {t:"delivery", id, stream, seq, reset, epoch,
 // data, baseline} (data and baseline as JSON text: the tab parses them),
 // {t:"ended", id, error, denied, reason} (reason: the Host's words when it denied the
 // subscription, "" otherwise), {t:"sent", id, epoch} (the call is being written under that
 // dedup epoch), {t:"reply", id, data (JSON text)} or {t:"reply", id, error, kind, sent, code,
-// retryAfter (ms)} (gateway.CallError's fields).
+// retryAfter (ms)} (gateway.CallError's fields), {t:"presence", id, stream, first, total,
+// limit, reason, joined, updated, left} (joined and updated: [{id, count, meta (JSON text, ""
+// for none)}], left: [id]; first: the tab's first for id, whose joined lists every member).
 type port struct {
 	v    js.Value
 	conn *hub.Conn
@@ -83,6 +87,10 @@ func inbound(d js.Value) hub.In {
 		Epoch:     str("epoch"),
 		TimeoutMs: num("timeoutMs"),
 		Carrier:   str("carrier"),
+		Presence:  d.Get("presence").Truthy(),
+		On:        d.Get("on").Truthy(),
+		Token:     str("token"),
+		Failure:   str("failure"),
 	}
 }
 
@@ -111,11 +119,14 @@ func (p *port) Status(s hub.Status) {
 	}
 	p.post(map[string]any{
 		"t": "status", "state": state, "slow": s.Slow, "attempt": float64(s.Attempt),
-		"failures": s.Failures, "nextAttempt": next, "error": msg, "kind": kind,
+		"failures": s.Failures, "nextAttempt": next, "error": msg, "kind": kind, "reason": gateway.Reason(err),
 		"retryAfter": float64(hub.RetryAfter(err).Milliseconds()), "at": float64(s.At.UnixMilli()),
 		"carrier": s.Carrier.Kind, "blocked": s.Carrier.Blocked,
 	})
 }
+
+// Renew implements hub.Renewer: the page's renewer is asked for a token.
+func (p *port) Renew(id int) { p.post(map[string]any{"t": "renew", "id": id}) }
 
 // Deliver implements hub.Tab.
 func (p *port) Deliver(id int, d gateway.Delivery) {
@@ -167,4 +178,25 @@ func (p *port) Replied(id int, reply wire.RawJSON, err error) {
 		m["retryAfter"] = float64(ce.RetryAfter.Milliseconds())
 	}
 	p.post(m)
+}
+
+// Presence implements hub.Tab: only what changed crosses to the tab, which keeps the list.
+func (p *port) Presence(id int, pr gateway.Presence, first bool) {
+	left := make([]any, len(pr.Left))
+	for i, l := range pr.Left {
+		left[i] = l
+	}
+	p.post(map[string]any{
+		"t": "presence", "id": id, "stream": pr.Stream, "first": first, "total": pr.Total, "limit": pr.Limit,
+		"reason": pr.Reason, "joined": members(pr.Joined), "updated": members(pr.Updated), "left": left,
+	})
+}
+
+// members are presence members as a tab reads them.
+func members(ms []gateway.Member) []any {
+	out := make([]any, len(ms))
+	for i, m := range ms {
+		out[i] = map[string]any{"id": m.ID, "count": m.Count, "meta": string(m.Meta)}
+	}
+	return out
 }

@@ -192,3 +192,37 @@ func TestADeniedSubscriptionsEndCarriesTheHostsReason(t *testing.T) {
 		t.Errorf("closed end %s, want not denied and no reason", js.Global().Get("JSON").Call("stringify", m))
 	}
 }
+
+// TestPresenceCrossesToTheTabAsItReadsIt: a presence report reaches the tab as
+// web/lifeline.js's applyPresence reads it: the changes only, metadata as JSON text.
+func TestPresenceCrossesToTheTabAsItReadsIt(t *testing.T) {
+	ch := js.Global().Get("MessageChannel").New()
+	got := make(chan js.Value, 1)
+	fn := js.FuncOf(func(_ js.Value, args []js.Value) any {
+		got <- args[0].Get("data")
+		return nil
+	})
+	defer fn.Release()
+	tabSide := ch.Get("port1")
+	tabSide.Set("onmessage", fn)
+	defer tabSide.Call("close")
+	p := &port{v: ch.Get("port2")}
+	p.Presence(3, gateway.Presence{
+		Stream: "room.1", Total: 5000, Limit: 2,
+		Members: []gateway.Member{{ID: "a", Count: 2, Meta: []byte(`{"n":"A"}`)}, {ID: "c", Count: 1}},
+		Joined:  []gateway.Member{{ID: "c", Count: 1}},
+		Updated: []gateway.Member{{ID: "a", Count: 2, Meta: []byte(`{"n":"A"}`)}},
+		Left:    []string{"b"},
+	}, false)
+	var m js.Value
+	select {
+	case m = <-got:
+	case <-time.After(bound):
+		t.Fatal("timed out waiting for the presence message")
+	}
+	want := `{"first":false,"id":3,"joined":[{"id":"c","count":1,"meta":""}],"left":["b"],"limit":2,"reason":"","stream":"room.1","t":"presence","total":5000,"updated":[{"id":"a","count":2,"meta":"{\"n\":\"A\"}"}]}`
+	sorted := js.Global().Get("JSON").Call("stringify", m, js.Global().Get("Object").Call("keys", m).Call("sort").Call("concat", []any{"count", "id", "meta"}))
+	if s := sorted.String(); s != want {
+		t.Errorf("presence message %s, want %s", s, want)
+	}
+}

@@ -3,8 +3,9 @@
 package main
 
 import (
-	"fmt"
 	"syscall/js"
+
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // contain, deferred, turns a panic (a JS exception surfacing in Go, or a Go bug in code that
@@ -21,14 +22,14 @@ func thrown(r any) any {
 	if e, ok := r.(js.Error); ok {
 		return e.Value
 	}
-	return fmt.Sprint(r)
+	return tinyfmt.Sprint(r)
 }
 
 // consoleLine is one console.error call being built: errorf(...).with(values...).
 type consoleLine struct{ msg string }
 
 func errorf(format string, args ...any) consoleLine {
-	return consoleLine{fmt.Sprintf(format, args...)}
+	return consoleLine{tinyfmt.Sprintf(format, args...)}
 }
 
 func (l consoleLine) with(values ...any) {

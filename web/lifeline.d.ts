@@ -18,7 +18,9 @@ declare namespace Lifeline {
    * - `stopped`: `lifeline.stop()` was called (or the page was hidden into the back-forward
    *   cache); nothing runs until `lifeline.start()`.
    * - `unauthorized`: the Host refused the page's credentials (HTTP 401/403 from the app's
-   *   Authenticate); retried at the top cap only, due at `nextAttempt`. Sign in, then
+   *   Authenticate), or its application ended the page's access (a sign-out, a revocation, a
+   *   credential that expired: `reason` says why); retried at the top cap only, due at
+   *   `nextAttempt`, each time through the Host's Authenticate. Sign in, then
    *   `lifeline.reconnectNow()`.
    * - `misconfigured`: the connection settings are invalid (`error` names the fields and the
    *   values seen); the page does not connect.
@@ -82,6 +84,12 @@ declare namespace Lifeline {
     /** The last failure, for developers (English); `''` once connected. */
     readonly error: string;
     readonly kind: Kind;
+    /**
+     * The Host application's own words, while `unauthorized`: why it refused the credential,
+     * or why it ended the page's access (`EndSessions`' reason, or that the sign-in expired);
+     * `''` otherwise. Show it as text.
+     */
+    readonly reason: string;
     /** The wait (ms) the Host asked for with its refusal (busy, restarting); else 0. */
     readonly retryAfter: number;
     /**
@@ -141,6 +149,42 @@ declare namespace Lifeline {
   type Message<T = unknown, B = unknown> = Delivery<T, B> | End;
 
   /**
+   * One member of a stream: an identity (what the Host's `Authenticate` returned), with every
+   * session it has on the stream across the fleet (tabs of one browser are one session), and
+   * the metadata the Host's app gives it (`null` for none).
+   */
+  interface Member<M = unknown> {
+    readonly id: string;
+    readonly count: number;
+    readonly meta: M | null;
+  }
+
+  /**
+   * Who is on a stream (`lifeline.presence`): the members now, and what changed since the last
+   * call. A reconnect, a move to another Host or a Host's restart within the Host's grace window
+   * changes nothing here: nobody is seen to leave and join again.
+   */
+  interface Presence<M = unknown> {
+    readonly stream: string;
+    /** The members listed now, ordered by `id`: at most `limit` of them when the Host caps its lists. */
+    readonly members: readonly Member<M>[];
+    /** Every member of the stream, listed or not. */
+    readonly total: number;
+    /** The Host's cap on the members it lists when the stream is over it; 0 when all are listed. */
+    readonly limit: number;
+    /** Members counted and not listed (`total` − `members.length`). */
+    readonly beyond: number;
+    /** Listed now and not at the last call (all of them at the first). */
+    readonly joined: readonly Member<M>[];
+    /** Listed at the last call too, with another count or metadata. */
+    readonly updated: readonly Member<M>[];
+    /** The ids listed at the last call and not now. */
+    readonly left: readonly string[];
+    /** Why the stream shows no presence (the Host refused it, or carries none); `''` when it does. */
+    readonly reason: string;
+  }
+
+  /**
    * What happened to a call that did not get the Host's reply (`CallError.kind`):
    *
    * - `app`: the Host's handler returned an error; `message` is its first line. Sent.
@@ -158,6 +202,9 @@ declare namespace Lifeline {
    * - `invalid`: a name, key, timeout or data Lifeline cannot send. Not sent.
    * - `unsupported`: the Host takes no calls. Not sent.
    * - `closed`: the connection was closed for good; `sent` says whether it had gone out.
+   * - `access-ended`: the Host ended the page's access (a sign-out, a revocation, an expiry)
+   *   before the call ran: the Host refused it (sent) or it was never sent; it never ran, and
+   *   it is not sent on a later connection, which may be another user's.
    * - `failed`: the page's connection program ended; `sent` calls say `interrupted` instead.
    */
   type CallErrorKind =
@@ -172,6 +219,7 @@ declare namespace Lifeline {
     | 'invalid'
     | 'unsupported'
     | 'closed'
+    | 'access-ended'
     | 'failed';
 
   /** Why `lifeline.call` rejected. */
@@ -265,11 +313,27 @@ declare namespace Lifeline {
      */
     subscribe<T = unknown, B = unknown>(stream: string, fn: (message: Message<T, B>) => void): Remove;
     /**
+     * Who is on `stream`: `fn` gets a `Presence` once the members are known and after each
+     * batch of changes, and a last `End` if the subscription ends on its own (the Host's
+     * Authorize refused it: the same rule as for its events). Following it makes this browser a
+     * member of the stream, as `subscribe` does: in shared mode every tab of the browser is one
+     * session, which leaves the grace window after its last tab closed. The remover stops it.
+     */
+    presence<M = unknown>(stream: string, fn: (update: Presence<M> | End) => void): Remove;
+    /**
      * Asks the Host's handler `name` (1 to 128 of letters, digits and `. _ : / -`) for its
      * reply to `data` (any JSON value; `undefined` is `null`). A call made while not connected
      * waits to be sent; calls reach the Host in the order made. Rejects with a `CallError`.
      */
     call<R = unknown>(name: string, data?: unknown, opts?: CallOptions): Promise<R>;
+    /**
+     * Sets the renewer: before a credential the Host said expires runs out, the connection
+     * renews it with the page's cookies and asks `fn` for a token to send along (the Host's
+     * Authenticate reads it as `Authorization: Bearer <token>`). `fn` resolves to the token
+     * within 3.5 s, or rejects. In shared mode every tab's connection is one: a tab with a
+     * renewer is asked. A later `onRenew` replaces it; the remover unsets it.
+     */
+    onRenew(fn: () => Promise<string> | string): Remove;
   }
 }
 

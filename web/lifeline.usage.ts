@@ -14,6 +14,7 @@ function start(): void {
   const s: Lifeline.Status = lifeline.state();
   const states: Lifeline.State[] = [s.state];
   const kind: Lifeline.Kind = s.kind;
+  if (s.state === 'unauthorized' && s.reason) console.log('signed out:', s.reason);
   const facts: [boolean, number, number, number, string, number, number | undefined] =
     [s.slow, s.attempt, s.failures, s.nextAttempt, s.error, s.retryAfter, s.at];
   console.log(states, kind, facts);
@@ -50,6 +51,28 @@ function start(): void {
   lifeline.subscribe('user.alice', (m) => {
     if (!('error' in m) && !m.reset && typeof m.data === 'object' && m.data !== null) console.log(m.data);
   });
+
+  // Who is on a stream, with the app's metadata typed.
+  interface Profile { name: string }
+  const leave: Lifeline.Remove = lifeline.presence<Profile>('doc.42', (p) => {
+    if ('error' in p) {
+      console.log('presence ended:', p.denied ? p.reason : p.error);
+      return;
+    }
+    if (p.reason !== '') console.log('no presence here:', p.reason);
+    const names: string[] = p.members.map((m: Lifeline.Member<Profile>) => (m.meta ? m.meta.name : m.id) + (m.count > 1 ? ' ×' + m.count : ''));
+    console.log(names.join(', '), p.beyond > 0 ? 'and ' + p.beyond + ' more' : '', p.total, p.limit);
+    for (const m of p.joined) console.log(m.id, 'joined');
+    for (const m of p.updated) console.log(m.id, 'now has', m.count, 'sessions');
+    for (const id of p.left) console.log(id, 'left');
+  });
+  leave();
+  // @ts-expect-error a presence handler is told Presence or End, not events
+  lifeline.presence('doc.42', (p: Lifeline.Event) => console.log(p));
+  // A token for the renewal of a credential that expires, from the app's own sign-in code.
+  const stopRenewing: Lifeline.Remove = lifeline.onRenew(() => fetch('/token').then((r) => r.text()));
+  stopRenewing();
+  lifeline.onRenew(() => 'a-token-at-hand');
 
   lifeline.reconnectNow();
   lifeline.stop();
@@ -126,3 +149,5 @@ lifeline.subscribe<Tick>('ticks', (m) => {
 });
 // @ts-expect-error the API has no such call
 lifeline.reconnect();
+// @ts-expect-error a renewer gives a token, a string
+lifeline.onRenew(() => Promise.resolve(42));

@@ -12,7 +12,8 @@
 //   #connection-detail              a short sentence saying what failed and what happens next
 //                                   (polite, so the reason follows the state); the raw error in
 //                                   its title; for misconfigured the invalid fields and values,
-//                                   for failed the cause, as code
+//                                   for failed the cause, as code; for unauthorized the Host
+//                                   app's own words first (why it refused or ended the access)
 //   #reconnect-now                  enabled whenever the state is not connected; once failed
 //                                   (the page's program ended) it reloads the page
 //
@@ -53,6 +54,7 @@
         other: () => ['The connection failed', 'retrying'],
       },
       join: (cause, retry) => (retry ? `${cause}; ${retry}.` : `${cause}.`),
+      because: (reason, sentence) => (/[.!?…]$/.test(reason) ? `${reason} ${sentence}` : `${reason}. ${sentence}`),
       blocked: 'This network does not carry WebSockets; connected over HTTP instead.',
       sentences: {
         offline: 'This device is offline; the page reconnects when the network is back.',
@@ -86,6 +88,7 @@
         other: () => ['连接失败', '正在重试'],
       },
       join: (cause, retry) => (retry ? `${cause}，${retry}。` : `${cause}。`),
+      because: (reason, sentence) => (/[。！？.!?…]$/.test(reason) ? `${reason}${sentence}` : `${reason}。${sentence}`),
       blocked: '当前网络不支持 WebSocket，已改用 HTTP 连接。',
       sentences: {
         offline: '设备已离线，网络恢复后将自动重连。',
@@ -181,6 +184,12 @@
     return items.length ? items.join('; ') : error;
   }
 
+  // appWords is the Host application's own part of a reason: the plugin's words before it
+  // ("hostplugin: unauthenticated: ", which an app's error wraps) are for developers.
+  function appWords(reason) {
+    return (reason || '').replace(/^hostplugin: (?:unauthenticated|forbidden)(?:: |$)/, '').trim();
+  }
+
   // describe says what failed, for a person: the sentence, and the technical text the detail
   // shows as code (only where a developer must act: the settings, a program that ended).
   function describe(s, state) {
@@ -192,7 +201,8 @@
       let code = '';
       if (kind === 'misconfigured' && error) code = invalidFields(error);
       if (kind === 'failed') code = error;
-      return { sentence: L.sentences[kind], code };
+      const why = kind === 'unauthorized' ? appWords(s.reason) : '';
+      return { sentence: why ? L.because(why, L.sentences[kind]) : L.sentences[kind], code };
     }
     const cause = (L.causes[kind] || L.causes.other)(Math.ceil(retryAfterMs(s) / 1000));
     const retrying = state === 'connecting' || state === 'slow' || state === 'reconnecting';

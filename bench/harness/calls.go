@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/bench/callline"
-	"github.com/lifeline-go/lifeline/bench/faultproxy"
+	"github.com/lifeline-go/lifeline/internal/test/faultproxy"
 	"github.com/lifeline-go/lifeline/internal/test/testbed"
 )
 

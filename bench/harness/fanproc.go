@@ -30,7 +30,7 @@ const (
 	fCentrifuge   = "centrifuge"
 )
 
-// centrifugeVersion is the centrifuge module bench/go.mod requires.
+// centrifugeVersion is the centrifuge module go.mod requires.
 const centrifugeVersion = "v0.40.1"
 
 // pagesPerProc bounds the pages of one fanout-pages process: each holds a socket per page,

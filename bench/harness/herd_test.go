@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifeline-go/lifeline/bench/faultproxy"
+	"github.com/lifeline-go/lifeline/internal/test/faultproxy"
 )
 
 // The moments of a canned run: the cut at t0, the return at t1 = t0 + 10 s.

@@ -18,8 +18,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lifeline-go/lifeline/bench/faultproxy"
 	"github.com/lifeline-go/lifeline/bench/wasmsize"
+	"github.com/lifeline-go/lifeline/internal/test/faultproxy"
 	"github.com/lifeline-go/lifeline/internal/test/testbed"
 )
 
@@ -244,7 +244,7 @@ func ratio(a, b float64) string {
 }
 
 // A link is a network scenario 6 loads the pages over: loopback as it is, or a slow link
-// between the browser and each server (bench/faultproxy's throttle, in this process).
+// between the browser and each server (internal/test/faultproxy's throttle, in this process).
 type link struct {
 	key, name string
 	latency   time.Duration // one way
@@ -365,7 +365,7 @@ func (e *env) s6Link(r *report, k link, hostAddr, sioAddr string) (*pageRun, err
 			ratio(conn(m.repeat, 50), conn(res.Repeat.Sio, 50)), ratio(conn(m.repeat, 90), conn(res.Repeat.Sio, 90)))
 	}
 	if k.throttled() {
-		r.note(t, "the link: bench/faultproxy's throttle in front of each server, %v one way (each direction), %s down and %s up shared by the page's connections, in 4 KB pieces; a new connection's first bytes wait a round trip more (TCP's handshake); the browser's own fetches and the SharedWorker's alike go through it (a TCP proxy sees every process of the browser, which DevTools network emulation does not: bench/PAGELOAD.md)",
+		r.note(t, "the link: internal/test/faultproxy's throttle in front of each server, %v one way (each direction), %s down and %s up shared by the page's connections, in 4 KB pieces; a new connection's first bytes wait a round trip more (TCP's handshake); the browser's own fetches and the SharedWorker's alike go through it (a TCP proxy sees every process of the browser, which DevTools network emulation does not: bench/PAGELOAD.md)",
 			k.latency, fmtBits(k.down), fmtBits(k.up))
 	}
 	r.note(t, "first visit: each load in a fresh browser context (nothing cached); a shared first visit is tab 1, and its tabs 2–5 are opened one after another beside it (the row tabs 2–5 pools them); repeat visit: one persistent profile (`launchPersistentContext`) loading the page again, each page kept open %v after connected; a shared repeat visit either finds the hub up (those loads come one after the other, after all the rest, each within the hub's 10 s idle close of the one before) or finds none and starts one from the caches, as a visit after the idle close does (each such load with a config of its own, and so a hub of its own); every iteration loads shared first (+ tabs 2–5), in-page first, socket.io first, in-page repeat, socket.io repeat, shared repeat with no hub, after one unmeasured fresh load of each", e.dwell)

@@ -61,7 +61,7 @@ natively) against ` + "`bin/host`" + ` (cmd/host) with an empty config, except w
 
 const method = `## Method
 
-- One fault proxy (` + "`bench/faultproxy`" + `) per server, on loopback, all switched together by one clock in
+- One fault proxy (` + "`internal/test/faultproxy`" + `) per server, on loopback, all switched together by one clock in
   the harness: up; refuse (accept, then reset with SO_LINGER 0); blackhole (accept, never
   forward, never close); flap (forward, reset each connection 200 ms after its accept). Leaving
   up resets every forwarded connection, so an outage starts for everyone at the same moment.
@@ -79,8 +79,8 @@ func (e *env) writeResults(path string, rep *report, started time.Time, chosen [
 	// Whatever is measured by hand or by another program has a file of its own, so that this
 	// one can be rewritten whole: the fleet's is FLEET.md, the page-load levers' PAGELOAD.md.
 	fmt.Fprintf(&b, "Written by `make bench` (`go run ./bench/harness`); do not edit by hand, run it again. The\n")
-	fmt.Fprintf(&b, "fleet's figures (`go run ./e2e/fleet`, `-bench`) are in [FLEET.md](FLEET.md), and what each\n")
-	fmt.Fprintf(&b, "page-load lever did (issue 14) in [PAGELOAD.md](PAGELOAD.md): `make bench` touches neither.\n\n")
+	fmt.Fprintf(&b, "fleet's figures (`go run ./e2e/fleet`, `go run ./bench/cmd/streamlogs`) are in [FLEET.md](FLEET.md),\n")
+	fmt.Fprintf(&b, "and what each page-load lever did in [PAGELOAD.md](PAGELOAD.md): `make bench` touches neither.\n\n")
 	fmt.Fprintf(&b, "| | |\n| --- | --- |\n")
 	fmt.Fprintf(&b, "| date | %s (%.0f min) |\n", started.UTC().Format("2006-01-02 15:04 MST"), time.Since(started).Minutes())
 	fmt.Fprintf(&b, "| machine | %s |\n", machine())

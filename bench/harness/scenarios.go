@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lifeline-go/lifeline/bench/faultproxy"
 	"github.com/lifeline-go/lifeline/internal/swarmline"
+	"github.com/lifeline-go/lifeline/internal/test/faultproxy"
 	"github.com/lifeline-go/lifeline/internal/test/testbed"
 )
 

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lifeline-go/lifeline/bench/faultproxy"
+	"github.com/lifeline-go/lifeline/internal/test/faultproxy"
 	"github.com/lifeline-go/lifeline/internal/test/testbed"
 )
 

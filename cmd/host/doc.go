@@ -9,7 +9,7 @@
 //	     [-ledger file] [-id name] [-ticks=false] [-nats url | -nats-embedded dir [-nats-addr 127.0.0.1:4222]]
 //	     [-nats-replicas 1] [-nats-max-events 4096]
 //	     [-pidfile file] [-drain-on-stop] [-stop-retry-after 0s] [-cert file -key file]
-//	     [-metrics 127.0.0.1:9464]
+//	     [-metrics 127.0.0.1:9464] [-signouts file]
 //
 // -faults, -client and -ledger are the repository's tooling, in a build with -tags
 // lifeline_faults only (scripts/build.sh builds bin/host so; go build -tags lifeline_faults
@@ -19,6 +19,12 @@
 // "ledger.run" (the chaos soak's), which answers with the call's data and appends each run to
 // the file, which every Host given it shares; /_lifeline/ledger (loopback clients only)
 // answers the runs counted per (identity, key), and per (identity, data) for unkeyed calls.
+//
+// -signouts is the demo's sign-in (access.go; the fleet test's and the access bench's): a page
+// names its user in the cookie lifeline-user (none: anonymous, as without the flag), and POST
+// /_lifeline/signout?user=NAME[&reason=…][&reauth=1] (loopback clients only) signs NAME out on
+// every Host given the same file, then ends NAME's pages on every Host of the fleet
+// (Host.EndSessions, passed on over NATS with -nats); it answers {"ended":n,"ms":…}.
 //
 // A fleet: with -nats (or -nats-embedded, which starts a NATS server with JetStream inside
 // this Host for a one-machine demo) the stream logs live in NATS JetStream, shared by every

@@ -48,6 +48,7 @@ func run(args []string, stderr io.Writer) int {
 	pidFile := flags.String("pidfile", "", "write the PID of the serving process to `file` (after a SIGUSR2 handoff, the successor's), for a supervisor that follows it (systemd PIDFile=)")
 	drainOnStop := flags.Bool("drain-on-stop", false, "on SIGTERM with no successor, drain (goaway back to the same place, up to drainTimeoutMs) instead of closing every session at once with 1012: for a Host behind a load balancer whose other Hosts take its pages")
 	metricsAddr := flags.String("metrics", "", "serve Prometheus metrics at http://`address`/metrics (a bare :port is loopback's); default none")
+	signoutsFile := flags.String("signouts", "", "the demo's sign-in: a page's cookie "+userCookie+" names its user, and POST "+signoutPath+"?user=NAME (loopback clients only) signs NAME out on every Host sharing `file` and ends NAME's pages fleet-wide (access.go)")
 	stopRetryAfter := flags.Duration("stop-retry-after", 0, "on SIGTERM with no successor, the least the pages should wait before dialing again (sent with close 1012 as service-restart retry-after=<ms>); 0: no minimum")
 	var fleet fleetFlags
 	flags.StringVar(&fleet.natsURL, "nats", "", "keep the stream logs in NATS JetStream at `url` (comma-separated servers), shared by every Host using it")
@@ -138,13 +139,18 @@ func run(args []string, stderr io.Writer) int {
 	}
 	defer mx.Close()
 	// The demo's streams (ticks, host, board) are public.
-	opts := &hostplugin.Options{Logger: logger, Authorize: hostplugin.PublicStreams}
+	// Pages say who they are with a cookie, and the streams room.* carry presence
+	// (presence.go).
+	opts := &hostplugin.Options{Logger: logger, Authorize: hostplugin.PublicStreams,
+		Authenticate: demoAuthenticate, Presence: demoPresence(shared)}
 	if shared != nil {
 		opts.Log = shared
 		if log, ok := shared.(*jetstream.Log); ok {
 			// The fleet's balancer needs no sticky sessions: a page's POST that reaches
-			// another Host is carried to its session's over NATS.
+			// another Host is carried to its session's over NATS; an end of access made on
+			// one Host ends the pages of every Host.
 			opts.Relay = jetstream.NewRelay(log)
+			opts.Bus = jetstream.NewBus(log)
 		}
 	}
 	calls, err := openCalls(shared, cfg, logger)
@@ -156,6 +162,15 @@ func run(args []string, stderr io.Writer) int {
 	if calls != nil {
 		defer calls.Close()
 		opts.Calls = calls
+	}
+	var signins *signIns
+	if *signoutsFile != "" {
+		if signins, err = newSignIns(*signoutsFile); err != nil {
+			ln.Close()
+			fmt.Fprintf(stderr, "host: -signouts: %v\n", err)
+			return 1
+		}
+		opts.Authenticate = signins.authenticate
 	}
 	mx.observe(opts)
 	h, err := hostplugin.New(cfg, opts)
@@ -189,8 +204,9 @@ func run(args []string, stderr io.Writer) int {
 
 	mux := http.NewServeMux()
 	faultMode := func() string { return upMode } // without -faults the Host has no fault modes
+	pages := func(next http.Handler) http.Handler { return next }
 	if *faults {
-		if faultMode, err = installFaults(h, mux); err != nil {
+		if faultMode, pages, err = installFaults(h, mux); err != nil {
 			ln.Close()
 			fmt.Fprintf(stderr, "host: -faults: %v\n", err)
 			return 1
@@ -205,12 +221,15 @@ func run(args []string, stderr io.Writer) int {
 		}
 		defer closeLedger()
 	}
+	if signins != nil {
+		mux.Handle(signoutPath, signins.serveSignOut(h))
+	}
 	mux.Handle("/_lifeline/health", health(h, faultMode, *id, shared, rs.Replaced()))
 	mux.Handle("/_lifeline/live", h.LivenessHandler())
 	mux.Handle("/_lifeline/ready", h.ReadinessHandler())
 	mx.serve(logger)
 	// The demo page is a plain page: the plugin injects its client, as on an embedder's site.
-	mux.Handle("/", h.Handler(http.FileServer(http.Dir(*webDir))))
+	mux.Handle("/", pages(h.Handler(http.FileServer(http.Dir(*webDir)))))
 	srv := &http.Server{
 		Handler: mux,
 		// A client that never finishes its headers must not hold a connection forever.

@@ -29,7 +29,9 @@ func toolingAvailable(faults bool, clientDir, ledgerFile string) error {
 	return nil
 }
 
-func installFaults(*hostplugin.Host, *http.ServeMux) (func() string, error) { return nil, errNoTooling }
+func installFaults(*hostplugin.Host, *http.ServeMux) (func() string, func(http.Handler) http.Handler, error) {
+	return nil, nil, errNoTooling
+}
 
 func serveClientFrom(*hostplugin.Host, string) error { return errNoTooling }
 

@@ -17,14 +17,17 @@ import (
 func toolingAvailable(faults bool, clientDir, ledgerFile string) error { return nil }
 
 // installFaults gives h fault modes, serves their panel on mux, and returns the mode in force
-// as the panel reads it.
-func installFaults(h *hostplugin.Host, mux *http.ServeMux) (mode func() string, err error) {
+// as the panel reads it, and the wrapper of the page handler that runs the e2e suite's init
+// scripts (initscripts.go).
+func installFaults(h *hostplugin.Host, mux *http.ServeMux) (mode func() string, pages func(http.Handler) http.Handler, err error) {
 	in, err := hosthook.InstallFaults(h)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	mux.Handle("/_lifeline/faults", in.Panel())
-	return func() string { return in.Fault().String() }, nil
+	scripts := newInitScripts()
+	mux.Handle(initScriptPath, scripts.panel())
+	return func() string { return in.Fault().String() }, scripts.pages, nil
 }
 
 // serveClientFrom makes h serve the client in dir instead of the built-in one.

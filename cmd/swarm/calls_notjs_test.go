@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -39,13 +38,8 @@ func callHost(t *testing.T) string {
 // reply, and the epoch of the Host's dedup store it was sent under.
 func TestCallsPrintOneLinePerOutcome(t *testing.T) {
 	url := callHost(t)
-	out := &lines{changed: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-url", url, "-n", "2", "-calls", "3", "-call-every", "5ms", "-call-name", "echo", "-call-prefix", "r1"}, out, io.Discard)
-	}()
+	r := startRun(t, "-url", url, "-n", "2", "-calls", "3", "-call-every", "5ms", "-call-name", "echo", "-call-prefix", "r1")
+	out := r.out
 	got := out.waitFor(t, "6 call lines", func(ls []swarmline.Line) bool { return count(ls, swarmline.Call) == 6 })
 	seen := map[string]bool{}
 	for _, l := range got {
@@ -61,8 +55,7 @@ func TestCallsPrintOneLinePerOutcome(t *testing.T) {
 			t.Errorf("call %s: %+v; want the reply %q, keyed only for call 1, an epoch", id, l, id)
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := r.stop(t); err != nil {
 		t.Fatalf("run = %v", err)
 	}
 }
@@ -70,21 +63,15 @@ func TestCallsPrintOneLinePerOutcome(t *testing.T) {
 // A failed call prints what the gateway's CallError says: here the Host has no such handler.
 func TestACallThatFailsPrintsItsKindAndWhetherItWasSent(t *testing.T) {
 	url := callHost(t)
-	out := &lines{changed: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-url", url, "-calls", "1", "-keyed", "1", "-call-name", "nobody.home"}, out, io.Discard)
-	}()
+	r := startRun(t, "-url", url, "-calls", "1", "-keyed", "1", "-call-name", "nobody.home")
+	out := r.out
 	got := out.waitFor(t, "the call's line", func(ls []swarmline.Line) bool { return count(ls, swarmline.Call) == 1 })
 	for _, l := range got {
 		if l.Event == swarmline.Call && (l.Kind != "unknown" || !l.Sent || l.Code != wire.CodeUnknown || !l.Keyed || l.Reply != nil || !strings.Contains(l.Message, "nobody.home")) {
 			t.Errorf("call line %+v; want kind unknown, sent, the Host's code, keyed, the Host's message", l)
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := r.stop(t); err != nil {
 		t.Fatalf("run = %v", err)
 	}
 }

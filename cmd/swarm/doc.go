@@ -9,7 +9,10 @@
 // handshake passed slowAfterMs). With -sub each page follows a stream; its deliveries are
 // checked (once each, in order, or a reset) and any violation is printed as event
 // "violation"; -deliveries prints every delivery too (event "delivery", with stream, seq,
-// reset). Benchmarks and soak tests read these lines.
+// reset). Benchmarks and soak tests read these lines. With -user NAME every page carries the
+// cookie lifeline-user=NAME (with -users K, page i is NAME<i mod K>: bin/host -signouts reads
+// it), and a page that becomes unauthorized (refused, or its access ended) prints event
+// "unauthorized".
 //
 // With -calls N each page makes N calls to the Host's handler -call-name, one every
 // -call-every (the pages' calls spread evenly over that interval; at most -calls-in-flight of

@@ -57,6 +57,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	duration := fs.Duration("for", 0, "stop after this long (0: until SIGINT or SIGTERM)")
 	stats := fs.Bool("stats", false, `on SIGUSR1, collect garbage and print a "stats" line (goroutines, heapInuse, heapAlloc)`)
 	httpClients := fs.Int("http", 0, "how many of the clients (the first ones) run on the HTTP carrier's stream instead of a WebSocket, and stay there")
+	user := fs.String("user", "", "the clients' user, in the cookie lifeline-user of their handshake (bin/host -signouts reads it); with -users, the prefix of their names")
+	users := fs.Int("users", 1, "with -user: how many users the clients are, client i being <user><i mod users>")
 	var plan callPlan
 	fs.IntVar(&plan.n, "calls", 0, "calls each client makes (0: none); each outcome is printed")
 	fs.Float64Var(&plan.keyed, "keyed", 0.5, "the fraction of the calls that carry an idempotency key (with -calls)")
@@ -79,6 +81,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *httpClients < 0 || *httpClients > *n {
 		return fmt.Errorf("-http must be in 0..%d (-n), got %d", *n, *httpClients)
 	}
+	if *users < 1 {
+		return fmt.Errorf("-users must be at least 1, got %d", *users)
+	}
 	if err := plan.check(); err != nil {
 		return err
 	}
@@ -99,7 +104,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	clients := make([]*client, *n)
 	for i := range clients {
 		c := &client{id: i, out: out}
-		gopts := &gateway.Options{Logger: log.With("client", i), Handshake: gateway.Handshake{Header: header}}
+		h := header
+		if *user != "" {
+			name := *user
+			if *users > 1 {
+				name += strconv.Itoa(i % *users)
+			}
+			h = header.Clone()
+			if h == nil {
+				h = http.Header{}
+			}
+			h.Set("Cookie", "lifeline-user="+name)
+		}
+		gopts := &gateway.Options{Logger: log.With("client", i), Handshake: gateway.Handshake{Header: h}}
 		if i < *httpClients {
 			gopts.Carrier, gopts.UpgradeAfter = wire.CarrierStream, 24*time.Hour
 		}
@@ -320,6 +337,7 @@ type client struct {
 	attempt uint64
 	up      bool
 	slow    bool
+	refused bool // unauthorized
 
 	// Touched only by the subscription's handler, which runs one call at a time.
 	next uint64
@@ -343,6 +361,11 @@ func (c *client) onChange(s controller.Status) {
 		c.out.Event(c.id, swarmline.Disconnected)
 	}
 	c.up = up
+	refused := s.State == controller.Unauthorized
+	if refused && !c.refused {
+		c.out.Event(c.id, swarmline.Unauthorized)
+	}
+	c.refused = refused
 }
 
 // check returns the handler that verifies the stream's promise: a reset first, then events

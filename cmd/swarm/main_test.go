@@ -98,6 +98,37 @@ func (l *lines) waitFor(t *testing.T, what string, pred func([]swarmline.Line) b
 	}
 }
 
+// running is a run of the swarm in the background: what it prints is in out.
+type running struct {
+	out    *lines
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startRun runs the swarm with args in the background, until stop or the end of the test.
+func startRun(t *testing.T, args ...string) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{out: &lines{changed: make(chan struct{})}, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- run(ctx, args, r.out, io.Discard) }()
+	t.Cleanup(cancel)
+	return r
+}
+
+// stop ends the run as a signal does and returns what run returned, failing the test if it
+// has not returned within 10 s.
+func (r *running) stop(t *testing.T) error {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return after the signal")
+		return nil
+	}
+}
+
 func count(ls []swarmline.Line, ev string) int {
 	n := 0
 	for _, l := range ls {
@@ -110,12 +141,8 @@ func count(ls []swarmline.Line, ev string) int {
 
 func TestClientsConnectPrintAndStopCleanly(t *testing.T) {
 	url := host(t)
-	out := &lines{changed: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-url", url, "-n", "3", "-sub", "s", "-deliveries", "-seed", "7"}, out, io.Discard)
-	}()
+	r := startRun(t, "-url", url, "-n", "3", "-sub", "s", "-deliveries", "-seed", "7")
+	out := r.out
 	got := out.waitFor(t, "3 connected clients and their deliveries", func(ls []swarmline.Line) bool {
 		return count(ls, "connected") == 3 && count(ls, "delivery") == 9
 	})
@@ -125,14 +152,8 @@ func TestClientsConnectPrintAndStopCleanly(t *testing.T) {
 	if v := count(got, "violation"); v != 0 {
 		t.Errorf("%d violations: %+v", v, got)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("run = %v, want a clean exit", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("run did not return after the signal")
+	if err := r.stop(t); err != nil {
+		t.Fatalf("run = %v, want a clean exit", err)
 	}
 	if after := out.waitFor(t, "the final lines", func([]swarmline.Line) bool { return true }); count(after, "disconnected") != 0 {
 		t.Errorf("shutdown printed disconnected lines: %+v", after)
@@ -163,16 +184,9 @@ func TestTheKeyedCallsAreSpreadEvenly(t *testing.T) {
 }
 
 func TestClientReportsAnUnreachableHost(t *testing.T) {
-	out := &lines{changed: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-url", "ws://127.0.0.1:1/_lifeline/events", "-recovery", `{"initialDelayMs":5,"maxDelayMs":10}`}, out, io.Discard)
-	}()
-	out.waitFor(t, "three attempts", func(ls []swarmline.Line) bool { return count(ls, "attempt") >= 3 })
-	cancel()
-	if err := <-done; err != nil {
+	r := startRun(t, "-url", "ws://127.0.0.1:1/_lifeline/events", "-recovery", `{"initialDelayMs":5,"maxDelayMs":10}`)
+	r.out.waitFor(t, "three attempts", func(ls []swarmline.Line) bool { return count(ls, "attempt") >= 3 })
+	if err := r.stop(t); err != nil {
 		t.Fatalf("run = %v", err)
 	}
 }

@@ -12,12 +12,12 @@
 // ran once in the fleet, answered after it by a survivor sharing the dead Host's dedup store
 // (unkeyed ones cut by it are interrupted, having run at most once); then SIGKILLs the NATS node leading the ticks stream and checks that every Host delivers
 // ticks again within 3 s of the new leader's election (printing each Host's gap), and that
-// publishing and replay go on.
+// publishing and replay go on. Between the two kills, a sign-out asked of one Host ends the
+// pages of its user on all three Hosts within 1 s, and nothing reaches them after (access.go).
 //
 //	go run ./e2e/fleet            # the short run (make test), about 1–2 minutes
 //	go run ./e2e/fleet -long      # the long run (make soak): more rounds, longer settles
-//	go run ./e2e/fleet -bench     # figures: publish-to-deliver latency, events/s (ring vs JetStream)
-//	go run ./e2e/fleet -bench -out bench/FLEET.md   # … and rewrite their part of bench/FLEET.md
+//	go run ./e2e/fleet -presence  # presence across the fleet (presence.go), about 30 s
 //
 // It needs the demo page (web/index.html; the Host serves its own client) and nginx (installed
 // by scripts/setup.sh fleet when missing). Every child runs in a process group of its own
@@ -47,17 +47,25 @@ import (
 
 func main() {
 	long := flag.Bool("long", false, "the long run: three rolling restarts and longer settles")
-	bench := flag.Bool("bench", false, "measure latency and throughput, ring against JetStream, and exit")
 	clients := flag.Int("clients", 200, "bin/swarm clients")
 	pages := flag.Int("pages", 2, "Chromium pages")
 	keep := flag.Bool("keep", false, "keep the run directory")
-	out := flag.String("out", "", "with -bench: the figures file whose -bench part to rewrite (bench/FLEET.md)")
+	presence := flag.Bool("presence", false, "the presence run (presence.go): pages on three Hosts see each other, a Host SIGKILL and a NATS leader kill")
 	flag.Parse()
-	if *bench {
-		if err := benchTo(*out); err != nil {
-			fmt.Fprintln(os.Stderr, "fleet -bench:", err)
+	if *presence {
+		f := &fleet{}
+		err := f.runPresence()
+		f.stopAll()
+		if !*keep && err == nil {
+			_ = os.RemoveAll(f.dir)
+		} else {
+			fmt.Fprintln(os.Stderr, "fleet -presence: logs in", f.dir)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL fleet -presence:", err)
 			os.Exit(1)
 		}
+		fmt.Println("PASS fleet -presence")
 		return
 	}
 	f := &fleet{clientsN: *clients, pagesN: *pages, rounds: 1, settle: 3 * time.Second}
@@ -187,7 +195,7 @@ func (f *fleet) startHost(i int) error {
 	// SIGTERM drains to them (make-before-break) instead of closing every page with 1012.
 	p, err := f.start(fmt.Sprintf("host%d", i+1), nil, f.bin+"/host", "-id", fmt.Sprintf("h%d", i+1),
 		"-addr", f.hostAddr[i], "-web", "web", "-faults", "-drain-on-stop", "-nats", f.natsURLs, "-nats-replicas", "3",
-		"-config", f.hostConfig, "-metrics", f.metricsAddr[i])
+		"-config", f.hostConfig, "-metrics", f.metricsAddr[i], "-signouts", filepath.Join(f.dir, "signouts"))
 	if err != nil {
 		return err
 	}
@@ -414,6 +422,13 @@ func (f *fleet) run() error {
 		return err
 	}
 	if err := f.checkMetricsLint(); err != nil { // the three Hosts up
+		return err
+	}
+	// A sign-out asked of one Host ends the user's pages on all three (access.go).
+	if err := f.accessStep(); err != nil {
+		return err
+	}
+	if err := f.checkSessions("after the access step"); err != nil {
 		return err
 	}
 

@@ -1,12 +1,14 @@
 // Opens N Chromium pages on the fleet's URL (through nginx) and prints one JSON line per
 // change of each page's indicator (#connection-status data-state) or of its Host
 // (#host-id data-host), until stdin closes. Used by go run ./e2e/fleet.
-//   node e2e/fleet/pages.cjs http://127.0.0.1:8080/ 2
+//   node e2e/fleet/pages.cjs http://127.0.0.1:8080/ 2 [user]
+// With a user, each page's browser carries the cookie lifeline-user=<user> (bin/host -signouts).
 const { chromium } = require('@playwright/test');
 
 (async () => {
   const url = process.argv[2];
   const n = Number(process.argv[3] || 2);
+  const user = process.argv[4] || '';
   const browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
@@ -15,6 +17,7 @@ const { chromium } = require('@playwright/test');
   const out = (o) => process.stdout.write(JSON.stringify({ t: Date.now(), ...o }) + '\n');
   for (let i = 0; i < n; i++) {
     const page = await browser.newPage();
+    if (user) await page.context().addCookies([{ name: 'lifeline-user', value: user, url }]);
     await page.exposeFunction('reportFleet', (state, host) => out({ page: i, state, host }));
     page.on('pageerror', (err) => out({ page: i, error: String(err) }));
     await page.goto(url);

@@ -1,8 +1,8 @@
 //go:build !js
 
 // Command soak is Lifeline's chaos soak: bin/swarm processes (many clients each) and
-// Chromium pages against bin/host, through an in-process fault proxy (bench/faultproxy: its
-// latency, reset and stall modes), under randomized faults for a while (SIGKILLs and SIGUSR2
+// Chromium pages against bin/host, through an in-process fault proxy
+// (internal/test/faultproxy: its latency, reset and stall modes), under randomized faults for a while (SIGKILLs and SIGUSR2
 // handoffs of the Host among them); it asserts that every client recovers after every fault
 // within deadline + top cap + 1 s, that the "ticks" stream reaches every client once each in
 // order or through an explicit reset, that every call a client made (SOAK_CALLS each, every

@@ -15,8 +15,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/lifeline-go/lifeline/bench/faultproxy"
 	"github.com/lifeline-go/lifeline/gateway"
+	"github.com/lifeline-go/lifeline/internal/test/faultproxy"
 	"github.com/lifeline-go/lifeline/internal/test/testbed"
 )
 

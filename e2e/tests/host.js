@@ -110,7 +110,8 @@ function readPID(file) {
 }
 
 class Host {
-  constructor(port, configPath, proc, logs, pidFile) {
+  constructor(port, configPath, proc, logs, pidFile, argv) {
+    this.argv = argv; // the command line, for restart
     this.port = port;
     this.configPath = configPath;
     this.proc = proc;
@@ -164,6 +165,24 @@ class Host {
     return { oldPid, newPid, readyAt, goneAt };
   }
 
+  // restart is a plain restart: SIGTERM (the Host closes every page with 1012, "service
+  // restart"), down for downMs once the process is gone, then the same command line again on
+  // the same port. It resolves once the new process answers its health, with the moments (ms
+  // since the epoch) the old process was seen gone and the new one seen up (polled every 5 ms).
+  async restart(downMs = 0) {
+    const oldPid = this.pid;
+    process.kill(oldPid, 'SIGTERM');
+    await waitFor(() => gone(oldPid), { interval: 5, what: `process ${oldPid} to exit on SIGTERM` });
+    const goneAt = Date.now();
+    if (downMs > 0) await new Promise((r) => setTimeout(r, downMs)); // the restart's length, on purpose
+    const proc = spawn(this.argv[0], this.argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+    keepLines(proc, this.logs);
+    this.proc = proc;
+    this.pid = proc.pid;
+    await waitFor(async () => (await fetch(this.url('/_lifeline/health'))).ok, { interval: 5, what: `bin/host again on ${this.port}` });
+    return { oldPid, newPid: proc.pid, goneAt, upAt: Date.now() };
+  }
+
   // stop ends whichever process serves now (and the first one, should it still run): SIGTERM,
   // then SIGKILL after 10 s.
   async stop() {
@@ -201,11 +220,10 @@ async function startHost(config = {}) {
   const pidFile = path.join(dir, 'host.pid');
   fs.writeFileSync(configPath, JSON.stringify(config));
   const logs = [];
-  const proc = spawn(hostBin, ['-addr', `127.0.0.1:${port}`, '-config', configPath, '-web', path.join(root, 'web'), '-faults', '-pidfile', pidFile], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const argv = [hostBin, '-addr', `127.0.0.1:${port}`, '-config', configPath, '-web', path.join(root, 'web'), '-faults', '-pidfile', pidFile];
+  const proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
   keepLines(proc, logs);
-  const host = new Host(port, configPath, proc, logs, pidFile);
+  const host = new Host(port, configPath, proc, logs, pidFile, argv);
   try {
     await waitFor(async () => (await fetch(host.url('/_lifeline/health'))).ok, { what: `bin/host on ${port}` });
   } catch (e) {

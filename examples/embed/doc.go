@@ -11,5 +11,10 @@
 // anyone can forge; a real application sets a signed session cookie and checks it in
 // Authenticate.
 //
-// The code an embedder writes for Lifeline is in lifeline.go; the rest is the application.
+// "Sign out everywhere" (a POST of /signout, signout.go) ends the user's sign-in and every
+// page of theirs at once: each tab, in every browser, shows "Sign-in required" with the reason
+// (Host.EndSessions; docs/access.md).
+//
+// The code an embedder writes for Lifeline is in lifeline.go and signout.go; the rest is the
+// application.
 package main

@@ -93,14 +93,3 @@ func publishTo(ctx context.Context, h *hostplugin.Host, user string, ev any) err
 	_, err = h.Publish(ctx, streamOf(user), data)
 	return err
 }
-
-// shutdown ends the Host and the server, in this order. Stop first, while the server still
-// answers: every page is told the Host is restarting (close 1012) and retries, and so is a
-// socket that arrives meanwhile. Then Close, then Shutdown, which does not wait for the
-// sessions (their connections are hijacked). With somewhere else for the pages to go, a
-// successor or other Hosts behind a load balancer, h.Drain(ctx, "") takes Stop's place.
-func shutdown(ctx context.Context, h *hostplugin.Host, srv *http.Server) error {
-	h.Stop(ctx, 0)
-	_ = h.Close()
-	return srv.Shutdown(ctx)
-}

@@ -58,6 +58,7 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer h.Close()
+	a.host = h // the sign-out button ends the user's pages (signout.go)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -72,17 +73,19 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	case <-ctx.Done():
 	}
-	// Nobody serves in this process's place.
+	// Nobody serves in this process's place: every page is told the Host is restarting
+	// (close 1012) and comes back soon, then the Host closes, then the server shuts down.
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return shutdown(sctx, h, srv)
+	return h.Shutdown(sctx, srv)
 }
 
 // app is the application: a page, a sign-in stub, the users whose streams it publishes, and
 // each user's memo.
 type app struct {
 	log   *log.Logger
-	csp   string // the page's Content-Security-Policy (withLifeline)
+	csp   string           // the page's Content-Security-Policy (withLifeline)
+	host  *hostplugin.Host // ends a user's pages when they sign out everywhere (signout.go)
 	mu    sync.Mutex
 	users map[string]uint64 // signed-in users → events published to their stream
 	memos map[string]memo   // by user
@@ -98,6 +101,7 @@ func (a *app) mux() *http.ServeMux {
 	mux.HandleFunc("GET "+appJSPath, a.script)
 	mux.HandleFunc("GET /login", a.login)
 	mux.HandleFunc("GET /logout", a.logout)
+	mux.HandleFunc("POST /signout", a.signOutEverywhere)
 	return mux
 }
 
@@ -149,10 +153,11 @@ var validUser = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
 // maxUsers bounds the users the stub publishes for: anyone may sign in as any name.
 const maxUsers = 100
 
-// signedIn returns the user the request's cookie names.
+// signedIn returns the user the request's cookie names, unless they signed out everywhere
+// since this browser signed in (signout.go).
 func signedIn(r *http.Request) (string, bool) {
 	c, err := r.Cookie(cookieName)
-	if err != nil || !validUser.MatchString(c.Value) {
+	if err != nil || !validUser.MatchString(c.Value) || !signOuts.counts(c.Value, signedInSince(r)) {
 		return "", false
 	}
 	return c.Value, true
@@ -168,12 +173,12 @@ func (a *app) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: user, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	setSignedIn(w, user)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 
 func (a *app) logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Path: "/", MaxAge: -1})
+	clearSignIn(w)
 	http.Redirect(w, r, "/", http.StatusSeeOther)
 }
 

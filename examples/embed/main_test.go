@@ -33,6 +33,7 @@ func serve(t *testing.T, a *app) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
+	a.host = h
 	t.Cleanup(func() { _ = h.Close() })
 	return handler
 }
@@ -158,8 +159,11 @@ func TestLoginSetsTheCookieOfAValidNameOnly(t *testing.T) {
 			if loc := res.Header.Get("Location"); loc != "/" {
 				t.Errorf("Location = %q, want /", loc)
 			}
-			if len(cookies) != 1 || cookies[0].Name != "user" || cookies[0].Value != tc.user || !cookies[0].HttpOnly || cookies[0].Path != "/" {
-				t.Errorf("cookies = %v, want one HttpOnly user=%s for /", cookies, tc.user)
+			// The user's name, and when this browser signed in (a sign-out everywhere ends the
+			// sign-ins made before it: signout.go).
+			if len(cookies) != 2 || cookies[0].Name != "user" || cookies[0].Value != tc.user || !cookies[0].HttpOnly || cookies[0].Path != "/" ||
+				cookies[1].Name != sinceCookie || !cookies[1].HttpOnly {
+				t.Errorf("cookies = %v, want HttpOnly user=%s and since for /", cookies, tc.user)
 			}
 		})
 	}
@@ -168,8 +172,8 @@ func TestLoginSetsTheCookieOfAValidNameOnly(t *testing.T) {
 func TestLogoutClearsTheCookie(t *testing.T) {
 	res := get(t, serve(t, newApp()), "/logout", "user=alice")
 	c := res.Cookies()
-	if res.StatusCode != http.StatusSeeOther || len(c) != 1 || c[0].Name != "user" || c[0].MaxAge >= 0 {
-		t.Fatalf("GET /logout = %d with cookies %v, want 303 expiring user", res.StatusCode, c)
+	if res.StatusCode != http.StatusSeeOther || len(c) != 2 || c[0].Name != "user" || c[0].MaxAge >= 0 || c[1].MaxAge >= 0 {
+		t.Fatalf("GET /logout = %d with cookies %v, want 303 expiring user and since", res.StatusCode, c)
 	}
 }
 

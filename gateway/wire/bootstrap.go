@@ -1,5 +1,7 @@
 package wire
 
+import "github.com/lifeline-go/lifeline/internal/strictjson"
+
 // BootstrapID is the id of the <script type="application/json"> element the Host injects into
 // every HTML page.
 const BootstrapID = "lifeline-bootstrap"
@@ -20,6 +22,17 @@ type Bootstrap struct {
 	// CallTimeoutMs is the timeout of a call that sets none (1..MaxCallTimeoutMs; absent: the
 	// page's default, 30 s).
 	CallTimeoutMs int64 `json:"callTimeoutMs,omitempty"`
+}
+
+// JSONFields lists the members a bootstrap may have: each field, by its json tag (the page
+// decodes the bootstrap by it, with internal/strictjson; the tests hold it to the tags).
+func (b *Bootstrap) JSONFields() []strictjson.Field {
+	return []strictjson.Field{
+		{Name: "recovery", Ptr: (*[]byte)(&b.Recovery)},
+		{Name: "endpoint", Ptr: &b.Endpoint},
+		{Name: "heartbeatMs", Ptr: &b.HeartbeatMs},
+		{Name: "callTimeoutMs", Ptr: &b.CallTimeoutMs},
+	}
 }
 
 // MaxCallTimeoutMs is the longest call timeout a bootstrap may give: an hour.

@@ -3,10 +3,10 @@ package wire
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/lifeline-go/lifeline/internal/jsontok"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // The HTTP carrier (PROTOCOL.md §11): the same frames as the WebSocket, for a path that will
@@ -118,19 +118,19 @@ func DecodeEnvelope(b []byte) (Envelope, error) {
 		return frameErr(d.SkipValue())
 	})
 	if err != nil {
-		return Envelope{}, fmt.Errorf("%w (in a POST's envelope)", err)
+		return Envelope{}, tinyfmt.Errorf("%w (in a POST's envelope)", err)
 	}
 	switch {
 	case e.T != EnvelopeSend && e.T != EnvelopePoll && e.T != EnvelopeBye:
-		return Envelope{}, fmt.Errorf("%w: envelope t must be %q, %q or %q, got %q", ErrFrame, EnvelopeSend, EnvelopePoll, EnvelopeBye, Truncate(e.T))
+		return Envelope{}, tinyfmt.Errorf("%w: envelope t must be %q, %q or %q, got %q", ErrFrame, EnvelopeSend, EnvelopePoll, EnvelopeBye, Truncate(e.T))
 	case e.Session == "" || len(e.Session) > 64:
-		return Envelope{}, fmt.Errorf("%w: envelope session must be 1..64 bytes, got %d", ErrFrame, len(e.Session))
+		return Envelope{}, tinyfmt.Errorf("%w: envelope session must be 1..64 bytes, got %d", ErrFrame, len(e.Session))
 	case e.Secret == "" || len(e.Secret) > MaxSecret:
-		return Envelope{}, fmt.Errorf("%w: envelope secret must be 1..%d bytes, got %d", ErrFrame, MaxSecret, len(e.Secret))
+		return Envelope{}, tinyfmt.Errorf("%w: envelope secret must be 1..%d bytes, got %d", ErrFrame, MaxSecret, len(e.Secret))
 	case e.T == EnvelopeSend && e.Seq == 0:
-		return Envelope{}, fmt.Errorf("%w: a send needs its seq (1, 2, …)", ErrFrame)
+		return Envelope{}, tinyfmt.Errorf("%w: a send needs its seq (1, 2, …)", ErrFrame)
 	case e.T != EnvelopeSend && e.Seq != 0, e.T != EnvelopePoll && e.Ack != 0:
-		return Envelope{}, fmt.Errorf("%w: seq belongs to a send and ack to a poll, got %s with seq=%d ack=%d", ErrFrame, e.T, e.Seq, e.Ack)
+		return Envelope{}, tinyfmt.Errorf("%w: seq belongs to a send and ack to a poll, got %s with seq=%d ack=%d", ErrFrame, e.T, e.Seq, e.Ack)
 	}
 	return e, nil
 }
@@ -189,7 +189,7 @@ func (s *EventScanner) Next() ([]byte, error) {
 		i := bytes.IndexByte(s.buf, '\n')
 		if i < 0 {
 			if s.Limit > 0 && len(s.buf) > s.Limit+16 {
-				return nil, fmt.Errorf("%w: a line of more than %d bytes", ErrEventTooLong, s.Limit)
+				return nil, tinyfmt.Errorf("%w: a line of more than %d bytes", ErrEventTooLong, s.Limit)
 			}
 			return nil, nil
 		}
@@ -218,7 +218,7 @@ func (s *EventScanner) Next() ([]byte, error) {
 		s.data = append(s.data, v...)
 		s.has = true
 		if s.Limit > 0 && len(s.data) > s.Limit {
-			return nil, fmt.Errorf("%w: more than %d bytes", ErrEventTooLong, s.Limit)
+			return nil, tinyfmt.Errorf("%w: more than %d bytes", ErrEventTooLong, s.Limit)
 		}
 	}
 }

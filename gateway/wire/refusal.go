@@ -1,10 +1,10 @@
 package wire
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/lifeline-go/lifeline/internal/jsontok"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // Refusal is the JSON body of the events endpoint's HTTP answers that are no upgrade: a
@@ -90,7 +90,7 @@ func DecodeRefusal(b []byte) (Refusal, error) {
 		return frameErr(d.SkipValue())
 	})
 	if err != nil {
-		return Refusal{}, fmt.Errorf("%w (in a refusal's body)", err)
+		return Refusal{}, tinyfmt.Errorf("%w (in a refusal's body)", err)
 	}
 	return r, nil
 }
@@ -113,7 +113,7 @@ func readStrings(d *jsontok.Decoder, key string, max int, dst *[]string) error {
 			return wrongKind(d, "each of "+key, "a string")
 		}
 		if len(out) == max {
-			return fmt.Errorf("%w: %s holds at most %d strings", ErrFrame, key, max)
+			return tinyfmt.Errorf("%w: %s holds at most %d strings", ErrFrame, key, max)
 		}
 		tok, err := d.ReadToken()
 		if err != nil {

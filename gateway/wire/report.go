@@ -1,12 +1,12 @@
 package wire
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/lifeline-go/lifeline/internal/jsontok"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // What the Host learns of its pages beyond their subscriptions and calls, for its operator's
@@ -77,20 +77,20 @@ func Report(down time.Duration, attempts int, kinds []string) PageFrame {
 func (f PageFrame) Down() time.Duration { return time.Duration(f.DownMs) * time.Millisecond }
 
 // ErrReportKinds is wrapped by every error of CheckKinds.
-var ErrReportKinds = fmt.Errorf("%w: bad report kinds", ErrFrame)
+var ErrReportKinds = tinyfmt.Errorf("%w: bad report kinds", ErrFrame)
 
 // CheckKinds is the one rule for a report's kinds: 1..len(ReportKinds) of them, each one of
 // ReportKinds, none twice.
 func CheckKinds(kinds []string) error {
 	if len(kinds) == 0 || len(kinds) > len(ReportKinds) {
-		return fmt.Errorf("%w: must name 1..%d kinds, got %d", ErrReportKinds, len(ReportKinds), len(kinds))
+		return tinyfmt.Errorf("%w: must name 1..%d kinds, got %d", ErrReportKinds, len(ReportKinds), len(kinds))
 	}
 	for i, k := range kinds {
 		if !slices.Contains(ReportKinds[:], k) {
-			return fmt.Errorf("%w: unknown kind %q", ErrReportKinds, Truncate(k))
+			return tinyfmt.Errorf("%w: unknown kind %q", ErrReportKinds, Truncate(k))
 		}
 		if slices.Contains(kinds[:i], k) {
-			return fmt.Errorf("%w: %q twice", ErrReportKinds, k)
+			return tinyfmt.Errorf("%w: %q twice", ErrReportKinds, k)
 		}
 	}
 	return nil
@@ -100,11 +100,11 @@ func CheckKinds(kinds []string) error {
 func (f PageFrame) checkReport() error {
 	switch {
 	case f.Stream != "" || f.Epoch != "" || f.After != 0:
-		return fmt.Errorf("%w: report carries no stream, epoch or after", ErrFrame)
+		return tinyfmt.Errorf("%w: report carries no stream, epoch or after", ErrFrame)
 	case f.Attempts == 0 || f.Attempts > MaxReportAttempts:
-		return fmt.Errorf("%w: report attempts must be in 1..%d, got %d", ErrFrame, MaxReportAttempts, f.Attempts)
+		return tinyfmt.Errorf("%w: report attempts must be in 1..%d, got %d", ErrFrame, MaxReportAttempts, f.Attempts)
 	case f.DownMs > uint64(MaxReportDown.Milliseconds()):
-		return fmt.Errorf("%w: report downMs must be in 0..%d, got %d", ErrFrame, MaxReportDown.Milliseconds(), f.DownMs)
+		return tinyfmt.Errorf("%w: report downMs must be in 0..%d, got %d", ErrFrame, MaxReportDown.Milliseconds(), f.DownMs)
 	}
 	return CheckKinds(f.Kinds)
 }
@@ -139,7 +139,7 @@ func readKinds(d *jsontok.Decoder, dst *[]string) error {
 			return frameErr(err)
 		}
 		if len(kinds) == len(ReportKinds) {
-			return fmt.Errorf("%w: must name 1..%d kinds, got more", ErrReportKinds, len(ReportKinds))
+			return tinyfmt.Errorf("%w: must name 1..%d kinds, got more", ErrReportKinds, len(ReportKinds))
 		}
 		if d.PeekKind() != '"' {
 			return wrongKind(d, "each of kinds", "a string")

@@ -6,14 +6,15 @@
 // wasm); see that package for why not go-json-experiment's jsontext.
 //
 // Frames are JSON text messages whose field "t" names the type. Host → page: ready, hb, event,
-// reset, goaway, denied, error, reply. Page → Host: sub, unsub, ping, call, report. docs/PROTOCOL.md
+// reset, goaway, denied, error, reply, presence (and the HTTP carrier's close). Page → Host:
+// sub, unsub, ping, call, report. Access that ends and its renewal are in access.go.
+// docs/PROTOCOL.md
 // is the protocol's account; §8 lists every frame.
 package wire
 
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"slices"
 	"strconv"
@@ -23,6 +24,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/lifeline-go/lifeline/internal/jsontok"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // Subprotocol is the WebSocket subprotocol both sides must agree on.
@@ -46,6 +48,7 @@ const (
 	TypePing      = "ping"
 	TypeCall      = "call"
 	TypeReport    = "report" // what the page lived through while not connected (report.go)
+	// TypePresence (presence.go) is who is on a stream.
 )
 
 // What a failed reply's Code says (PROTOCOL.md §9). A page treats a code it does not know
@@ -124,9 +127,15 @@ type HostFrame struct {
 	MaxFrameBytes int64  `json:"maxFrameBytes,omitempty"`
 	// ready: Report asks the page for a report frame after a reconnect (report.go).
 	Report bool `json:"report,omitempty"`
+	// ready: HasPresence says the Host carries presence: a sub may ask for it (presence.go).
+	HasPresence bool `json:"presence,omitempty"`
 	// ready, on the HTTP carrier only: the session's secret, which every POST of the page
-	// carries (http.go).
+	// carries (http.go); and on any carrier whose session expires, which its renewals carry
+	// (access.go).
 	Secret string `json:"secret,omitempty"`
+	// ready: how long from now the session's credential holds, in ms; 0 (absent) for no
+	// expiry. The page renews it before then (access.go).
+	ExpiresMs int64 `json:"expiresMs,omitempty"`
 	// close (the HTTP carrier's): the close code, as a WebSocket close frame carries it, with
 	// Reason.
 	Status int `json:"status,omitempty"`
@@ -148,8 +157,26 @@ type HostFrame struct {
 	URI string `json:"uri,omitempty"`
 	// error
 	Message string `json:"message,omitempty"`
-	// denied: why the Host's app refused the subscription.
+	// denied: why the Host's app refused the subscription; presence: why the stream carries
+	// none.
 	Reason string `json:"reason,omitempty"`
+	// presence (presence.go), with Stream, Epoch and Seq (the seq the batch brings the page
+	// to): From the seq a diff applies to (0 for a snapshot); Snapshot says the batch lists
+	// every member (the page applies it as a diff against what it shows); More that another
+	// frame of the batch follows; Total the members in all, listed or not; Limit the most a
+	// page is listed, when there are more (0: all are listed); Members who joined or changed
+	// (a snapshot: who is there); Left the identities that left.
+	From     uint64           `json:"from,omitempty"`
+	Snapshot bool             `json:"snapshot,omitempty"`
+	More     bool             `json:"more,omitempty"`
+	Total    int              `json:"total,omitempty"`
+	Limit    int              `json:"limit,omitempty"`
+	Members  []PresenceMember `json:"members,omitempty"`
+	Left     []string         `json:"left,omitempty"`
+	// presence, on a snapshot: HoldMs is how long the page keeps the members it shows that the
+	// snapshot does not list, unless a later frame lists them or says they left (a Host that
+	// started less than a grace window ago cannot know who is still on the way to it).
+	HoldMs int64 `json:"hold,omitempty"`
 }
 
 // PageFrame is one page → Host frame.
@@ -171,6 +198,11 @@ type PageFrame struct {
 	DownMs   uint64   `json:"downMs,omitempty"`
 	Attempts uint64   `json:"attempts,omitempty"`
 	Kinds    []string `json:"kinds,omitempty"`
+	// sub: Presence asks for the stream's presence frames, from the presence cursor
+	// (PresenceEpoch, PresenceAfter) when the page holds one (presence.go).
+	Presence      bool   `json:"presence,omitempty"`
+	PresenceEpoch string `json:"presenceEpoch,omitempty"`
+	PresenceAfter uint64 `json:"presenceAfter,omitempty"`
 }
 
 // Heartbeat returns the ready frame's heartbeat interval.
@@ -218,7 +250,13 @@ func (f HostFrame) Append(b []byte) ([]byte, error) {
 	if f.Report {
 		b = append(b, `,"report":true`...)
 	}
+	if f.HasPresence {
+		b = append(b, `,"presence":true`...)
+	}
 	b = optStr(b, "secret", f.Secret)
+	if f.ExpiresMs != 0 {
+		b = strconv.AppendInt(append(b, `,"expiresMs":`...), f.ExpiresMs, 10)
+	}
 	if f.Status != 0 {
 		b = strconv.AppendInt(append(b, `,"status":`...), int64(f.Status), 10)
 	}
@@ -244,6 +282,7 @@ func (f HostFrame) Append(b []byte) ([]byte, error) {
 	b = optStr(b, "uri", f.URI)
 	b = optStr(b, "message", f.Message)
 	b = optStr(b, "reason", f.Reason)
+	b = f.appendPresence(b)
 	return append(b, '}'), nil
 }
 
@@ -270,6 +309,7 @@ func (f PageFrame) Encode() ([]byte, error) {
 	if f.After != 0 {
 		b = strconv.AppendUint(append(b, `,"after":`...), f.After, 10)
 	}
+	b = f.appendPresenceSub(b)
 	return append(b, '}'), nil
 }
 
@@ -309,7 +349,7 @@ func decodeObject(b []byte, member func(key string, d *jsontok.Decoder) error) e
 			_, err := d.ReadToken()
 			return frameErr(err)
 		}
-		return fmt.Errorf("%w: must be a JSON object, got %s", ErrFrame, kindName(k))
+		return tinyfmt.Errorf("%w: must be a JSON object, got %s", ErrFrame, kindName(k))
 	}
 	if _, err := d.ReadToken(); err != nil {
 		return frameErr(err)
@@ -321,7 +361,7 @@ func decodeObject(b []byte, member func(key string, d *jsontok.Decoder) error) e
 		}
 		key := tok.String()
 		if slices.Contains(fd.seen, key) {
-			return fmt.Errorf("%w: duplicate key %s", ErrFrame, Truncate(string(tok.Raw)))
+			return tinyfmt.Errorf("%w: duplicate key %s", ErrFrame, Truncate(string(tok.Raw)))
 		}
 		fd.seen = append(fd.seen, key)
 		if err := member(key, d); err != nil {
@@ -332,7 +372,7 @@ func decodeObject(b []byte, member func(key string, d *jsontok.Decoder) error) e
 		return frameErr(err)
 	}
 	if _, err := d.ReadValue(); err != io.EOF {
-		return fmt.Errorf("%w: trailing data after the frame", ErrFrame)
+		return tinyfmt.Errorf("%w: trailing data after the frame", ErrFrame)
 	}
 	return nil
 }
@@ -341,7 +381,7 @@ func frameErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("%w: %v", ErrFrame, err)
+	return tinyfmt.Errorf("%w: %v", ErrFrame, err)
 }
 
 // readString reads a string field; null is the empty string.
@@ -376,7 +416,7 @@ func readUint(d *jsontok.Decoder, key string, dst *uint64) error {
 	}
 	v, err := strconv.ParseUint(string(raw), 10, 64)
 	if err != nil {
-		return fmt.Errorf("%w: %s must be an integer in 0..%d, got %s", ErrFrame, key, uint64(1<<64-1), Truncate(string(raw)))
+		return tinyfmt.Errorf("%w: %s must be an integer in 0..%d, got %s", ErrFrame, key, uint64(1<<64-1), Truncate(string(raw)))
 	}
 	*dst = v
 	return nil
@@ -396,7 +436,7 @@ func readInt(d *jsontok.Decoder, key string, dst *int64) error {
 	}
 	v, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil {
-		return fmt.Errorf("%w: %s must be an integer, got %s", ErrFrame, key, Truncate(string(raw)))
+		return tinyfmt.Errorf("%w: %s must be an integer, got %s", ErrFrame, key, Truncate(string(raw)))
 	}
 	*dst = v
 	return nil
@@ -421,7 +461,7 @@ func readRaw(d *jsontok.Decoder, dst *RawJSON, nullIsNone bool) error {
 func wrongKind(d *jsontok.Decoder, key, want string) error {
 	k := d.PeekKind()
 	_ = d.SkipValue()
-	return fmt.Errorf("%w: %s must be %s, got %s", ErrFrame, key, want, kindName(k))
+	return tinyfmt.Errorf("%w: %s must be %s, got %s", ErrFrame, key, want, kindName(k))
 }
 
 func kindName(k jsontok.Kind) string {
@@ -487,11 +527,31 @@ func DecodeHost(b []byte) (HostFrame, error) {
 			return readBool(d, key, &f.Report)
 		case "secret":
 			return readString(d, key, &f.Secret)
+		case "presence":
+			return readBool(d, key, &f.HasPresence)
+		case "from":
+			return readUint(d, key, &f.From)
+		case "snapshot":
+			return readBool(d, key, &f.Snapshot)
+		case "more":
+			return readBool(d, key, &f.More)
+		case "total":
+			return readCount(d, key, &f.Total)
+		case "limit":
+			return readCount(d, key, &f.Limit)
+		case "members":
+			return readMembers(d, &f.Members)
+		case "left":
+			return readIDs(d, &f.Left)
+		case "hold":
+			return readInt(d, key, &f.HoldMs)
+		case "expiresMs":
+			return readInt(d, key, &f.ExpiresMs)
 		case "status":
 			var v int64
 			err := readInt(d, key, &v)
 			if v < 0 || v > 4999 {
-				return fmt.Errorf("%w: status must be a close code in 1000..4999, got %d", ErrFrame, v)
+				return tinyfmt.Errorf("%w: status must be a close code in 1000..4999, got %d", ErrFrame, v)
 			}
 			f.Status = int(v)
 			return err
@@ -512,61 +572,66 @@ func (f HostFrame) Validate() error {
 	switch f.T {
 	case TypeReady:
 		if f.Session == "" {
-			return fmt.Errorf("%w: ready without a session", ErrFrame)
+			return tinyfmt.Errorf("%w: ready without a session", ErrFrame)
 		}
 		if hb := f.Heartbeat(); hb < MinHeartbeat || hb > MaxHeartbeat {
-			return fmt.Errorf("%w: ready heartbeatMs must be in %d..%d, got %d",
+			return tinyfmt.Errorf("%w: ready heartbeatMs must be in %d..%d, got %d",
 				ErrFrame, MinHeartbeat.Milliseconds(), MaxHeartbeat.Milliseconds(), f.HeartbeatMs)
 		}
 		if f.MaxFrameBytes < 0 {
-			return fmt.Errorf("%w: ready maxFrameBytes must be at least 0, got %d", ErrFrame, f.MaxFrameBytes)
+			return tinyfmt.Errorf("%w: ready maxFrameBytes must be at least 0, got %d", ErrFrame, f.MaxFrameBytes)
 		}
 		if len(f.Secret) > MaxSecret {
-			return fmt.Errorf("%w: ready secret must be at most %d bytes, got %d", ErrFrame, MaxSecret, len(f.Secret))
+			return tinyfmt.Errorf("%w: ready secret must be at most %d bytes, got %d", ErrFrame, MaxSecret, len(f.Secret))
+		}
+		if f.ExpiresMs < 0 {
+			return tinyfmt.Errorf("%w: ready expiresMs must be at least 0, got %d", ErrFrame, f.ExpiresMs)
 		}
 	case TypeHeartbeat, TypeGoAway, TypeError:
 	case TypeClose:
 		if f.Status < 1000 {
-			return fmt.Errorf("%w: close status must be a close code in 1000..4999, got %d", ErrFrame, f.Status)
+			return tinyfmt.Errorf("%w: close status must be a close code in 1000..4999, got %d", ErrFrame, f.Status)
 		}
 	case TypeEvent:
 		if err := checkFrameStream(f.Stream); err != nil {
 			return err
 		}
 		if f.Seq == 0 {
-			return fmt.Errorf("%w: event on stream %q without a seq", ErrFrame, f.Stream)
+			return tinyfmt.Errorf("%w: event on stream %q without a seq", ErrFrame, f.Stream)
 		}
 		if len(f.Data) == 0 {
-			return fmt.Errorf("%w: event %q/%d without data", ErrFrame, f.Stream, f.Seq)
+			return tinyfmt.Errorf("%w: event %q/%d without data", ErrFrame, f.Stream, f.Seq)
 		}
 	case TypeReset:
 		if err := checkFrameStream(f.Stream); err != nil {
 			return err
 		}
 		if f.Epoch == "" {
-			return fmt.Errorf("%w: reset on stream %q without an epoch", ErrFrame, f.Stream)
+			return tinyfmt.Errorf("%w: reset on stream %q without an epoch", ErrFrame, f.Stream)
 		}
 	case TypeDenied:
 		if err := checkFrameStream(f.Stream); err != nil {
 			return err
 		}
+	case TypePresence:
+		return f.validatePresence()
 	case TypeReply:
 		switch {
 		case f.ID == 0:
-			return fmt.Errorf("%w: reply without an id", ErrFrame)
+			return tinyfmt.Errorf("%w: reply without an id", ErrFrame)
 		case f.Code == "" && len(f.Data) == 0:
-			return fmt.Errorf("%w: reply %d has neither data nor a code", ErrFrame, f.ID)
+			return tinyfmt.Errorf("%w: reply %d has neither data nor a code", ErrFrame, f.ID)
 		case f.Code != "" && len(f.Data) != 0:
-			return fmt.Errorf("%w: reply %d has both data and a code", ErrFrame, f.ID)
+			return tinyfmt.Errorf("%w: reply %d has both data and a code", ErrFrame, f.ID)
 		case len(f.Code) > MaxCode:
-			return fmt.Errorf("%w: reply %d code must be at most %d bytes, got %d", ErrFrame, f.ID, MaxCode, len(f.Code))
+			return tinyfmt.Errorf("%w: reply %d code must be at most %d bytes, got %d", ErrFrame, f.ID, MaxCode, len(f.Code))
 		case f.RetryAfterMs < 0:
-			return fmt.Errorf("%w: reply %d retryAfterMs must be at least 0, got %d", ErrFrame, f.ID, f.RetryAfterMs)
+			return tinyfmt.Errorf("%w: reply %d retryAfterMs must be at least 0, got %d", ErrFrame, f.ID, f.RetryAfterMs)
 		}
 	case "":
-		return fmt.Errorf("%w: missing type field \"t\"", ErrFrame)
+		return tinyfmt.Errorf("%w: missing type field \"t\"", ErrFrame)
 	default:
-		return fmt.Errorf("%w: unknown type %q", ErrFrame, Truncate(f.T))
+		return tinyfmt.Errorf("%w: unknown type %q", ErrFrame, Truncate(f.T))
 	}
 	return nil
 }
@@ -600,6 +665,12 @@ func DecodePage(b []byte) (PageFrame, error) {
 			return readUint(d, key, &f.Attempts)
 		case "kinds":
 			return readKinds(d, &f.Kinds)
+		case "presence":
+			return readBool(d, key, &f.Presence)
+		case "presenceEpoch":
+			return readString(d, key, &f.PresenceEpoch)
+		case "presenceAfter":
+			return readUint(d, key, &f.PresenceAfter)
 		}
 		return frameErr(d.SkipValue())
 	})
@@ -608,10 +679,13 @@ func DecodePage(b []byte) (PageFrame, error) {
 	}
 	read := PageFrame{T: f.T, ID: f.ID}
 	if f.T != TypeCall && (f.ID != 0 || f.Name != "" || len(f.Data) != 0 || f.Key != "") {
-		return read, fmt.Errorf("%w: %s carries no id, name, data or key", ErrFrame, Truncate(f.T))
+		return read, tinyfmt.Errorf("%w: %s carries no id, name, data or key", ErrFrame, Truncate(f.T))
 	}
 	if f.T != TypeReport && (f.DownMs != 0 || f.Attempts != 0 || f.Kinds != nil) {
-		return read, fmt.Errorf("%w: %s carries no downMs, attempts or kinds", ErrFrame, Truncate(f.T))
+		return read, tinyfmt.Errorf("%w: %s carries no downMs, attempts or kinds", ErrFrame, Truncate(f.T))
+	}
+	if err := f.checkPresenceSub(); err != nil {
+		return read, err
 	}
 	switch f.T {
 	case TypeSub:
@@ -619,7 +693,7 @@ func DecodePage(b []byte) (PageFrame, error) {
 			return read, err
 		}
 		if f.Epoch == "" && f.After != 0 {
-			return read, fmt.Errorf("%w: sub %q has after=%d without an epoch", ErrFrame, f.Stream, f.After)
+			return read, tinyfmt.Errorf("%w: sub %q has after=%d without an epoch", ErrFrame, f.Stream, f.After)
 		}
 	case TypeUnsub:
 		if err := checkFrameStream(f.Stream); err != nil {
@@ -627,7 +701,7 @@ func DecodePage(b []byte) (PageFrame, error) {
 		}
 	case TypePing:
 		if f.Stream != "" || f.Epoch != "" || f.After != 0 {
-			return read, fmt.Errorf("%w: ping carries no stream, epoch or after", ErrFrame)
+			return read, tinyfmt.Errorf("%w: ping carries no stream, epoch or after", ErrFrame)
 		}
 	case TypeCall:
 		if err := f.checkCall(); err != nil {
@@ -638,9 +712,9 @@ func DecodePage(b []byte) (PageFrame, error) {
 			return read, err
 		}
 	case "":
-		return read, fmt.Errorf("%w: missing type field \"t\"", ErrFrame)
+		return read, tinyfmt.Errorf("%w: missing type field \"t\"", ErrFrame)
 	default:
-		return read, fmt.Errorf("%w: unknown type %q", ErrFrame, Truncate(f.T))
+		return read, tinyfmt.Errorf("%w: unknown type %q", ErrFrame, Truncate(f.T))
 	}
 	return f, nil
 }
@@ -650,16 +724,16 @@ func DecodePage(b []byte) (PageFrame, error) {
 func (f PageFrame) checkCall() error {
 	switch {
 	case f.ID == 0:
-		return fmt.Errorf("%w: call without an id", ErrFrame)
+		return tinyfmt.Errorf("%w: call without an id", ErrFrame)
 	case f.Stream != "" || f.Epoch != "" || f.After != 0:
-		return fmt.Errorf("%w: call %d carries no stream, epoch or after", ErrFrame, f.ID)
+		return tinyfmt.Errorf("%w: call %d carries no stream, epoch or after", ErrFrame, f.ID)
 	}
 	if err := CheckCallName(f.Name); err != nil {
-		return fmt.Errorf("%w: call %d: %w", ErrFrame, f.ID, err)
+		return tinyfmt.Errorf("%w: call %d: %w", ErrFrame, f.ID, err)
 	}
 	if f.Key != "" {
 		if err := CheckCallKey(f.Key); err != nil {
-			return fmt.Errorf("%w: call %d: %w", ErrFrame, f.ID, err)
+			return tinyfmt.Errorf("%w: call %d: %w", ErrFrame, f.ID, err)
 		}
 	}
 	return nil
@@ -676,12 +750,12 @@ var (
 // label and a URL path can all carry as it is).
 func CheckCallName(s string) error {
 	if s == "" || len(s) > MaxCallName {
-		return fmt.Errorf("%w: must be 1..%d bytes, got %d", ErrCallName, MaxCallName, len(s))
+		return tinyfmt.Errorf("%w: must be 1..%d bytes, got %d", ErrCallName, MaxCallName, len(s))
 	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("._:/-", c) >= 0) {
-			return fmt.Errorf("%w: %q has %q at byte %d; allowed are letters, digits and . _ : / -", ErrCallName, Truncate(s), rune(c), i)
+			return tinyfmt.Errorf("%w: %q has %q at byte %d; allowed are letters, digits and . _ : / -", ErrCallName, Truncate(s), rune(c), i)
 		}
 	}
 	return nil
@@ -691,14 +765,14 @@ func CheckCallName(s string) error {
 // control characters (a UUID, "order-7:save", a hash).
 func CheckCallKey(s string) error {
 	if s == "" || len(s) > MaxCallKey {
-		return fmt.Errorf("%w: must be 1..%d bytes, got %d", ErrCallKey, MaxCallKey, len(s))
+		return tinyfmt.Errorf("%w: must be 1..%d bytes, got %d", ErrCallKey, MaxCallKey, len(s))
 	}
 	if !utf8.ValidString(s) {
-		return fmt.Errorf("%w: must be valid UTF-8", ErrCallKey)
+		return tinyfmt.Errorf("%w: must be valid UTF-8", ErrCallKey)
 	}
 	for i, r := range s {
 		if r < 0x20 || 0x7f <= r && r < 0xa0 { // C0, DEL and C1, as unicode.IsControl
-			return fmt.Errorf("%w: has a control character at byte %d", ErrCallKey, i)
+			return tinyfmt.Errorf("%w: has a control character at byte %d", ErrCallKey, i)
 		}
 	}
 	return nil
@@ -711,7 +785,7 @@ var ErrStreamName = errors.New("wire: bad stream name")
 // one: 1..MaxStreamName bytes.
 func CheckStream(s string) error {
 	if s == "" || len(s) > MaxStreamName {
-		return fmt.Errorf("%w: must be 1..%d bytes, got %d", ErrStreamName, MaxStreamName, len(s))
+		return tinyfmt.Errorf("%w: must be 1..%d bytes, got %d", ErrStreamName, MaxStreamName, len(s))
 	}
 	return nil
 }
@@ -719,7 +793,7 @@ func CheckStream(s string) error {
 // checkFrameStream is CheckStream for a frame: its error is a bad frame too.
 func checkFrameStream(s string) error {
 	if err := CheckStream(s); err != nil {
-		return fmt.Errorf("%w: %w", ErrFrame, err)
+		return tinyfmt.Errorf("%w: %w", ErrFrame, err)
 	}
 	return nil
 }
@@ -804,10 +878,10 @@ func ParseRestart(s string) (minWait time.Duration, ok bool) {
 func CheckValue(b RawJSON) error {
 	d := jsontok.NewDecoder(b)
 	if _, err := d.ReadValue(); err != nil {
-		return fmt.Errorf("%w: not a JSON value: %v", ErrFrame, err)
+		return tinyfmt.Errorf("%w: not a JSON value: %v", ErrFrame, err)
 	}
 	if _, err := d.ReadValue(); err != io.EOF {
-		return fmt.Errorf("%w: more than one JSON value", ErrFrame)
+		return tinyfmt.Errorf("%w: more than one JSON value", ErrFrame)
 	}
 	return nil
 }

@@ -7,9 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +20,7 @@ import (
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/hostplugin/jetstream"
+	"github.com/lifeline-go/lifeline/internal/test/hosttest"
 )
 
 // callsStream is the JetStream stream of the default bucket of a log with the default Prefix.
@@ -487,39 +485,28 @@ func TestPagesKeyedCallReSentToAnotherHostGetsTheFirstReply(t *testing.T) {
 	host := func() (*fixture, *jetstream.CallStore) {
 		log := ns.connect(t, nil)
 		calls := newCallStore(t, log, nil)
-		l := &logs{}
-		h, err := hostplugin.New(hostplugin.DefaultConfig(), &hostplugin.Options{
-			Logger: slog.New(l), Log: log, Calls: calls, Authorize: hostplugin.PublicStreams})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.HandleCall("order.place", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
+		f := hosttest.New(t, `{}`, true, hostplugin.Options{Log: log, Calls: calls})
+		f.H.HandleCall("order.place", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
 			return json.RawMessage(fmt.Sprintf(`{"order":%d}`, runs.Add(1))), nil
 		})
-		h.SetReady(true)
-		srv := httptest.NewServer(h.Handler(http.NotFoundHandler()))
-		t.Cleanup(func() {
-			_ = h.Close()
-			srv.Close()
-		})
-		return &fixture{h: h, srv: srv, logs: l}, calls
+		return f, calls
 	}
 	hostA, calls := host()
 	hostB, _ := host()
 	const call = `{"t":"call","id":7,"name":"order.place","key":"cart-42","data":{"sku":"x"}}`
 	var replies []string
 	for _, f := range []*fixture{hostA, hostB} {
-		c := f.dial(t)
-		if ready := c.expect("ready"); ready.Dedup != calls.Epoch() {
+		c := f.Dial(t)
+		if ready := c.Expect("ready"); ready.Dedup != calls.Epoch() {
 			t.Errorf("ready frame's dedup %q, want the bucket's epoch %q", ready.Dedup, calls.Epoch())
 		}
-		c.send(call)
-		r := c.expect("reply")
+		c.Send(call)
+		r := c.Expect("reply")
 		if r.ID != 7 || r.Code != "" {
 			t.Fatalf("reply %+v, want id 7 with data", r)
 		}
 		replies = append(replies, string(r.Data))
-		_ = c.conn.CloseNow()
+		_ = c.Conn.CloseNow()
 	}
 	if want := []string{`{"order":1}`, `{"order":1}`}; !slices.Equal(replies, want) {
 		t.Errorf("replies on host A then host B: %q, want %q", replies, want)

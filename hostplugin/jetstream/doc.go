@@ -12,9 +12,10 @@
 //	calls, err := jetstream.NewCallStore(ctx, log, &jetstream.CallOptions{Window: cfg.CallDedup()})
 //	h, err := hostplugin.New(cfg, &hostplugin.Options{Log: log, Calls: calls, Authorize: authorize})
 //
-// It is a package (and a module) of its own so that an application that keeps the default
-// in-memory log links and downloads no NATS client: only importing this package brings in
-// github.com/nats-io/nats.go.
+// It is a package of its own so that an application that keeps the default in-memory log
+// links and downloads no NATS client: only importing this package brings in
+// github.com/nats-io/nats.go (the go command downloads a module only for the packages a
+// build imports).
 //
 // # Layout
 //

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/hostplugin/jetstream"
+	"github.com/lifeline-go/lifeline/internal/test/hosttest"
 )
 
 // natsServer is an embedded NATS server with JetStream on a loopback port.
@@ -479,55 +478,45 @@ func TestPagesResumeAcrossHostsSharingAJetStreamLog(t *testing.T) {
 	hostA := newLogFixture(t, ns.connect(t, nil))
 	hostB := newLogFixture(t, ns.connect(t, nil))
 	ctx := context.Background()
-	if _, err := hostA.h.Publish(ctx, "s", json.RawMessage(`{"i":1}`)); err != nil {
+	if _, err := hostA.H.Publish(ctx, "s", json.RawMessage(`{"i":1}`)); err != nil {
 		t.Fatal(err)
 	}
 
-	c := hostB.dial(t)
-	c.expect("ready")
-	c.send(`{"t":"sub","stream":"s"}`)
-	reset := c.expect("reset")
+	c := hostB.Dial(t)
+	c.Expect("ready")
+	c.Send(`{"t":"sub","stream":"s"}`)
+	reset := c.Expect("reset")
 	if reset.Seq != 1 || reset.Epoch == "" {
 		t.Fatalf("fresh sub on host B = %+v, want a reset at seq 1 with the shared epoch", reset)
 	}
 	for i := 2; i <= 4; i++ {
-		if _, err := hostA.h.Publish(ctx, "s", json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))); err != nil {
+		if _, err := hostA.H.Publish(ctx, "s", json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))); err != nil {
 			t.Fatal(err)
 		}
-		if ev := c.expect("event"); ev.Seq != uint64(i) {
+		if ev := c.Expect("event"); ev.Seq != uint64(i) {
 			t.Fatalf("event from host A via host B: seq %d, want %d", ev.Seq, i)
 		}
 	}
-	_ = c.conn.CloseNow()
+	_ = c.Conn.CloseNow()
 	for i := 5; i <= 6; i++ {
-		if _, err := hostB.h.Publish(ctx, "s", json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))); err != nil {
+		if _, err := hostB.H.Publish(ctx, "s", json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	c = hostA.dial(t)
-	c.expect("ready")
-	c.send(fmt.Sprintf(`{"t":"sub","stream":"s","epoch":%q,"after":4}`, reset.Epoch))
+	c = hostA.Dial(t)
+	c.Expect("ready")
+	c.Send(fmt.Sprintf(`{"t":"sub","stream":"s","epoch":%q,"after":4}`, reset.Epoch))
 	for i := 5; i <= 6; i++ {
-		if ev := c.expect("event"); ev.Seq != uint64(i) || string(ev.Data) != fmt.Sprintf(`{"i":%d}`, i) {
+		if ev := c.Expect("event"); ev.Seq != uint64(i) || string(ev.Data) != fmt.Sprintf(`{"i":%d}`, i) {
 			t.Fatalf("replay on host A: %+v, want seq %d", ev, i)
 		}
 	}
 }
 
+// newLogFixture is a ready Host with the default config on log.
 func newLogFixture(t testing.TB, log hostplugin.StreamLog) *fixture {
 	t.Helper()
-	l := &logs{}
-	h, err := hostplugin.New(hostplugin.DefaultConfig(), &hostplugin.Options{Logger: slog.New(l), Log: log, Authorize: hostplugin.PublicStreams})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.SetReady(true)
-	srv := httptest.NewServer(h.Handler(http.NotFoundHandler()))
-	t.Cleanup(func() {
-		_ = h.Close()
-		srv.Close()
-	})
-	return &fixture{h: h, srv: srv, logs: l}
+	return hosttest.New(t, `{}`, true, hostplugin.Options{Log: log})
 }
 
 // failoverBound is how soon publishing and live delivery must resume on every Host after a

@@ -9,8 +9,9 @@
 //	h, err := hostplugin.New(cfg, &hostplugin.Options{Authorize: authorize, Observer: m})
 //	http.Handle("/metrics", promhttp.Handler())
 //
-// It is a package and module of its own, so that an embedder who does not use Prometheus
-// links none of it. The README's "Operating Lifeline" lists every metric and what it means;
+// It is a package of its own, so that an embedder who does not use Prometheus links none of
+// it (and downloads none of it: the go command downloads a module only for the packages a
+// build imports). The README's "Operating Lifeline" lists every metric and what it means;
 // deploy/ has a Grafana dashboard and alerting rules built on them.
 //
 // Names follow the Prometheus naming guide: the lifeline_ prefix, base units (seconds,
@@ -100,7 +101,8 @@ const unknownMode = "unknown"
 
 // closeCodes are the close codes that are label values of their own; any other is "other",
 // so a page closing with codes of its own (3000–4999) cannot grow the series without bound.
-var closeCodes = []int{1000, 1001, 1002, 1003, 1006, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014}
+// wire.CloseAccessEnded (4401) is the Host's own: sessions whose access the application ended.
+var closeCodes = []int{1000, 1001, 1002, 1003, 1006, 1007, 1008, 1009, 1010, 1011, 1012, 1013, 1014, wire.CloseAccessEnded}
 
 // refusalStatuses are the statuses of a refusal query (hostplugin's package documentation).
 var refusalStatuses = []int{401, 403, 405, 426, 429, 500, 503}

@@ -6,9 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -21,84 +19,34 @@ import (
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/hostplugin/metrics"
+	"github.com/lifeline-go/lifeline/internal/test/hosttest"
 )
 
 const bound = 5 * time.Second
 
 // world is a Host with its metrics on a registry of their own, served over loopback.
 type world struct {
+	*hosttest.Fixture
 	t   *testing.T
-	h   *hostplugin.Host
 	m   *metrics.Metrics
 	reg *prometheus.Registry
-	srv *httptest.Server
 }
 
 func newWorld(t *testing.T, doc string) *world {
 	t.Helper()
-	cfg, err := hostplugin.ParseConfig([]byte(doc))
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := metrics.New()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(m)
-	h, err := hostplugin.New(cfg, &hostplugin.Options{Authorize: hostplugin.PublicStreams, NoClient: true, Observer: m,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.SetReady(true)
-	srv := httptest.NewServer(h.Handler(http.NotFoundHandler()))
-	t.Cleanup(func() { _ = h.Close(); srv.Close() })
-	return &world{t: t, h: h, m: m, reg: reg, srv: srv}
+	f := hosttest.New(t, doc, true, hostplugin.Options{NoClient: true, Observer: m})
+	return &world{Fixture: f, t: t, m: m, reg: reg}
 }
 
 // page is a socket of a page of mode, its ready frame read.
-type page struct {
-	t    *testing.T
-	conn *websocket.Conn
-}
-
-func (w *world) page(mode string) *page {
+func (w *world) page(mode string) *hosttest.Client {
 	w.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	url := "ws" + strings.TrimPrefix(w.srv.URL, "http") + wire.DefaultPath + "?" + wire.ModeParam + "=" + mode
-	conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	w.t.Cleanup(func() { _ = conn.CloseNow() })
-	p := &page{t: w.t, conn: conn}
-	if f := p.next(); f.T != wire.TypeReady {
-		w.t.Fatalf("first frame %+v", f)
-	}
+	p := w.DialMode(w.t, mode)
+	p.Expect(wire.TypeReady)
 	return p
-}
-
-func (p *page) send(frame string) {
-	p.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	if err := p.conn.Write(ctx, websocket.MessageText, []byte(frame)); err != nil {
-		p.t.Fatal(err)
-	}
-}
-
-func (p *page) next() wire.HostFrame {
-	p.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
-	defer cancel()
-	_, b, err := p.conn.Read(ctx)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	f, err := wire.DecodeHost(b)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return f
 }
 
 // value is the value of the series name{labels} (a histogram's count), or -1 when there is
@@ -172,9 +120,9 @@ func TestTheMetricsPassTheLinterPromtoolRuns(t *testing.T) {
 	}
 	lint("at the start")
 	p := w.page(wire.ModeShared)
-	p.send(`{"t":"report","downMs":2000,"attempts":2,"kinds":["closed","refused"]}`)
-	p.send(`{"t":"call","id":1,"name":"nobody"}`)
-	p.next()
+	p.Send(`{"t":"report","downMs":2000,"attempts":2,"kinds":["closed","refused"]}`)
+	p.Send(`{"t":"call","id":1,"name":"nobody"}`)
+	p.Next()
 	w.want(1, "lifeline_page_recovery_attempts")
 	lint("after events")
 }
@@ -204,35 +152,35 @@ func TestEverySeriesOfABoundedLabelExistsFromTheStart(t *testing.T) {
 
 func TestTheMetricsFollowWhatTheHostDoes(t *testing.T) {
 	w := newWorld(t, `{"heartbeatMs":100}`)
-	w.h.HandleCall("echo", func(_ context.Context, c *hostplugin.Call) (json.RawMessage, error) { return c.Data, nil })
+	w.H.HandleCall("echo", func(_ context.Context, c *hostplugin.Call) (json.RawMessage, error) { return c.Data, nil })
 	a, b := w.page(wire.ModeShared), w.page(wire.ModeInPage)
 	w.want(2, "lifeline_upgrades_total", "outcome", "admitted")
 	w.want(1, "lifeline_sessions_open", "mode", wire.ModeShared)
 	w.want(1, "lifeline_sessions_ready", "mode", wire.ModeInPage)
-	a.send(`{"t":"sub","stream":"S"}`)
-	r := a.next()
-	b.send(fmt.Sprintf(`{"t":"sub","stream":"S","epoch":%q}`, r.Epoch)) // at 0 of the log's epoch: nothing missed
+	a.Send(`{"t":"sub","stream":"S"}`)
+	r := a.Next()
+	b.Send(fmt.Sprintf(`{"t":"sub","stream":"S","epoch":%q}`, r.Epoch)) // at 0 of the log's epoch: nothing missed
 	w.want(1, "lifeline_subscriptions_total", "start", "fresh")
 	w.want(1, "lifeline_subscriptions_total", "start", "cursor")
 	for range 3 {
-		if _, err := w.h.Publish(context.Background(), "S", json.RawMessage(`{}`)); err != nil {
+		if _, err := w.H.Publish(context.Background(), "S", json.RawMessage(`{}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	w.want(3, "lifeline_events_published_total")
 	w.want(6, "lifeline_events_delivered_total")
 	w.want(3, "lifeline_log_append_duration_seconds")
-	a.send(`{"t":"call","id":1,"name":"echo","data":7}`)
-	for a.next().T != wire.TypeReply {
+	a.Send(`{"t":"call","id":1,"name":"echo","data":7}`)
+	for a.Next().T != wire.TypeReply {
 	}
 	w.want(1, "lifeline_calls_total", "name", "echo", "outcome", "ok")
 	w.want(1, "lifeline_call_duration_seconds", "name", "echo")
-	a.send(`{"t":"call","id":2,"name":"made.up.name"}`)
+	a.Send(`{"t":"call","id":2,"name":"made.up.name"}`)
 	w.want(1, "lifeline_calls_total", "name", "", "outcome", "unknown")
 	if n := w.value("lifeline_calls_total", "name", "made.up.name"); n != -1 {
 		t.Fatalf("an unregistered call name is a label (%v): a page could grow the series without bound", n)
 	}
-	_ = b.conn.Close(websocket.StatusNormalClosure, "")
+	_ = b.Conn.Close(websocket.StatusNormalClosure, "")
 	w.want(1, "lifeline_sessions_closed_total", "code", "1000")
 	w.want(0, "lifeline_sessions_open", "mode", wire.ModeInPage)
 	w.want(0, "lifeline_sessions_ready", "mode", wire.ModeInPage)
@@ -244,13 +192,13 @@ func TestTheMetricsFollowWhatTheHostDoes(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	go w.h.Drain(context.Background(), "")
-	for a.next().T != wire.TypeGoAway {
+	go w.H.Drain(context.Background(), "")
+	for a.Next().T != wire.TypeGoAway {
 	}
 	w.want(1, "lifeline_goaways_total")
 	w.want(0, "lifeline_host_ready")
 	w.want(1, "lifeline_host_draining")
-	_ = a.conn.Close(websocket.StatusNormalClosure, "")
+	_ = a.Conn.Close(websocket.StatusNormalClosure, "")
 	w.want(1, "lifeline_drain_duration_seconds")
 }
 
@@ -258,7 +206,7 @@ func TestAReportMovesThePageHistogramsAndABadOneMovesNothing(t *testing.T) {
 	w := newWorld(t, `{}`)
 	p := w.page(wire.ModeShared)
 	const report = `{"t":"report","downMs":12400,"attempts":3,"kinds":["closed","refused","hidden"]}`
-	p.send(report)
+	p.Send(report)
 	w.want(1, "lifeline_page_disconnected_seconds", "cause", "closed")
 	w.want(1, "lifeline_page_recovery_attempts")
 	w.want(1, "lifeline_page_recovery_failures_total", "kind", "refused")
@@ -269,8 +217,8 @@ func TestAReportMovesThePageHistogramsAndABadOneMovesNothing(t *testing.T) {
 		`{"t":"report","downMs":5,"attempts":1,"kinds":["nonsense"]}`,
 		`{"t":"report","downMs":5,"attempts":0,"kinds":["closed"]}`,
 	} {
-		p.send(bad)
-		if f := p.next(); f.T != wire.TypeError {
+		p.Send(bad)
+		if f := p.Next(); f.T != wire.TypeError {
 			t.Fatalf("%s was answered %+v", bad, f)
 		}
 	}
@@ -307,7 +255,7 @@ func TestRefusalsAreCountedByOutcome(t *testing.T) {
 	w.page(wire.ModeNative)
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()
-	url := "ws" + strings.TrimPrefix(w.srv.URL, "http") + wire.DefaultPath
+	url := "ws" + strings.TrimPrefix(w.Srv.URL, "http") + wire.DefaultPath
 	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}})
 	if err != nil {
 		t.Fatal(err)
@@ -320,7 +268,7 @@ func TestRefusalsAreCountedByOutcome(t *testing.T) {
 	w.want(1, "lifeline_upgrades_total", "outcome", "session_cap")
 	w.want(1, "lifeline_sessions_open", "mode", wire.ModeNative)
 	w.want(0, "lifeline_sessions_open", "mode", "unknown")
-	resp, err := http.Get(w.srv.URL + wire.DefaultPath)
+	resp, err := http.Get(w.Srv.URL + wire.DefaultPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +281,7 @@ func TestSessionsAndBytesAreCountedByCarrier(t *testing.T) {
 	a := w.page(wire.ModeShared)
 	w.want(1, "lifeline_sessions_by_carrier", "carrier", wire.CarrierWebSocket)
 	w.want(0, "lifeline_sessions_by_carrier", "carrier", wire.CarrierStream)
-	resp, err := http.Get(w.srv.URL + wire.DefaultPath + "?" + wire.CarrierParam + "=" + wire.CarrierStream)
+	resp, err := http.Get(w.Srv.URL + wire.DefaultPath + "?" + wire.CarrierParam + "=" + wire.CarrierStream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,6 +298,6 @@ func TestSessionsAndBytesAreCountedByCarrier(t *testing.T) {
 	}
 	resp.Body.Close()
 	w.want(0, "lifeline_sessions_by_carrier", "carrier", wire.CarrierStream)
-	_ = a.conn.Close(websocket.StatusNormalClosure, "")
+	_ = a.Conn.Close(websocket.StatusNormalClosure, "")
 	w.want(0, "lifeline_sessions_by_carrier", "carrier", wire.CarrierWebSocket)
 }

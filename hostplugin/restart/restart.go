@@ -350,9 +350,9 @@ const acceptGrace = 250 * time.Millisecond
 //     a load balancer whose other Hosts take the pages.
 //
 // Requests this process had already accepted are served meanwhile (keep-alives are turned
-// off, so each connection closes after its answer). Then h is closed and srv shut down, in
-// that order (hostplugin's documentation, "Running a Host"); ctx bounds the whole. srv must serve every listener Listen returned; with a nil srv, Shutdown
-// closes them itself. It returns how many sessions had to be closed (0 when every page left
+// off, so each connection closes after its answer). Then h.Shutdown closes h and shuts srv
+// down, in that order; ctx bounds the whole. srv must serve every listener Listen returned;
+// with a nil srv, Shutdown closes them itself. It returns how many sessions had to be closed (0 when every page left
 // of its own accord).
 func (r *Restarter) Shutdown(ctx context.Context, srv *http.Server, h *hostplugin.Host) (int, error) {
 	r.Stop()
@@ -388,15 +388,20 @@ func (r *Restarter) Shutdown(ctx context.Context, srv *http.Server, h *hostplugi
 			t.Stop()
 		}
 	}
-	_ = h.Close() // releases upgrades still held (stall-open), which srv.Shutdown waits for
+	// The sessions have ended: h.Shutdown closes h (which releases upgrades still held, which
+	// srv.Shutdown would wait for), then shuts srv down.
+	var servers []*http.Server
+	if srv != nil {
+		servers = append(servers, srv)
+	}
+	err := h.Shutdown(ctx, servers...)
 	if srv == nil {
 		for _, l := range lns {
 			_ = l.Close()
 		}
-		return closed, nil
 	}
-	if err := srv.Shutdown(ctx); err != nil {
-		return closed, fmt.Errorf("restart: HTTP shutdown: %w", err)
+	if err != nil {
+		return closed, fmt.Errorf("restart: %w", err)
 	}
 	return closed, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/hostplugin/restart"
+	"github.com/lifeline-go/lifeline/internal/test/restarttest"
 )
 
 // A drain that had to wait for its timeout would take a minute: a process that leaves within
@@ -45,15 +46,15 @@ func TestUpgradeHandsTheSocketToTheSuccessorAndDrainsToIt(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "host.pid")
 	p := startHelper(t, []string{"RESTART_TEST_ADDR=127.0.0.1:0", "RESTART_TEST_PIDFILE=" + pidFile, longDrain}, nil)
 	oldPID, addr, _, idx := p.ready(0)
-	if oldPID != p.cmd.Process.Pid {
-		t.Fatalf("ready line from pid %d, want %d", oldPID, p.cmd.Process.Pid)
+	if oldPID != p.PID() {
+		t.Fatalf("ready line from pid %d, want %d", oldPID, p.PID())
 	}
 	if got := readPIDFile(t, pidFile); got != oldPID {
 		t.Fatalf("PID file %d, want %d", got, oldPID)
 	}
-	pages := make([]*page, 10)
+	pages := make([]*restarttest.Page, 10)
 	for i := range pages {
-		pages[i] = openPage(t, "ws://"+addr+wire.DefaultPath)
+		pages[i] = openPage(t, addr)
 	}
 	stop := make(chan struct{})
 	hm := startHammer(addr, stop)
@@ -63,38 +64,37 @@ func TestUpgradeHandsTheSocketToTheSuccessorAndDrainsToIt(t *testing.T) {
 		default:
 			close(stop)
 		}
-		<-hm.done
+		hm.Wait()
 	}()
 
-	p.signal(syscall.SIGUSR2)
+	p.Signal(syscall.SIGUSR2)
 	newPID, newAddr, readyAt, _ := p.ready(idx + 1)
-	exitAt := p.waitExit()
+	exitAt, _ := p.Exited()
 	// The successor goes on answering after the old process is gone.
 	if pid, err := getPID(addr); err != nil || pid != newPID {
 		t.Fatalf("after the handoff %s is answered by %d (%v), want the successor %d", addr, pid, err, newPID)
 	}
 	close(stop)
-	<-hm.done
+	byPID, refused, failed := hm.Wait()
 
 	if newPID == oldPID || newAddr != addr {
 		t.Fatalf("successor ready as pid %d on %s; want a new process on %s", newPID, newAddr, addr)
 	}
-	if !alive(newPID) {
+	if !restarttest.Alive(newPID) {
 		t.Errorf("the successor %d is not running", newPID)
 	}
 	if got := readPIDFile(t, pidFile); got != newPID {
 		t.Errorf("PID file %d once the old process exited, want the successor's %d", got, newPID)
 	}
-	hm.mu.Lock()
+	old, succ := byPID[strconv.Itoa(oldPID)], byPID[strconv.Itoa(newPID)]
 	t.Logf("during the handoff: %d answers from the old process, %d from the successor, %d refused, %d failed",
-		hm.byPID[oldPID], hm.byPID[newPID], hm.refused, len(hm.failed))
-	if hm.refused != 0 || len(hm.failed) != 0 {
-		t.Errorf("the port was not open throughout: %d connections refused, failures %v", hm.refused, hm.failed)
+		old, succ, refused, len(failed))
+	if refused != 0 || len(failed) != 0 {
+		t.Errorf("the port was not open throughout: %d connections refused, failures %v", refused, failed)
 	}
-	if hm.byPID[oldPID] == 0 || hm.byPID[newPID] == 0 {
-		t.Errorf("answers by pid %v: want some from each of %d and %d", hm.byPID, oldPID, newPID)
+	if old == 0 || succ == 0 {
+		t.Errorf("answers by pid %v: want some from each of %d and %d", byPID, oldPID, newPID)
 	}
-	hm.mu.Unlock()
 	gone := exitAt.Sub(readyAt)
 	t.Logf("the old process exited %v after the successor was ready", gone.Round(time.Millisecond))
 	if gone > 2*time.Second {
@@ -102,9 +102,9 @@ func TestUpgradeHandsTheSocketToTheSuccessorAndDrainsToIt(t *testing.T) {
 	}
 	// The output is read on its own goroutine from a pipe the successor shares: the old
 	// process's last line may still be on its way when its exit is seen.
-	p.stdout.Expect(t, regexp.MustCompile(`^exit pid=`+strconv.Itoa(oldPID)+` closed=0\b`), 0, bound)
+	p.Out.Expect(t, regexp.MustCompile(`^exit pid=`+strconv.Itoa(oldPID)+` closed=0\b`), 0, bound)
 	for i, pg := range pages {
-		moves, problems, lastEnd := pg.state()
+		moves, problems, lastEnd := pg.State()
 		if moves != 1 || len(problems) > 0 || lastEnd != "" {
 			t.Errorf("page %d: %d moves, problems %q, socket ended %q; want one move and still connected", i, moves, problems, lastEnd)
 		}
@@ -114,18 +114,18 @@ func TestUpgradeHandsTheSocketToTheSuccessorAndDrainsToIt(t *testing.T) {
 func TestUpgradeThatFailsKeepsTheOldProcessServing(t *testing.T) {
 	p := startHelper(t, []string{"RESTART_TEST_ADDR=127.0.0.1:0", "RESTART_TEST_FAIL_SUCCESSOR=1", longDrain}, nil)
 	pid, addr, _, _ := p.ready(0)
-	pg := openPage(t, "ws://"+addr+wire.DefaultPath)
-	p.signal(syscall.SIGUSR2)
-	p.stdout.Expect(t, regexp.MustCompile(`^upgrade failed pid=`+strconv.Itoa(pid)+`: restart: no successor took over: child pid=\d+ exited`), 0, bound)
+	pg := openPage(t, addr)
+	p.Signal(syscall.SIGUSR2)
+	p.Out.Expect(t, regexp.MustCompile(`^upgrade failed pid=`+strconv.Itoa(pid)+`: restart: no successor took over: child pid=\d+ exited`), 0, bound)
 	if got, err := getPID(addr); err != nil || got != pid {
 		t.Errorf("after a failed upgrade %s is answered by %d (%v), want %d", addr, got, err, pid)
 	}
-	if moves, problems, lastEnd := pg.state(); moves != 0 || len(problems) > 0 || lastEnd != "" {
+	if moves, problems, lastEnd := pg.State(); moves != 0 || len(problems) > 0 || lastEnd != "" {
 		t.Errorf("a failed upgrade reached the page: %d moves, %q, ended %q", moves, problems, lastEnd)
 	}
 	// It can try again, and a plain stop still works.
-	p.signal(syscall.SIGTERM)
-	p.waitExit()
+	p.Signal(syscall.SIGTERM)
+	p.Exited()
 }
 
 // activated is the socket a test holds as systemd would, and the command line that passes it
@@ -153,23 +153,23 @@ func TestSocketActivationServesSystemdsSocketAndKeepsItThroughARestart(t *testin
 	if got != addr {
 		t.Fatalf("the helper serves %s, want systemd's socket %s", got, addr)
 	}
-	if !strings.Contains(first.stderr.String(), `socket="from systemd (socket activation)"`) {
-		t.Errorf("no log of the socket's origin:\n%s", first.stderr)
+	if !strings.Contains(first.Err.String(), `socket="from systemd (socket activation)"`) {
+		t.Errorf("no log of the socket's origin:\n%s", first.Err)
 	}
 	if p, err := getPID(addr); err != nil || p != pid {
 		t.Fatalf("%s answered by %d (%v), want %d", addr, p, err, pid)
 	}
-	pg := openPage(t, "ws://"+addr+wire.DefaultPath)
+	pg := openPage(t, addr)
 
 	// systemctl restart: the service stops, then starts again on the same socket, which
 	// systemd holds open meanwhile. The stop has no successor: its page is closed with 1012
 	// at once, although a drain would wait a minute.
-	first.signal(syscall.SIGTERM)
-	first.waitExit()
-	if _, _, lastEnd := pg.state(); !strings.Contains(lastEnd, "status 1012") {
+	first.Signal(syscall.SIGTERM)
+	first.Exited()
+	if _, _, lastEnd := pg.State(); !strings.Contains(lastEnd, "status 1012") {
 		t.Errorf("the page's socket ended %q, want 1012", lastEnd)
 	}
-	first.stdout.Expect(t, regexp.MustCompile(`closed=1\b`), 0, bound) // read after the exit: see above
+	first.Out.Expect(t, regexp.MustCompile(`closed=1\b`), 0, bound) // read after the exit: see above
 	// A request between the two processes waits in the socket's backlog: never refused.
 	answer := make(chan error, 1)
 	var answeredBy int
@@ -197,8 +197,8 @@ func TestSocketActivationIgnoresDescriptorsMeantForAnotherProcess(t *testing.T) 
 	if got == addr {
 		t.Fatalf("the helper took fd 3 (%s) although LISTEN_PID names another process", addr)
 	}
-	if !strings.Contains(p.stderr.String(), "socket=new") {
-		t.Errorf("want a socket of its own:\n%s", p.stderr)
+	if !strings.Contains(p.Err.String(), "socket=new") {
+		t.Errorf("want a socket of its own:\n%s", p.Err)
 	}
 }
 

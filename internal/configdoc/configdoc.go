@@ -35,15 +35,14 @@ type doc struct {
 // New returns a reader whose error begins with pkg ("hostplugin", "page").
 func New(pkg string) *Reader { return &Reader{pkg: pkg} }
 
-// Decode decodes data onto v (a pointer to a struct) by the strict rules of internal/strictjson
-// and records every problem. at is where the document stands ("" for the main one,
-// "lifelineOptions" for the page's options), and path where v sits in the config the rules
-// check ("" for the whole, "recovery" for its timing): the problems of the document are
-// reported under at, then path.
+// Decode decodes data onto v by the strict rules of internal/strictjson and records every
+// problem. at is where the document stands ("" for the main one, "lifelineOptions" for the
+// page's options), and path where v sits in the config the rules check ("" for the whole,
+// "recovery" for its timing): the problems of the document are reported under at, then path.
 //
 // It reports whether the config's fields can be checked: false when the document was refused
 // as a whole (not JSON, not an object, or more after it), when nothing in it can be trusted.
-func (r *Reader) Decode(data []byte, v any, at, path string) bool {
+func (r *Reader) Decode(data []byte, v strictjson.Object, at, path string) bool {
 	root := join(at, path)
 	res := strictjson.Decode(data, v, root)
 	whole := true

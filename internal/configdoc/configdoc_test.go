@@ -7,6 +7,7 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/internal/configdoc"
+	"github.com/lifeline-go/lifeline/internal/strictjson"
 )
 
 // resolveRecovery reads a recovery object on its own, as cmd/swarm reads its -recovery flag.
@@ -109,12 +110,19 @@ func TestALaterDocumentOverridesFieldByFieldAndIsNamedWhereItWrote(t *testing.T)
 	}
 }
 
+type heartbeatAndEndpoint struct {
+	HeartbeatMs *float64 `json:"heartbeatMs"`
+	Endpoint    *string  `json:"endpoint"`
+}
+
+func (v *heartbeatAndEndpoint) JSONFields() []strictjson.Field {
+	return []strictjson.Field{{Name: "heartbeatMs", Ptr: &v.HeartbeatMs}, {Name: "endpoint", Ptr: &v.Endpoint}}
+}
+
 func TestADocumentRefusedWholeIsNotCheckedFieldByField(t *testing.T) {
 	for _, in := range []string{`<b>`, `[]`, `5`, `{} {}`, ``} {
 		doc := configdoc.New("hostplugin")
-		var v struct {
-			HeartbeatMs *float64 `json:"heartbeatMs"`
-		}
+		var v heartbeatAndEndpoint
 		if doc.Decode([]byte(in), &v, "", "") {
 			t.Errorf("Decode(%q) = true, want the document refused whole", in)
 		}
@@ -123,10 +131,7 @@ func TestADocumentRefusedWholeIsNotCheckedFieldByField(t *testing.T) {
 		}
 	}
 	doc := configdoc.New("hostplugin")
-	var v struct {
-		HeartbeatMs *float64 `json:"heartbeatMs"`
-		Endpoint    *string  `json:"endpoint"`
-	}
+	var v heartbeatAndEndpoint
 	if !doc.Decode([]byte(`{"heartbeatMs":"x","endpoint":5}`), &v, "", "") {
 		t.Errorf("a document with bad fields was refused whole: its other fields can still be checked")
 	}

@@ -16,11 +16,12 @@ package jsontok
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // Kind is the kind of the next token: its first byte in the grammar ('n' null, 'f' false,
@@ -106,7 +107,7 @@ func (d *Decoder) InputOffset() int64 { return int64(d.pos) }
 
 func (d *Decoder) fail(off int, format string, args ...any) error {
 	if d.err == nil {
-		d.err = &SyntaxError{Offset: off, Msg: fmt.Sprintf(format, args...)}
+		d.err = &SyntaxError{Offset: off, Msg: tinyfmt.Sprintf(format, args...)}
 	}
 	return d.err
 }

@@ -2,7 +2,7 @@
 // bootstrap and the embedder's lifelineOptions) into Go structs by one set of rules, so that
 // the Host and the page can never accept different documents:
 //
-//   - keys match the fields' json tags exactly (no case folding: "deadlinems" is not
+//   - keys match the fields' JSON names exactly (no case folding: "deadlinems" is not
 //     "deadlineMs");
 //   - a key may appear once per object;
 //   - a key the struct does not have is an error that lists the keys it does have;
@@ -14,25 +14,45 @@
 // that rules checked later (ranges, say) can also print the value as written: "got 2147483648",
 // never "got 2.147483648e+09".
 //
+// A struct says what a document may hold by implementing [Object]: each member's JSON name
+// (its json tag's, which internal/test/fieldtest holds it to) and a pointer to its field. Not
+// reflect: the page's wasm links none (reflect and the type data it keeps are about 30 KB of
+// the brotli-compressed wasm), and a struct's members in code are as readable as its tags.
+// Supported fields: string, bool, int64, float64, pointers to those three, []string, byte
+// slices such as wire.RawJSON (any value, kept as written: give a *[]byte), and structs
+// that are themselves Objects.
+//
 // It is built on internal/jsontok, the project's strict tokenizer, not on encoding/json: the
 // browser build must not link encoding/json (about 120 KB of brotli-compressed wasm), and
 // encoding/json's Decoder matches keys without case and lets a repeated key win silently.
-// Supported field types: structs and pointers to them, float64, int64, string, bool, []string,
-// and byte slices such as wire.RawJSON (any value, kept as written).
 package strictjson
 
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"math"
-	"reflect"
 	"strconv"
 	"strings"
 
 	"github.com/lifeline-go/lifeline/internal/jsontok"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
+
+// Object is a struct a document is decoded into.
+type Object interface {
+	// JSONFields lists the members a document may give the object, in the order the struct
+	// declares them: each one's name and a pointer to the field its value goes to.
+	JSONFields() []Field
+}
+
+// Field is one member of an Object: its JSON name, and Ptr, a pointer to the field its value
+// goes to (*string, *bool, *int64, *float64, **string, **bool, **float64, *[]string, *[]byte
+// for a value kept as written, or an Object for a struct).
+type Field struct {
+	Name string
+	Ptr  any
+}
 
 // Problem is one broken rule: the field's path ("recovery.deadlineMs", "allowedOrigins[2]";
 // "" for the document itself), what it must be, and the value seen, as written ("" when there
@@ -58,15 +78,10 @@ func (r Result) OK() bool { return len(r.Problems) == 0 }
 // a log.
 const maxValue = 64
 
-// Decode decodes data into v, a non-nil pointer to a struct, by the rules of the package
-// documentation. Fields the document does not mention keep what they held, so decoding a
-// second document into the same value overrides the first field by field. path prefixes every
-// Problem's path ("" for none).
-func Decode(data []byte, v any, path string) Result {
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct {
-		panic(fmt.Sprintf("strictjson: Decode wants a non-nil pointer to a struct, got %T", v))
-	}
+// Decode decodes data into v by the rules of the package documentation. Fields the document
+// does not mention keep what they held, so decoding a second document into the same value
+// overrides the first field by field. path prefixes every Problem's path ("" for none).
+func Decode(data []byte, v Object, path string) Result {
 	d := &decoder{
 		data:    data,
 		dec:     jsontok.NewDecoder(data),
@@ -76,14 +91,14 @@ func Decode(data []byte, v any, path string) Result {
 		d.problem(path, "must be a JSON object, the document is empty", "")
 		return d.result()
 	}
-	if !d.value(rv.Elem(), path) {
+	if !d.value(v, path) {
 		return d.result()
 	}
 	end := int(d.dec.InputOffset())
 	if _, err := d.dec.ReadValue(); err != io.EOF {
 		rest := bytes.TrimLeft(data[end:], " \t\r\n")
 		line, col := position(data, len(data)-len(rest))
-		d.problem(path, fmt.Sprintf("must hold one JSON value and nothing after it (line %d, column %d)", line, col),
+		d.problem(path, tinyfmt.Sprintf("must hold one JSON value and nothing after it (line %d, column %d)", line, col),
 			snippet(bytes.TrimSpace(rest)))
 	}
 	return d.result()
@@ -110,13 +125,14 @@ func (d *decoder) syntax(path string, err error) bool {
 		off = se.Offset
 	}
 	line, col := position(d.data, off)
-	d.problem(path, fmt.Sprintf("invalid JSON at line %d, column %d: %v", line, col, err), "")
+	d.problem(path, tinyfmt.Sprintf("invalid JSON at line %d, column %d: %v", line, col, err), "")
 	return false
 }
 
-// value decodes one JSON value into v. It returns false after a syntax error (nothing more
-// can be read); a value of the wrong kind is skipped and reported, and decoding goes on.
-func (d *decoder) value(v reflect.Value, path string) bool {
+// value decodes one JSON value into the field ptr points to. It returns false after a syntax
+// error (nothing more can be read); a value of the wrong kind is skipped and reported, and
+// decoding goes on.
+func (d *decoder) value(ptr any, path string) bool {
 	kind := d.dec.PeekKind()
 	if kind == 0 {
 		_, err := d.dec.ReadToken()
@@ -126,41 +142,24 @@ func (d *decoder) value(v reflect.Value, path string) bool {
 		_, err := d.dec.ReadToken()
 		return err == nil || d.syntax(path, err) // null: absent, the field keeps its value
 	}
-	if isRaw(v.Type()) {
+	switch p := ptr.(type) {
+	case *[]byte:
 		raw, err := d.dec.ReadValue()
 		if err != nil {
 			return d.syntax(path, err)
 		}
-		v.SetBytes(bytes.Clone(raw))
-		return true
-	}
-	if v.Kind() == reflect.Pointer {
-		// Decode into a copy: the pointee may be shared with the caller's other values, and a
-		// value with a problem must leave the field as it was.
-		elem := reflect.New(v.Type().Elem())
-		if !v.IsNil() {
-			elem.Elem().Set(v.Elem())
-		}
-		if !d.value(elem.Elem(), path) {
-			return false
-		}
-		if d.decoded(path) {
-			v.Set(elem)
-		}
-		return true
-	}
-	switch v.Kind() {
-	case reflect.Struct:
+		*p = bytes.Clone(raw)
+	case Object:
 		if kind != '{' {
 			return d.wrong(path, "must be a JSON object")
 		}
-		return d.object(v, path)
-	case reflect.Slice:
+		return d.object(p, path)
+	case *[]string:
 		if kind != '[' {
 			return d.wrong(path, "must be a JSON array")
 		}
-		return d.array(v, path)
-	case reflect.String:
+		return d.strings(p, path)
+	case *string:
 		if kind != '"' {
 			return d.wrong(path, "must be a string")
 		}
@@ -168,8 +167,8 @@ func (d *decoder) value(v reflect.Value, path string) bool {
 		if err != nil {
 			return d.syntax(path, err)
 		}
-		v.SetString(tok.String())
-	case reflect.Bool:
+		*p = tok.String()
+	case *bool:
 		if kind != 't' && kind != 'f' {
 			return d.wrong(path, "must be true or false")
 		}
@@ -177,34 +176,69 @@ func (d *decoder) value(v reflect.Value, path string) bool {
 		if err != nil {
 			return d.syntax(path, err)
 		}
-		v.SetBool(tok.Bool())
-	case reflect.Float64, reflect.Int64:
-		if kind != '0' {
-			return d.wrong(path, "must be a number")
+		*p = tok.Bool()
+	case *float64:
+		f, text, ok := d.number(kind, path)
+		if text == "" {
+			return ok
 		}
-		raw, err := d.dec.ReadValue()
-		if err != nil {
-			return d.syntax(path, err)
+		*p = f
+		d.written[path] = text
+	case *int64:
+		f, text, ok := d.number(kind, path)
+		if text == "" {
+			return ok
 		}
-		text := string(raw)
-		f, err := strconv.ParseFloat(text, 64)
-		if err != nil {
-			d.problem(path, "must be a number within the float64 range", snippet(raw))
+		// 2^53: every integer up to it is exact in a float64, as in JavaScript.
+		if f != float64(int64(f)) || f > 1<<53 || f < -(1<<53) {
+			d.problem(path, "must be an integer", text)
 			return true
 		}
-		if v.Kind() == reflect.Int64 {
-			// 2^53: every integer up to it is exact in a float64, as in JavaScript.
-			if f != float64(int64(f)) || f > 1<<53 || f < -(1<<53) {
-				d.problem(path, "must be an integer", text)
-				return true
-			}
-			v.SetInt(int64(f))
-		} else {
-			v.SetFloat(f)
-		}
+		*p = int64(f)
 		d.written[path] = text
+	case **float64:
+		return optional(d, p, path)
+	case **string:
+		return optional(d, p, path)
+	case **bool:
+		return optional(d, p, path)
 	default:
-		panic(fmt.Sprintf("strictjson: field %s has the unsupported type %s", path, v.Type()))
+		panic("strictjson: field " + path + " has a type Field does not take")
+	}
+	return true
+}
+
+// number reads a number: its value and text, or "" after a problem (ok false after a syntax
+// error).
+func (d *decoder) number(kind jsontok.Kind, path string) (f float64, text string, ok bool) {
+	if kind != '0' {
+		return 0, "", d.wrong(path, "must be a number")
+	}
+	raw, err := d.dec.ReadValue()
+	if err != nil {
+		return 0, "", d.syntax(path, err)
+	}
+	f, err = strconv.ParseFloat(string(raw), 64)
+	if err != nil {
+		d.problem(path, "must be a number within the float64 range", snippet(raw))
+		return 0, "", true
+	}
+	return f, string(raw), true
+}
+
+// optional decodes into a pointer field: into a copy, since the pointee may be shared with the
+// caller's other values, set only when the value was good, so that a value with a problem
+// leaves the field as it was.
+func optional[T any](d *decoder, p **T, path string) bool {
+	v := new(T)
+	if *p != nil {
+		*v = **p
+	}
+	if !d.value(v, path) {
+		return false
+	}
+	if d.decoded(path) {
+		*p = v
 	}
 	return true
 }
@@ -230,11 +264,11 @@ func (d *decoder) wrong(path, rule string) bool {
 	return true
 }
 
-func (d *decoder) object(v reflect.Value, path string) bool {
+func (d *decoder) object(o Object, path string) bool {
 	if _, err := d.dec.ReadToken(); err != nil { // '{'
 		return d.syntax(path, err)
 	}
-	t := v.Type()
+	fields := o.JSONFields()
 	seen := map[string]bool{}
 	for d.dec.PeekKind() != '}' {
 		tok, err := d.dec.ReadToken()
@@ -251,15 +285,18 @@ func (d *decoder) object(v reflect.Value, path string) bool {
 			continue
 		}
 		seen[key] = true
-		f, ok := field(t, key)
-		if !ok {
-			d.problem(p, "is not a known field (known: "+strings.Join(names(t), ", ")+")", "")
+		i := 0
+		for i < len(fields) && fields[i].Name != key {
+			i++
+		}
+		if i == len(fields) {
+			d.problem(p, "is not a known field (known: "+names(fields)+")", "")
 			if err := d.dec.SkipValue(); err != nil {
 				return d.syntax(p, err)
 			}
 			continue
 		}
-		if !d.value(v.FieldByIndex(f.Index), p) {
+		if !d.value(fields[i].Ptr, p) {
 			return false
 		}
 	}
@@ -269,21 +306,21 @@ func (d *decoder) object(v reflect.Value, path string) bool {
 	return true
 }
 
-func (d *decoder) array(v reflect.Value, path string) bool {
+func (d *decoder) strings(p *[]string, path string) bool {
 	if _, err := d.dec.ReadToken(); err != nil { // '['
 		return d.syntax(path, err)
 	}
-	out := reflect.MakeSlice(v.Type(), 0, 4)
+	out := make([]string, 0, 4)
 	good := true
 	for i := 0; d.dec.PeekKind() != ']'; i++ {
-		elem := reflect.New(v.Type().Elem()).Elem()
-		p := path + "[" + strconv.Itoa(i) + "]"
+		var s string
+		at := path + "[" + strconv.Itoa(i) + "]"
 		n := len(d.probs)
-		if !d.value(elem, p) {
+		if !d.value(&s, at) {
 			return false
 		}
 		good = good && len(d.probs) == n
-		out = reflect.Append(out, elem)
+		out = append(out, s)
 	}
 	if _, err := d.dec.ReadToken(); err != nil { // ']'
 		return d.syntax(path, err)
@@ -291,15 +328,9 @@ func (d *decoder) array(v reflect.Value, path string) bool {
 	// A list with a bad item is left out whole: dropping the item would shift the indexes
 	// that rules checked later report.
 	if good {
-		v.Set(out)
+		*p = out
 	}
 	return true
-}
-
-// isRaw reports whether t is kept as written: any byte-slice type (wire.RawJSON,
-// json.RawMessage), checked for syntax only.
-func isRaw(t reflect.Type) bool {
-	return t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8
 }
 
 func join(path, key string) string {
@@ -309,35 +340,15 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-// jsonName is the name a field has in a document: its json tag's, or "-" for none.
-func jsonName(f reflect.StructField) string {
-	if !f.IsExported() {
-		return "-"
-	}
-	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-	if name == "" {
-		return f.Name
-	}
-	return name
-}
-
-func field(t reflect.Type, key string) (reflect.StructField, bool) {
-	for i := range t.NumField() {
-		if f := t.Field(i); jsonName(f) == key && key != "-" {
-			return f, true
+func names(fields []Field) string {
+	var b strings.Builder
+	for i, f := range fields {
+		if i > 0 {
+			b.WriteString(", ")
 		}
+		b.WriteString(f.Name)
 	}
-	return reflect.StructField{}, false
-}
-
-func names(t reflect.Type) []string {
-	var out []string
-	for i := range t.NumField() {
-		if n := jsonName(t.Field(i)); n != "-" {
-			out = append(out, n)
-		}
-	}
-	return out
+	return b.String()
 }
 
 // FormatNumber writes a number that has no text of its own (a value built in code, not read

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/lifeline-go/lifeline/internal/strictjson"
+	"github.com/lifeline-go/lifeline/internal/test/fieldtest"
 )
 
 type inner struct {
@@ -17,15 +18,39 @@ type inner struct {
 	Jitter     *float64 `json:"jitter"`
 }
 
+func (in *inner) JSONFields() []strictjson.Field {
+	return []strictjson.Field{{Name: "deadlineMs", Ptr: &in.DeadlineMs}, {Name: "jitter", Ptr: &in.Jitter}}
+}
+
 type doc struct {
-	Recovery    inner                `json:"recovery"`
-	Endpoint    *string              `json:"endpoint"`
-	HeartbeatMs int64                `json:"heartbeatMs"`
-	Origins     []string             `json:"allowedOrigins"`
-	Shared      bool                 `json:"shared"`
-	Raw         json.RawMessage      `json:"raw"`
-	Skipped     string               `json:"-"`
-	Nested      *struct{ A float64 } `json:"nested"`
+	Recovery    inner           `json:"recovery"`
+	Endpoint    *string         `json:"endpoint"`
+	HeartbeatMs int64           `json:"heartbeatMs"`
+	Origins     []string        `json:"allowedOrigins"`
+	Shared      bool            `json:"shared"`
+	Raw         json.RawMessage `json:"raw"`
+	Skipped     string          `json:"-"`
+	Plain       float64
+	Ready       *bool   `json:"ready"`
+	Name        *string `json:"name"`
+}
+
+func (d *doc) JSONFields() []strictjson.Field {
+	return []strictjson.Field{
+		{Name: "recovery", Ptr: &d.Recovery},
+		{Name: "endpoint", Ptr: &d.Endpoint},
+		{Name: "heartbeatMs", Ptr: &d.HeartbeatMs},
+		{Name: "allowedOrigins", Ptr: &d.Origins},
+		{Name: "shared", Ptr: &d.Shared},
+		{Name: "raw", Ptr: (*[]byte)(&d.Raw)},
+		{Name: "Plain", Ptr: &d.Plain},
+		{Name: "ready", Ptr: &d.Ready},
+		{Name: "name", Ptr: &d.Name},
+	}
+}
+
+func TestTheTestDocumentListsItsFields(t *testing.T) {
+	fieldtest.Check(t, &doc{})
 }
 
 func problems(r strictjson.Result) string {
@@ -37,7 +62,7 @@ func problems(r strictjson.Result) string {
 }
 
 func TestDecodeRules(t *testing.T) {
-	known := "is not a known field (known: recovery, endpoint, heartbeatMs, allowedOrigins, shared, raw, nested)"
+	known := "is not a known field (known: recovery, endpoint, heartbeatMs, allowedOrigins, shared, raw, Plain, ready, name)"
 	tests := []struct {
 		name string
 		in   string
@@ -89,12 +114,12 @@ func TestDecodeRules(t *testing.T) {
 func TestDecodeValues(t *testing.T) {
 	var d doc
 	r := strictjson.Decode([]byte(`{"recovery":{"deadlineMs":2147483648,"jitter":null},"endpoint":"/e",
-		"heartbeatMs":15000,"allowedOrigins":["a","b"],"shared":true,"raw":{"k":[1, 2]},"nested":{"A":1.5}}`), &d, "")
+		"heartbeatMs":15000,"allowedOrigins":["a","b"],"shared":true,"raw":{"k":[1, 2]},"Plain":1.5,"ready":false,"name":"n"}`), &d, "")
 	if !r.OK() {
 		t.Fatalf("problems: %s", problems(r))
 	}
 	if *d.Recovery.DeadlineMs != 2147483648 || d.Recovery.Jitter != nil || *d.Endpoint != "/e" || d.HeartbeatMs != 15000 ||
-		!reflect.DeepEqual(d.Origins, []string{"a", "b"}) || !d.Shared || string(d.Raw) != `{"k":[1, 2]}` || d.Nested.A != 1.5 {
+		!reflect.DeepEqual(d.Origins, []string{"a", "b"}) || !d.Shared || string(d.Raw) != `{"k":[1, 2]}` || d.Plain != 1.5 || d.Ready == nil || *d.Ready || *d.Name != "n" {
 		t.Fatalf("decoded %+v", d)
 	}
 	if got := r.Written["recovery.deadlineMs"]; got != "2147483648" {
@@ -130,7 +155,7 @@ func TestDecodeOverridesFieldByField(t *testing.T) {
 // encoding/json accepts with the same values (Decode is the stricter of the two).
 func FuzzDecode(f *testing.F) {
 	for _, s := range []string{`{}`, `{"recovery":{"deadlineMs":5}}`, `{"allowedOrigins":["a"]}`, `{"raw":[1,{"a":null}]}`,
-		`{"endpoint":"\u00e9"}`, `{"heartbeatMs":-0}`, `{"a":1,"a":2}`, `{} x`, `nul`} {
+		`{"endpoint":"\u00e9"}`, `{"heartbeatMs":-0}`, `{"ready":true,"name":null}`, `{"a":1,"a":2}`, `{} x`, `nul`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {

@@ -28,6 +28,7 @@ const (
 	Slow         = "slow"         // a handshake passed slowAfterMs
 	Connected    = "connected"    // the client became connected
 	Disconnected = "disconnected" // the client left connected
+	Unauthorized = "unauthorized" // the client became unauthorized: refused, or its access ended (-user)
 	Delivery     = "delivery"     // an event of the followed stream (-deliveries): Stream, Seq, Reset
 	Violation    = "violation"    // a delivery out of once-each-in-order: Stream, Seq, Want
 	Stats        = "stats"        // the process's figures on SIGUSR1 (-stats), ID -1: Goroutines, HeapInuse, HeapAlloc

@@ -13,7 +13,7 @@ import (
 )
 
 // The import rules of ARCHITECTURE.md, checked on the package graph the go command prints: one
-// `go list -deps` of every package of go.work per platform, then a search from the packages a
+// `go list -deps` of every package of the module per platform, then a search from the packages a
 // rule is about for a package it forbids. `go list -deps` without -test follows the imports of
 // non-test files only: test files may import anything.
 
@@ -47,22 +47,23 @@ type pkg struct {
 // theWasm is the program the page loads.
 var theWasm = is(root + "/wasm")
 
-// shipped is what an embedder links or a user runs: every package of the root module, of
-// hostplugin/jetstream and hostplugin/metrics (the modules an embedder requires), and the
-// commands of cmd (bin/host, bin/swarm), but for the test tooling itself. bench and e2e are
-// tests.
+// shipped is what an embedder links or a user runs: every package of the module (the public
+// packages, the wasm, the commands of cmd: bin/host, bin/swarm) but the test tooling itself,
+// the bench and e2e, which are tests.
 func shipped(p pkg) bool {
-	switch p.module {
-	case root, root + "/hostplugin/jetstream", root + "/hostplugin/metrics", root + "/cmd":
-		return !under(root + "/internal/test")(p)
-	}
-	return false
+	return p.module == root && !anyUnder(p, root+"/internal/test", root+"/bench", root+"/e2e")
 }
 
-// withoutMetrics is what an embedder who does not use Prometheus links: the root module and
-// the JetStream log.
+// withoutMetrics is what an embedder who does not use Prometheus links: every package of the
+// module but the metrics package itself and what imports it on purpose (bin/host's -metrics,
+// the bench and e2e, which scrape it).
 func withoutMetrics(p pkg) bool {
-	return p.module == root || p.module == root+"/hostplugin/jetstream"
+	return p.module == root && !anyUnder(p, root+"/hostplugin/metrics", root+"/cmd/host", root+"/bench", root+"/e2e")
+}
+
+// anyUnder reports whether p is one of paths or below one of them.
+func anyUnder(p pkg, paths ...string) bool {
+	return slices.ContainsFunc(paths, func(path string) bool { return under(path)(p) })
 }
 
 // is matches one package.
@@ -94,6 +95,9 @@ var rules = []struct {
 	{"the wasm links nothing from outside the standard library", browser, theWasm, outsideStdBut(root)},
 	{"the wasm links no net/http (its init alone keeps crypto/tls: ~600 KB of brotli)", browser, theWasm, under("net/http")},
 	{"the wasm links nothing under crypto/", browser, theWasm, under("crypto")},
+	{"the wasm links no fmt (internal/tinyfmt formats; fmt with the reflect and os it brings was ~45 KB of brotli)", browser, theWasm, is("fmt")},
+	{"the wasm links no reflect (strictjson.Object lists a document's fields; reflect and its type data were ~28 KB of brotli)", browser, theWasm, is("reflect")},
+	{"the wasm links no net/url (internal/weburl; net/url with net/netip and unique was ~8 KB of brotli more)", browser, theWasm, is("net/url")},
 	{"an embedder who does not use Prometheus links none of it", native, withoutMetrics, under("github.com/prometheus")},
 	{"an embedder who does not use Prometheus links none of it, with fault injection built in", withFaults, withoutMetrics, under("github.com/prometheus")},
 	{"nothing that ships imports test tooling", native, shipped, under(root + "/internal/test")},
@@ -159,7 +163,7 @@ func TestAViolationNamesTheImportAndItsImporter(t *testing.T) {
 	}
 }
 
-// goList lists every package of go.work and everything they import, on one platform.
+// goList lists every package of the module and everything they import, on one platform.
 func goList(t *testing.T, on platform) map[string]pkg {
 	t.Helper()
 	const format = `{{.ImportPath}}	{{with .Module}}{{.Path}}{{end}}	{{.Standard}}	{{not .DepOnly}}	{{join .Imports " "}}`

@@ -55,6 +55,7 @@ type httpPage struct {
 	session string
 	secret  string
 	seq     atomic.Uint64
+	buf     []byte // what next reads into: one per page, not one per frame (8 KB each, on the heap)
 }
 
 // connectHTTP opens page i's stream and subscribes it to both its channels: it returns once
@@ -105,15 +106,17 @@ func (p *pages) connectHTTP(url string, i int) (*httpPage, error) {
 
 // next is the stream's next frame.
 func (h *httpPage) next() ([]byte, error) {
-	var buf [8192]byte
+	if h.buf == nil {
+		h.buf = make([]byte, 8192)
+	}
 	for {
 		f, err := h.scan.Next()
 		if err != nil || f != nil {
 			return f, err
 		}
-		n, err := h.body.Read(buf[:])
+		n, err := h.body.Read(h.buf)
 		if n > 0 {
-			h.scan.Write(buf[:n])
+			h.scan.Write(h.buf[:n])
 			continue
 		}
 		if err == nil {

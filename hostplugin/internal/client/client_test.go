@@ -185,3 +185,22 @@ func TestTheTabScriptAndTheWorkerOpenTheEarlySocketAlike(t *testing.T) {
 		t.Fatalf("openEarly differs between web/boot.js and web/worker.js:\n--- tab script\n%s\n--- worker\n%s", tab, hub)
 	}
 }
+
+// wasmBudget is the most the page's wasm may weigh as a browser takes it (brotli, bytes): a
+// first visit over a slow link waits for every byte (1.6 Mbit/s carries 700 KB in 3.5 s).
+const wasmBudget = 700_000
+
+// TestTheWasmIsWithinItsBudget weighs the wasm the plugin serves, which scripts/check-assets.sh
+// holds to a fresh build of the source. Over it: `go run ./bench/cmd/wasmsize` says where the
+// bytes go, and internal/test's import rules name what the wasm must not link.
+func TestTheWasmIsWithinItsBudget(t *testing.T) {
+	c := load(t)
+	wasm, _, _ := urls(t, c)
+	w := get(c, http.MethodGet, wasm, "Accept-Encoding", "br")
+	if enc := w.Header().Get("Content-Encoding"); enc != "br" {
+		t.Fatalf("the wasm went out as %q, want br", enc)
+	}
+	if n := w.Body.Len(); n > wasmBudget {
+		t.Errorf("the wasm is %d bytes of brotli, over its budget of %d", n, wasmBudget)
+	}
+}

@@ -57,6 +57,15 @@ func New(page func() *Page, logger *slog.Logger) *Middleware {
 // whose head has not ended after this many bytes is served as it is, and the reason logged.
 const maxHold = 8 << 20
 
+// lengthHold is how much of a page without a declared Content-Length is held past its
+// insertion point, so that a page the handler writes whole within it goes out with a length.
+// net/http gives such a response one only when the handler wrote it whole within its response
+// buffer (2 KiB for HTTP/1.1, 4 KiB for HTTP/2); the element (about 3 KB with the client's boot)
+// pushes a page past either, and net/http would chunk it. Held up to the larger of the two,
+// every page that would have had a length without the middleware has one with it; a longer
+// page, or one whose handler flushes, goes out as net/http would send it without.
+const lengthHold = 4 << 10
+
 // sniffLen is how much of a body without a Content-Type net/http (and http.DetectContentType)
 // reads to type it.
 const sniffLen = 512
@@ -67,7 +76,8 @@ const etagMark = "-lifeline."
 // Wrap returns next with the Page inserted into the head of every HTML page it serves: status
 // 200, Content-Type text/html, not content-encoded. The element is written in the page's
 // encoding, after its byte-order mark (a UTF-16 page gets it in UTF-16). Content-Length is
-// corrected, an upstream ETag is replaced by one derived from it and the Page's Hash (a page
+// corrected (a page without one gets one wherever net/http would have given it one: see
+// lengthHold), an upstream ETag is replaced by one derived from it and the Page's Hash (a page
 // with a Last-Modified but no ETag gets a weak one made of its date and the Hash), and
 // Last-Modified moves up to the Page's Applied time, so that a cache sees every config change,
 // and a cache that revalidates after the plugin is gone gets the upstream page back.
@@ -138,6 +148,12 @@ type injectWriter struct {
 	status   int
 	buf      []byte // held bytes (holding, sniffing)
 	nextScan int    // held length at which to scan again; doubling keeps scans linear
+
+	// found is set once the insertion point of a page held for its length is known: at, its
+	// offset in buf, and element, the element in the page's encoding.
+	found   bool
+	at      int
+	element []byte
 }
 
 // heldResponse is upstream's response, withheld until the refetch shows whether it is a page's.
@@ -359,11 +375,18 @@ func (iw *injectWriter) keep(p []byte) error {
 		iw.buf = append(iw.buf, p...)
 		data = iw.buf
 	}
-	if len(data) >= iw.nextScan {
+	if !iw.found && len(data) >= iw.nextScan {
 		if k, element := iw.insertion(data, false); k >= 0 {
-			return iw.commit(data, k, element, false)
+			if iw.declaredLength() || len(data) > lengthHold {
+				return iw.commit(data, k, element, false)
+			}
+			iw.found, iw.at, iw.element = true, k, element
+		} else {
+			iw.nextScan = 2 * len(data)
 		}
-		iw.nextScan = 2 * len(data)
+	}
+	if iw.found && len(data) > lengthHold {
+		return iw.commit(data, iw.at, iw.element, false) // net/http would chunk it too
 	}
 	if len(iw.buf) == 0 {
 		iw.buf = append(iw.buf, p...) // p belongs to the caller
@@ -387,6 +410,13 @@ func (iw *injectWriter) keep(p []byte) error {
 	iw.buf = nil
 	_, err := iw.w.Write(b)
 	return err
+}
+
+// declaredLength reports whether upstream declared the page's length, which commit corrects
+// by the element's: then nothing needs holding for it.
+func (iw *injectWriter) declaredLength() bool {
+	n, err := strconv.ParseInt(iw.w.Header().Get("Content-Length"), 10, 64)
+	return err == nil && n >= 0
 }
 
 // insertion returns where the bootstrap element goes in data, and the element in the page's
@@ -435,10 +465,15 @@ func (iw *injectWriter) commit(data []byte, k int, element []byte, final bool) e
 	return nil
 }
 
-// Flush passes through once the head is out; while it is held there is nothing to flush.
+// Flush passes through once the head is out; while it is held there is nothing to flush. A
+// page held only for its length goes out at once: its handler wants what it wrote in the
+// browser now, and net/http would have sent it without a length too.
 func (iw *injectWriter) Flush() {
 	if iw.state == sniffing {
 		_ = iw.endSniff() // net/http types the body from what it has at a flush
+	}
+	if iw.state == holding && iw.found {
+		_ = iw.commit(iw.buf, iw.at, iw.element, false)
 	}
 	if iw.state == passing || iw.state == finished {
 		_ = http.NewResponseController(iw.w).Flush()
@@ -463,7 +498,10 @@ func (iw *injectWriter) finish() {
 	switch iw.state {
 	case holding:
 		// A held page is the whole body now.
-		k, element := iw.insertion(iw.buf, true)
+		k, element := iw.at, iw.element
+		if !iw.found {
+			k, element = iw.insertion(iw.buf, true)
+		}
 		_ = iw.commit(iw.buf, k, element, true)
 	case undecided:
 		// Not a page (a hijacked socket, above all, is left alone), unless a refetch owes the

@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -410,6 +411,133 @@ func TestInjectKeepsContentLengthRightOverTheWire(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInjectGivesAPageALengthWhereNetHTTPWould: net/http gives a response whose handler
+// declared no Content-Length one of its own when the handler wrote it whole within its
+// response buffer (2 KiB for HTTP/1.1, 4 KiB for HTTP/2); a longer one goes out chunked. The
+// injected page is longer than the page by the element (about 3 KB with the client's boot),
+// so a page that was short enough must not lose its length to the element: every page that
+// has a Content-Length without the middleware has one with it, and it is the injected page's.
+func TestInjectGivesAPageALengthWhereNetHTTPWould(t *testing.T) {
+	bootstrap := `<script type="application/json" id="` + wire.BootstrapID + `">` + defaultBootstrap + `</script>`
+	elements := []struct {
+		name    string
+		element []byte
+	}{
+		{"the bootstrap alone", []byte(bootstrap)},
+		{"the bootstrap and a 3 KB boot", []byte(bootstrap + "<script>" + strings.Repeat("/* the boot */", 3<<10/14) + "</script>")},
+	}
+	// Page sizes at each side of net/http's buffers, and of them less each element.
+	var sizes []int
+	for _, edge := range []int{2 << 10, 4 << 10} {
+		sizes = append(sizes, edge-1, edge, edge+1)
+		for _, e := range elements {
+			sizes = append(sizes, edge-len(e.element)-1, edge-len(e.element), edge-len(e.element)+1)
+		}
+	}
+	sizes = append(sizes, 100, 8<<10)
+	for _, proto := range []string{"HTTP/1.1", "HTTP/2.0"} {
+		for _, e := range elements {
+			ename, element := e.name, e.element
+			mw := inject.New(func() *inject.Page { return &inject.Page{Element: element, Hash: "h"} }, slog.New(&logs{}))
+			for _, size := range sizes {
+				if size <= 0 {
+					continue
+				}
+				for _, chunk := range []int{0, 500} {
+					name := fmt.Sprintf("%s, %s, a page of %d bytes written in chunks of %d", proto, ename, size, chunk)
+					t.Run(name, func(t *testing.T) {
+						page := "<!doctype html><head><title>t</title></head><body>"
+						page += strings.Repeat("x", size-len(page))
+						upstream := pagetest.HTML(page, chunk)
+						bare := fetchOver(t, proto, upstream)
+						injected := fetchOver(t, proto, mw.Wrap(upstream))
+						want := strings.Replace(page, "</head>", string(element)+"</head>", 1)
+						if injected.body != want {
+							t.Fatalf("the injected page is %d bytes, not the expected %d", len(injected.body), len(want))
+						}
+						if bare.length >= 0 && injected.length != int64(len(want)) {
+							t.Errorf("without the middleware the page has Content-Length %d; with it, Content-Length %d (transfer encoding %q), want %d",
+								bare.length, injected.length, injected.te, len(want))
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestInjectSendsAPageThatFlushesAtTheFlush: a handler that flushes its head before it has
+// the rest of the page wants the head in the browser now, as it would be without the
+// middleware: the page is not held back for its length.
+func TestInjectSendsAPageThatFlushesAtTheFlush(t *testing.T) {
+	p, _ := newPlugin(t, defaultBootstrap)
+	const head = "<!doctype html><head><title>t</title></head><body>"
+	release := make(chan struct{})
+	upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, head)
+		http.NewResponseController(w).Flush()
+		select {
+		case <-release:
+		case <-time.After(bound):
+		}
+		_, _ = io.WriteString(w, "the rest")
+	})
+	srv := httptest.NewServer(p.Inject(upstream))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	want := strings.Replace(head, "</head>", string(p.element())+"</head>", 1)
+	first := make([]byte, len(want))
+	start := time.Now()
+	if _, err := io.ReadFull(resp.Body, first); err != nil || string(first) != want {
+		t.Fatalf("the head = %q, %v; want %q", first, err, want)
+	}
+	if time.Since(start) > bound/2 {
+		t.Errorf("the flushed head waited for the rest of the page: it was held")
+	}
+	close(release)
+	if rest, _ := io.ReadAll(resp.Body); string(rest) != "the rest" {
+		t.Errorf("the rest = %q", rest)
+	}
+}
+
+// fetched is what a client read of a response: its body and its framing.
+type fetched struct {
+	body   string
+	length int64  // Content-Length, -1 when there was none
+	te     string // Transfer-Encoding
+}
+
+// fetchOver serves handler over a loopback server speaking proto and GETs it.
+func fetchOver(t *testing.T, proto string, handler http.Handler) fetched {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(handler)
+	if proto == "HTTP/2.0" {
+		srv.EnableHTTP2 = true
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.Proto != proto {
+		t.Fatalf("the response came over %s, not %s", resp.Proto, proto)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the body: %v", err)
+	}
+	return fetched{body: string(body), length: resp.ContentLength, te: strings.Join(resp.TransferEncoding, ",")}
 }
 
 func TestInjectDerivesETagsAndTranslatesRevalidation(t *testing.T) {

@@ -28,6 +28,11 @@ type Step struct {
 	// Ready sends a ready frame with HeartbeatMs (0: the scenario's heartbeat).
 	Ready       bool  `json:"ready,omitempty"`
 	HeartbeatMs int64 `json:"heartbeatMs,omitempty"`
+	// ExpiresMs, with Ready, says the session's credential expires that long from now: the
+	// ready frame carries it and a secret, and the host answers the page's renewals (POSTs
+	// with wire.RenewParam) as the auth rule says, 200 with the same ExpiresMs when it lets
+	// them in. The host never ends the session itself: a script does.
+	ExpiresMs int64 `json:"expiresMs,omitempty"`
 	// Serve answers sub and unsub from the stream logs, forwards published events and sends
 	// heartbeats, in the background, from this step on.
 	Serve bool `json:"serve,omitempty"`
@@ -110,6 +115,18 @@ type HostStats struct {
 	RefusalQueries []RefusalQuery `json:"refusalQueries"`
 	// Received is every frame the pages sent, in order of arrival.
 	Received []wire.PageFrame `json:"received"`
+	// Renewals lists the renewals the pages sent, in order of arrival.
+	Renewals []Renewal `json:"renewals"`
+}
+
+// Renewal is one renewal a page sent: what it carried, and the status it was answered.
+type Renewal struct {
+	Session string `json:"session"`
+	Secret  string `json:"secret"`
+	Token   string `json:"token"`
+	Cookie  string `json:"cookie"`
+	Origin  string `json:"origin"`
+	Status  int    `json:"status"`
 }
 
 // RefusalQuery is one request for the events endpoint that was no upgrade: what the page sent
@@ -122,7 +139,7 @@ type RefusalQuery struct {
 }
 
 // Field returns a counter by name: dials, accepted, live, held, refused, refusalQueries, received,
-// subs, unsubs.
+// renewals, subs, unsubs.
 func (h HostStats) Field(name string) int {
 	switch name {
 	case "dials":
@@ -139,6 +156,8 @@ func (h HostStats) Field(name string) int {
 		return len(h.RefusalQueries)
 	case "received":
 		return len(h.Received)
+	case "renewals":
+		return len(h.Renewals)
 	case "subs", "unsubs":
 		n := 0
 		for _, f := range h.Received {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -151,6 +152,7 @@ type host struct {
 	stats    HostStats
 	sessions map[*session]struct{}
 	release  chan struct{}
+	expires  map[string]int64 // the sessions whose ready frame said they expire, by name: ExpiresMs
 }
 
 // authRule is a host's Authenticate: status 0 lets everyone in.
@@ -222,6 +224,7 @@ func (sc *scenario) host(name string) *host {
 			def:      []Step{{Ready: true}, {Serve: true}},
 			sessions: make(map[*session]struct{}),
 			release:  make(chan struct{}),
+			expires:  make(map[string]int64),
 		}
 		sc.hosts[name] = h
 	}
@@ -407,6 +410,10 @@ func (sc *scenario) events(hname string, w http.ResponseWriter, r *http.Request)
 	sc.wg.Add(1)
 	defer sc.wg.Done()
 	if !wsheader.IsUpgrade(r.Header) {
+		if r.URL.Query().Has(wire.RenewParam) {
+			sc.renewal(hname, w, r)
+			return
+		}
 		sc.refusalQuery(hname, w, r)
 		return
 	}
@@ -533,6 +540,38 @@ func (sc *scenario) refusalQuery(hname string, w http.ResponseWriter, r *http.Re
 	writeRefusal(w, status, body)
 }
 
+// renewal answers a page's renewal (access.go in gateway/wire) as the host's auth rule says:
+// a session's secret is its name's (secretOf), and the answer's expiry the one its ready frame
+// said.
+func (sc *scenario) renewal(hname string, w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(io.LimitReader(r.Body, wire.MaxRenewal))
+	rn, err := wire.DecodeRenewal(b)
+	sc.mu.Lock()
+	h := sc.host(hname)
+	status, body := http.StatusOK, wire.Renewed{ExpiresMs: h.expires[rn.Session]}.Encode()
+	switch {
+	case err != nil:
+		status, body = http.StatusBadRequest, wire.Refusal{Error: wire.RefusalRenewal, Reason: err.Error()}.Encode()
+	case rn.Secret != secretOf(rn.Session) || h.expires[rn.Session] == 0:
+		status, body = http.StatusNotFound, wire.Refusal{Error: wire.RefusalSession}.Encode()
+	case h.auth.refuses(r):
+		status, body = h.auth.status, h.auth.refusal()
+	}
+	h.stats.Renewals = append(h.stats.Renewals, Renewal{Session: rn.Session, Secret: rn.Secret, Token: rn.Token,
+		Cookie: r.Header.Get("Cookie"), Origin: r.Header.Get("Origin"), Status: status})
+	noCORS := h.auth.noCORS
+	sc.touch()
+	sc.mu.Unlock()
+	if origin := r.Header.Get("Origin"); origin != "" && !noCORS {
+		w.Header().Set("Access-Control-Allow-Origin", origin)
+		w.Header().Set("Access-Control-Allow-Credentials", "true")
+	}
+	writeRefusal(w, status, body)
+}
+
+// secretOf is the secret of the session named name.
+func secretOf(name string) string { return "secret-of-" + name }
+
 func writeRefusal(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
@@ -598,7 +637,14 @@ func (sess *session) steps(steps []Step) {
 			if st.HeartbeatMs > 0 {
 				hb = time.Duration(st.HeartbeatMs) * time.Millisecond
 			}
-			b, _ := wire.HostFrame{T: wire.TypeReady, Session: fmt.Sprintf("%s-%p", sess.h.name, sess), HeartbeatMs: hb.Milliseconds()}.Encode()
+			rf := wire.HostFrame{T: wire.TypeReady, Session: fmt.Sprintf("%s-%p", sess.h.name, sess), HeartbeatMs: hb.Milliseconds()}
+			if st.ExpiresMs > 0 {
+				rf.ExpiresMs, rf.Secret = st.ExpiresMs, secretOf(rf.Session)
+				sess.sc.mu.Lock()
+				sess.h.expires[rf.Session] = st.ExpiresMs
+				sess.sc.mu.Unlock()
+			}
+			b, _ := rf.Encode()
 			sess.mu.Lock()
 			sess.ready, sess.hb = true, hb
 			sess.mu.Unlock()

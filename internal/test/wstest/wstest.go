@@ -17,6 +17,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"sync"
+	"syscall"
 )
 
 // Client returns an http.Client whose every request h serves in memory, on a goroutine of
@@ -109,3 +111,62 @@ func (w *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	w.upgraded <- client
 	return server, bufio.NewReadWriter(bufio.NewReader(server), bufio.NewWriter(server)), nil
 }
+
+// Listener is a net.Listener whose connections are in memory (net.Pipe), for a real
+// http.Server in a synctest bubble: Serve it, and reach it with [Listener.Client] or
+// [Listener.Dial]. Unlike [Client], every request goes through the server, so what the
+// server itself does (its Shutdown above all) is what a test sees.
+type Listener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+// NewListener returns a Listener that accepts until it is closed.
+func NewListener() *Listener {
+	return &Listener{conns: make(chan net.Conn), closed: make(chan struct{})}
+}
+
+// Accept waits for the next Dial, or for Close.
+func (l *Listener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops accepting; connections already accepted live on. It is idempotent.
+func (l *Listener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return nil
+}
+
+// Addr is the listener's pseudo-address.
+func (l *Listener) Addr() net.Addr { return pipeAddr{} }
+
+// Dial connects to the listener, as an http.Transport's DialContext: it fails with
+// syscall.ECONNREFUSED once the listener is closed, as a closed port refuses a TCP dial.
+func (l *Listener) Dial(ctx context.Context, _, _ string) (net.Conn, error) {
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.closed:
+		return nil, &net.OpError{Op: "dial", Net: "pipe", Err: syscall.ECONNREFUSED}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Client returns an http.Client whose every connection is a Dial of the listener. Close its
+// idle connections (CloseIdleConnections) before the bubble ends.
+func (l *Listener) Client() *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: l.Dial}}
+}
+
+type pipeAddr struct{}
+
+func (pipeAddr) Network() string { return "pipe" }
+func (pipeAddr) String() string  { return "pipe" }

@@ -39,10 +39,8 @@ func callHost(t *testing.T) (*host, *atomic.Int32, chan struct{}) {
 func TestTwoTabsCallingAtOnceAreNeverMixedUp(t *testing.T) {
 	x, runs, _ := callHost(t)
 	h := newHub(t)
-	a, b := newClient(), newClient()
-	ca, cb := h.Attach(a), h.Attach(b)
-	ca.Handle(hello(x))
-	cb.Handle(hello(x))
+	a, ca := helloTab(h, x)
+	b, cb := helloTab(h, x)
 	// The same ids in both tabs, at once: each tab gets its own replies.
 	for id := 1; id <= 20; id++ {
 		ca.Handle(hub.In{T: hub.MsgCall, ID: id, Name: "who", Data: fmt.Sprintf(`"a%d"`, id)})
@@ -73,10 +71,7 @@ func TestTwoTabsCallingAtOnceAreNeverMixedUp(t *testing.T) {
 func TestATabThatLeavesWithdrawsItsUnsentCallsAndItsSentOnesStillRun(t *testing.T) {
 	x, runs, release := callHost(t)
 	h := newHub(t)
-	a := newClient()
-	ca := h.Attach(a)
-	ca.Handle(hello(x))
-	a.wait(t, "connected", func(c *tab) bool { return c.state() == "connected" })
+	a, ca := connectedTab(t, h, x)
 	ca.Handle(hub.In{T: hub.MsgCall, ID: 1, Name: "hold"})
 	a.wait(t, "the held call sent", func(c *tab) bool { return c.sent[1] != "" })
 	waitUntil(t, "the held call running on the Host", func() bool { return runs.Load() == 1 })
@@ -138,10 +133,7 @@ func TestATabsCallsReachTheHostInTheOrderItMadeThem(t *testing.T) {
 		return c.Data, nil
 	})
 	h := newHub(t)
-	a := newClient()
-	ca := h.Attach(a)
-	ca.Handle(hello(x))
-	a.wait(t, "connected", func(c *tab) bool { return c.state() == "connected" })
+	a, ca := connectedTab(t, h, x)
 	// Made at once, as a page's calls in one turn of its event loop arrive: one after another.
 	const n = 50
 	for id := 1; id <= n; id++ {

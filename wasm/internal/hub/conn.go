@@ -2,13 +2,13 @@ package hub
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/lifeline-go/lifeline/gateway"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 )
 
 // In is one message from a tab. T says which; the other fields are its arguments.
@@ -30,6 +30,13 @@ type In struct {
 	// Carrier, in a hello, is the carrier the page remembers its network needs
 	// (wire.CarrierStream or CarrierPoll: it did not carry a WebSocket lately), "" for none.
 	Carrier string
+	// Presence, in a subscribe, makes it a presence subscription: who is on the stream, and
+	// no events.
+	Presence bool
+	// On, in a renewer message, says whether the page's code set a renewer; Token and
+	// Failure answer the hub's question ID for a token (access.go).
+	On             bool
+	Token, Failure string
 }
 
 // Msg is the type of a tab's message: the tab's "t" (web/lifeline.js), with the fields of
@@ -41,12 +48,14 @@ const (
 	MsgHello       Msg = "hello"       // Bootstrap, Options, Href, Online, Carrier: the first message
 	MsgCommand     Msg = "command"     // Command
 	MsgOnline      Msg = "online"      // Online: what the browser says of its network
-	MsgSubscribe   Msg = "subscribe"   // ID, Stream
+	MsgSubscribe   Msg = "subscribe"   // ID, Stream, Presence
 	MsgUnsubscribe Msg = "unsubscribe" // ID
 	MsgLife        Msg = "life"        // Event
 	MsgCall        Msg = "call"        // ID, Name, Data, Key, TimeoutMs, Epoch
 	MsgCancel      Msg = "cancel"      // ID: the tab gave up on that call (its timer)
 	MsgPing        Msg = "ping"        // still here (the glue drops ports that stay silent)
+	MsgRenewer     Msg = "renewer"     // On: the page's code set (or removed) a renewer (access.go)
+	MsgToken       Msg = "token"       // ID, Token or Failure: the page's answer to Renewer.Renew
 	MsgBye         Msg = "bye"         // the tab leaves
 )
 
@@ -185,7 +194,7 @@ func (conn *Conn) act(m In) bool {
 	case MsgLife:
 		h.life(m.Event)
 	case MsgSubscribe:
-		conn.subscribe(m.ID, m.Stream)
+		conn.subscribe(m.ID, m.Stream, m.Presence)
 	case MsgUnsubscribe:
 		conn.mu.Lock()
 		mem := conn.subs[m.ID]
@@ -210,6 +219,10 @@ func (conn *Conn) act(m In) bool {
 			cancel()
 		}
 	case MsgPing:
+	case MsgRenewer:
+		h.setRenewer(conn, m.On)
+	case MsgToken:
+		h.tokenAnswered(m.ID, m.Token, m.Failure)
 	case MsgBye:
 		conn.leave()
 		return false
@@ -246,7 +259,7 @@ func (conn *Conn) call(m In) {
 	conn.mu.Unlock()
 	if dup {
 		conn.h.log.Warn("hub: a tab reused the id of a call in flight; refused", "id", id)
-		err := &gateway.CallError{Kind: gateway.CallInvalid, Message: fmt.Sprintf("call id %d is in flight already", id)}
+		err := &gateway.CallError{Kind: gateway.CallInvalid, Message: tinyfmt.Sprintf("call id %d is in flight already", id)}
 		conn.send(func(t Tab) { t.Replied(id, nil, err) })
 		return
 	}
@@ -278,8 +291,8 @@ func (conn *Conn) call(m In) {
 	})
 }
 
-func (conn *Conn) subscribe(id int, stream string) {
-	mem := &member{conn: conn, id: id}
+func (conn *Conn) subscribe(id int, stream string, presence bool) {
+	mem := &member{conn: conn, id: id, presence: presence}
 	conn.mu.Lock()
 	_, dup := conn.subs[id]
 	if !dup {
@@ -292,7 +305,7 @@ func (conn *Conn) subscribe(id int, stream string) {
 	}
 	if err := wire.CheckStream(stream); err != nil {
 		conn.forget(mem)
-		conn.send(func(c Tab) { c.Ended(id, fmt.Errorf("hub: subscribe: %w", err)) })
+		conn.send(func(c Tab) { c.Ended(id, tinyfmt.Errorf("hub: subscribe: %w", err)) })
 		return
 	}
 	mem.stream = stream
@@ -335,5 +348,6 @@ func (conn *Conn) leave() {
 			m.s.leave(m)
 		}
 	}
+	conn.h.setRenewer(conn, false)
 	conn.h.detach(conn)
 }

@@ -14,6 +14,10 @@
 //     one subscription on the wire, and a subscriber that joins late is given the last
 //     baseline and the events since (a placeable start), or, past maxReplay events, a fresh
 //     baseline from the Host;
+//   - for each presence subscription, who is on the stream: the members as they are, then
+//     each change. The hub's one session is the browser's one membership of the stream
+//     (tabs are sessions of no one: the Host counts the hub's), so a tab that closes while
+//     another follows the stream makes no member leave;
 //   - the end of a subscription that the Host denied or that the gateway closed.
 //
 // A tab's unsubscribe or detach never ends another tab's subscription.
@@ -22,13 +26,13 @@ package hub
 import (
 	"cmp"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
 	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 	"github.com/lifeline-go/lifeline/wasm/internal/page"
 )
 
@@ -73,6 +77,10 @@ type Tab interface {
 	Sent(id int, epoch string)
 	// Replied reports how the call id ended: the Host's reply, or a *gateway.CallError.
 	Replied(id int, reply wire.RawJSON, err error)
+	// Presence reports who is on the stream of the presence subscription id: first, the
+	// members as they are (p.Joined lists them all); after it, what changed (p.Members is
+	// the whole list every time).
+	Presence(id int, p gateway.Presence, first bool)
 }
 
 // Status is what a page shows of the shared connection.
@@ -109,6 +117,7 @@ type Hub struct {
 	online  bool
 	closed  bool
 	idle    *time.Timer // running while no tab is attached (with Options.OnIdle)
+	renew   renewers    // the tabs that hand over tokens for renewals (access.go)
 }
 
 // New returns a hub with no tabs. It connects once a tab says Hello.
@@ -217,6 +226,7 @@ func (h *Hub) build(in In) {
 	gw, err := gateway.New(pc.URL, &gateway.Options{
 		Logger: h.log, CallTimeout: pc.CallTimeout, Mode: h.opts.Mode, Carrier: start, OnCarrier: h.carried,
 		FallbackAfter: h.opts.FallbackAfter, UpgradeAfter: cmp.Or(pc.UpgradeAfter, h.opts.UpgradeAfter),
+		RenewToken: h.renewToken,
 	})
 	if err != nil {
 		h.misconfigured(err)
@@ -255,6 +265,7 @@ func (h *Hub) misconfigured(err error) {
 	h.log.Error("lifeline: connection settings are invalid", "err", err)
 	h.bad = err
 	h.last = &Status{Misconfigured: err}
+	gateway.DropEarly() // the socket the loader opened must not hold a session at the Host
 }
 
 // publish sends a status to every tab that said Hello. It runs on the controller's
@@ -320,8 +331,8 @@ func (h *Hub) command(cmd Command) error {
 	case CommandStart:
 		ctl.Start()
 	default:
-		return fmt.Errorf("hub: unknown command %q (known: %s, %s, %s)",
-			wire.Truncate(string(cmd)), CommandReconnect, CommandStop, CommandStart)
+		return tinyfmt.Errorf("hub: unknown command %q (known: %s, %s, %s)",
+			wire.Truncate(string(cmd)), string(CommandReconnect), string(CommandStop), string(CommandStart))
 	}
 	return nil
 }
@@ -395,7 +406,9 @@ type stream struct {
 	members  map[*member]struct{}
 	base     *gateway.Delivery // the last baseline delivered
 	since    []gateway.Delivery
-	overflow bool // more than maxReplay events since base: a late joiner needs a fresh one
+	overflow bool              // more than maxReplay events since base: a late joiner needs a fresh one
+	watching bool              // the wire subscription follows presence (once asked, for its life)
+	pres     *gateway.Presence // the last presence reported; nil before the first
 }
 
 // member is one tab subscription.
@@ -405,6 +418,9 @@ type member struct {
 	stream  string
 	s       *stream
 	started bool // it has had its baseline: events go to it
+	// presence: a presence subscription, told who is on the stream and given no events;
+	// told: it has had its first report.
+	presence, told bool
 }
 
 // join adds m to the stream of name, subscribing it on the wire if it is the first.
@@ -425,10 +441,31 @@ func (h *Hub) join(m *member, name string) {
 	if st == nil {
 		st = &stream{h: h, name: name, members: map[*member]struct{}{}}
 		h.streams[name] = st
-		st.sub = gw.Subscribe(name, st.deliver)
+		var o gateway.SubscribeOptions
+		if m.presence {
+			st.watching = true
+			o.Presence = st.presence
+		}
+		st.sub = gw.SubscribeWith(name, st.deliver, o)
 		go st.watch()
 	}
 	st.add(m) // under h.mu: a member never joins a stream its last member is leaving
+}
+
+// presence is the gateway's presence callback of the wire subscription: it runs one report at
+// a time, each relative to the one before, which every presence member had (or was given
+// whole when it joined).
+func (st *stream) presence(p gateway.Presence) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.pres = &p
+	for m := range st.members {
+		if m.presence {
+			first := !m.told
+			m.told = true
+			m.conn.send(func(c Tab) { c.Presence(m.id, p, first) })
+		}
+	}
 }
 
 func (st *stream) add(m *member) {
@@ -436,6 +473,21 @@ func (st *stream) add(m *member) {
 	defer st.mu.Unlock()
 	m.s = st
 	st.members[m] = struct{}{}
+	if m.presence {
+		switch {
+		case !st.watching:
+			// The first presence member of a stream followed for its events only: the wire
+			// subscription asks for presence from now on (subscribing again from its cursor).
+			st.watching = true
+			st.sub.WatchPresence(st.presence)
+		case st.pres != nil:
+			p := *st.pres
+			p.Joined, p.Updated, p.Left = p.Members, nil, nil
+			m.told = true
+			m.conn.send(func(c Tab) { c.Presence(m.id, p, true) })
+		}
+		return // no events
+	}
 	switch {
 	case st.base == nil:
 		// The wire subscription has not delivered its first baseline yet: m gets it then.
@@ -477,6 +529,9 @@ func (st *stream) deliver(d gateway.Delivery) {
 	if d.Reset {
 		st.base, st.since, st.overflow = &d, nil, false
 		for m := range st.members {
+			if m.presence {
+				continue
+			}
 			m.started = true
 			m.conn.send(func(c Tab) { c.Deliver(m.id, d) })
 		}

@@ -66,7 +66,14 @@ type tab struct {
 	ended    map[int]error
 	sent     map[int]string // call id → the epoch it was sent under
 	replies  map[int]reply
+	presence map[int][]presenceReport
 	changed  chan struct{}
+}
+
+// presenceReport is one Presence a tab was told.
+type presenceReport struct {
+	p     gateway.Presence
+	first bool
 }
 
 // reply is how a tab's call ended.
@@ -76,7 +83,7 @@ type reply struct {
 }
 
 func newClient() *tab {
-	return &tab{got: map[int][]gateway.Delivery{}, ended: map[int]error{}, sent: map[int]string{}, replies: map[int]reply{}, changed: make(chan struct{}, 1)}
+	return &tab{got: map[int][]gateway.Delivery{}, ended: map[int]error{}, sent: map[int]string{}, replies: map[int]reply{}, presence: map[int][]presenceReport{}, changed: make(chan struct{}, 1)}
 }
 
 func (c *tab) Sent(id int, epoch string) { c.do(func() { c.sent[id] = epoch }) }
@@ -89,6 +96,9 @@ func (c *tab) Deliver(id int, d gateway.Delivery) {
 	c.do(func() { c.got[id] = append(c.got[id], d) })
 }
 func (c *tab) Ended(id int, err error) { c.do(func() { c.ended[id] = err }) }
+func (c *tab) Presence(id int, p gateway.Presence, first bool) {
+	c.do(func() { c.presence[id] = append(c.presence[id], presenceReport{p, first}) })
+}
 
 func (c *tab) do(f func()) {
 	c.mu.Lock()
@@ -180,6 +190,30 @@ func newHub(t *testing.T) *hub.Hub {
 	return h
 }
 
+// helloTab attaches a new tab to h that has said hello to x.
+func helloTab(h *hub.Hub, x *host) (*tab, *hub.Conn) {
+	c := newClient()
+	conn := h.Attach(c)
+	conn.Handle(hello(x))
+	return c, conn
+}
+
+// connectedTab is helloTab, once the tab is told it is connected.
+func connectedTab(t *testing.T, h *hub.Hub, x *host) (*tab, *hub.Conn) {
+	t.Helper()
+	c, conn := helloTab(h, x)
+	c.wait(t, "connected", func(c *tab) bool { return c.state() == "connected" })
+	return c, conn
+}
+
+// subscribed subscribes the tab c (through conn) to stream as id, and waits for the
+// subscription's baseline.
+func subscribed(t *testing.T, c *tab, conn *hub.Conn, id int, stream string) {
+	t.Helper()
+	conn.Handle(hub.In{T: hub.MsgSubscribe, ID: id, Stream: stream})
+	c.wait(t, fmt.Sprintf("the baseline of subscription %d to %s", id, stream), func(c *tab) bool { return len(c.got[id]) == 1 })
+}
+
 func TestTabsShareOneSessionAndOneSubscription(t *testing.T) {
 	x := newHost(t)
 	h := newHub(t)
@@ -216,12 +250,9 @@ func TestTabsShareOneSessionAndOneSubscription(t *testing.T) {
 func TestALateSubscriberStartsFromABaselineWithoutDisturbingTheOthers(t *testing.T) {
 	x := newHost(t)
 	h := newHub(t)
-	a, b := newClient(), newClient()
-	ca, cb := h.Attach(a), h.Attach(b)
-	ca.Handle(hello(x))
-	cb.Handle(hello(x))
-	ca.Handle(hub.In{T: hub.MsgSubscribe, ID: 1, Stream: "s"})
-	a.wait(t, "a's baseline", func(c *tab) bool { return len(c.got[1]) == 1 })
+	a, ca := helloTab(h, x)
+	b, cb := helloTab(h, x)
+	subscribed(t, a, ca, 1, "s")
 	x.publish(t, "s", 30)
 	a.wait(t, "30 events", func(c *tab) bool { return len(c.got[1]) == 31 })
 	cb.Handle(hub.In{T: hub.MsgSubscribe, ID: 2, Stream: "s"})
@@ -239,12 +270,9 @@ func TestALateSubscriberStartsFromABaselineWithoutDisturbingTheOthers(t *testing
 func TestALateSubscriberPastTheReplayGetsAFreshBaselineForEveryone(t *testing.T) {
 	x := newHost(t)
 	h := newHub(t)
-	a, b := newClient(), newClient()
-	ca, cb := h.Attach(a), h.Attach(b)
-	ca.Handle(hello(x))
-	cb.Handle(hello(x))
-	ca.Handle(hub.In{T: hub.MsgSubscribe, ID: 1, Stream: "s"})
-	a.wait(t, "a's baseline", func(c *tab) bool { return len(c.got[1]) == 1 })
+	a, ca := helloTab(h, x)
+	b, cb := helloTab(h, x)
+	subscribed(t, a, ca, 1, "s")
 	// In batches a page keeps up with: a burst beyond the Host's send queue would shed the
 	// session (it comes back by cursor), which is another test.
 	for sent := 0; sent < hub.MaxReplay+10; sent += 100 {
@@ -278,10 +306,8 @@ func countResets(ds []gateway.Delivery) int {
 func TestOneTabLeavingNeverEndsAnothersSubscription(t *testing.T) {
 	x := newHost(t)
 	h := newHub(t)
-	a, b := newClient(), newClient()
-	ca, cb := h.Attach(a), h.Attach(b)
-	ca.Handle(hello(x))
-	cb.Handle(hello(x))
+	a, ca := helloTab(h, x)
+	b, cb := helloTab(h, x)
 	ca.Handle(hub.In{T: hub.MsgSubscribe, ID: 1, Stream: "s"})
 	cb.Handle(hub.In{T: hub.MsgSubscribe, ID: 1, Stream: "s"}) // ids are per tab
 	a.wait(t, "a's baseline", func(c *tab) bool { return len(c.got[1]) == 1 })
@@ -303,8 +329,7 @@ func TestOneTabLeavingNeverEndsAnothersSubscription(t *testing.T) {
 	}
 	// The last subscriber leaving ends the subscription on the wire: a new one starts fresh.
 	cb.Handle(hub.In{T: hub.MsgUnsubscribe, ID: 1})
-	cb.Handle(hub.In{T: hub.MsgSubscribe, ID: 2, Stream: "s"})
-	b.wait(t, "b's new baseline", func(c *tab) bool { return len(c.got[2]) == 1 })
+	subscribed(t, b, cb, 2, "s")
 	if d := b.deliveries(2)[0]; !d.Reset || d.Seq != 6 {
 		t.Fatalf("new subscription started with %v, want a fresh baseline at 6", summary([]gateway.Delivery{d}))
 	}
@@ -313,10 +338,8 @@ func TestOneTabLeavingNeverEndsAnothersSubscription(t *testing.T) {
 func TestCommandsOfAnyTabActOnTheSharedConnection(t *testing.T) {
 	x := newHost(t)
 	h := newHub(t)
-	a, b := newClient(), newClient()
-	ca, cb := h.Attach(a), h.Attach(b)
-	ca.Handle(hello(x))
-	cb.Handle(hello(x))
+	a, ca := helloTab(h, x)
+	b, cb := helloTab(h, x)
 	a.wait(t, "connected", func(c *tab) bool { return c.state() == "connected" })
 	accepted := x.h.Stats().Accepted
 	cb.Handle(hub.In{T: hub.MsgCommand, Command: hub.CommandReconnect})
@@ -360,9 +383,7 @@ func TestAMisconfiguredBootstrapConnectsNothingAndSaysWhy(t *testing.T) {
 func TestABadStreamNameEndsThatSubscriptionOnly(t *testing.T) {
 	x := newHost(t)
 	h := newHub(t)
-	a := newClient()
-	ca := h.Attach(a)
-	ca.Handle(hello(x))
+	a, ca := helloTab(h, x)
 	ca.Handle(hub.In{T: hub.MsgSubscribe, ID: 1, Stream: ""})
 	ca.Handle(hub.In{T: hub.MsgSubscribe, ID: 2, Stream: "ok"})
 	a.wait(t, "the bad one ended, the good one started", func(c *tab) bool { return c.ended[1] != nil && len(c.got[2]) == 1 })
@@ -371,11 +392,8 @@ func TestABadStreamNameEndsThatSubscriptionOnly(t *testing.T) {
 func TestCloseEndsEverySubscription(t *testing.T) {
 	x := newHost(t)
 	h := hub.New(&hub.Options{Logger: quiet})
-	a := newClient()
-	ca := h.Attach(a)
-	ca.Handle(hello(x))
-	ca.Handle(hub.In{T: hub.MsgSubscribe, ID: 1, Stream: "s"})
-	a.wait(t, "the baseline", func(c *tab) bool { return len(c.got[1]) == 1 })
+	a, ca := helloTab(h, x)
+	subscribed(t, a, ca, 1, "s")
 	cause := errors.New("test: worker closing")
 	h.Close(cause)
 	<-ca.Done()
@@ -408,10 +426,7 @@ func TestSubscriptionsMadeBeforeHelloStartOnceTheHubIsBuilt(t *testing.T) {
 func TestAPageThatWokeUpProbesTheLink(t *testing.T) {
 	x := newHost(t)
 	h := newHub(t)
-	a := newClient()
-	ca := h.Attach(a)
-	ca.Handle(hello(x))
-	a.wait(t, "connected", func(c *tab) bool { return c.state() == "connected" })
+	a, ca := connectedTab(t, h, x)
 	// Every event after which the link may be gone probes it; a live link answers, and
 	// nothing changes.
 	for _, ev := range []hub.Event{hub.EventVisible, hub.EventResume, hub.EventPageShow, hub.EventLate, hub.EventNetwork, hub.EventHidden, hub.EventFreeze, "bogus"} {
@@ -468,9 +483,7 @@ func TestADeniedSubscriptionEndsWithTheHostsReasonAndTheOthersCarryOn(t *testing
 		return nil
 	}})
 	h := newHub(t)
-	a := newClient()
-	ca := h.Attach(a)
-	ca.Handle(hello(x))
+	a, ca := helloTab(h, x)
 	ca.Handle(hub.In{T: hub.MsgSubscribe, ID: 1, Stream: "user.bob"})
 	ca.Handle(hub.In{T: hub.MsgSubscribe, ID: 2, Stream: "ticks"})
 	a.wait(t, "the denial and the other's baseline", func(c *tab) bool { return c.ended[1] != nil && len(c.got[2]) == 1 })

@@ -9,14 +9,15 @@ package page
 
 import (
 	"bytes"
-	"fmt"
-	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/configdoc"
+	"github.com/lifeline-go/lifeline/internal/strictjson"
+	"github.com/lifeline-go/lifeline/internal/tinyfmt"
+	"github.com/lifeline-go/lifeline/internal/weburl"
 )
 
 // Config is what a page's connection is built from.
@@ -46,6 +47,17 @@ type options struct {
 	Mode string `json:"mode,omitempty"`
 	// UpgradeAfterMs is how soon a page on the HTTP carrier first tries a WebSocket again.
 	UpgradeAfterMs *float64 `json:"upgradeAfterMs,omitempty"`
+}
+
+// JSONFields lists the members the options may have, by their json tags (the tests hold it
+// to them).
+func (o *options) JSONFields() []strictjson.Field {
+	return []strictjson.Field{
+		{Name: "recovery", Ptr: (*[]byte)(&o.Recovery)},
+		{Name: "endpoint", Ptr: &o.Endpoint},
+		{Name: "mode", Ptr: &o.Mode},
+		{Name: "upgradeAfterMs", Ptr: &o.UpgradeAfterMs},
+	}
 }
 
 // Bounds of upgradeAfterMs: not a storm, not forever.
@@ -87,7 +99,7 @@ func Resolve(bootstrap, opts []byte, pageURL string) (Config, error) {
 		}
 		if u := o.UpgradeAfterMs; u != nil && (*u != float64(int64(*u)) || *u < minUpgradeAfterMs || *u > maxUpgradeAfterMs) {
 			doc.Refuse(controller.FieldError{
-				Path: optionsPath + ".upgradeAfterMs", Rule: fmt.Sprintf("must be an integer in %d..%d", minUpgradeAfterMs, maxUpgradeAfterMs),
+				Path: optionsPath + ".upgradeAfterMs", Rule: tinyfmt.Sprintf("must be an integer in %d..%d", minUpgradeAfterMs, maxUpgradeAfterMs),
 				Value: strconv.FormatFloat(*u, 'f', -1, 64),
 			})
 		}
@@ -99,7 +111,7 @@ func Resolve(bootstrap, opts []byte, pageURL string) (Config, error) {
 	cfg, err := controller.Resolve(rec)
 	doc.Check(err)
 	if b.CallTimeoutMs < 0 || b.CallTimeoutMs > wire.MaxCallTimeoutMs {
-		doc.Refuse(controller.FieldError{Path: "callTimeoutMs", Rule: fmt.Sprintf("must be an integer in 1..%d", wire.MaxCallTimeoutMs), Value: strconv.FormatInt(b.CallTimeoutMs, 10)})
+		doc.Refuse(controller.FieldError{Path: "callTimeoutMs", Rule: tinyfmt.Sprintf("must be an integer in 1..%d", wire.MaxCallTimeoutMs), Value: strconv.FormatInt(b.CallTimeoutMs, 10)})
 	}
 	endpoint, at := b.Endpoint, "endpoint"
 	if o.Endpoint != "" {
@@ -108,16 +120,16 @@ func Resolve(bootstrap, opts []byte, pageURL string) (Config, error) {
 	if endpoint == "" {
 		endpoint = wire.DefaultPath
 	}
-	ref, err := url.Parse(endpoint)
+	ref, err := weburl.Parse(endpoint)
 	if err != nil {
 		doc.Refuse(controller.FieldError{Path: at, Rule: "must be a path or a URL", Value: strconv.Quote(wire.Truncate(endpoint))})
 	}
 	if err := doc.Err(); err != nil {
 		return Config{}, err
 	}
-	base, err := url.Parse(pageURL)
+	base, err := weburl.Parse(pageURL)
 	if err != nil {
-		return Config{}, fmt.Errorf("page: the page's URL %q: %v", pageURL, err)
+		return Config{}, tinyfmt.Errorf("page: the page's URL %q: %v", pageURL, err)
 	}
 	c := Config{Recovery: cfg, URL: base.ResolveReference(ref).String(), CallTimeout: time.Duration(b.CallTimeoutMs) * time.Millisecond}
 	if o.UpgradeAfterMs != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/gateway"
+	"github.com/lifeline-go/lifeline/internal/test/fieldtest"
 	"github.com/lifeline-go/lifeline/wasm/internal/page"
 )
 
@@ -87,4 +88,8 @@ func TestResolvePage(t *testing.T) {
 			t.Errorf("%s: got %s deadline %v, want %s deadline %v", tt.name, dial, pc.Recovery.Deadline(), tt.wantURL, tt.wantDL)
 		}
 	}
+}
+
+func TestTheOptionsListTheirFieldsByTheirTags(t *testing.T) {
+	fieldtest.Check(t, page.NewOptions())
 }

@@ -1,0 +1,24 @@
+// The engines the end-to-end scenarios run in, each behind one interface:
+//
+//   engine.name, engine.can ({initScripts, offline: 'browser' | 'events'})
+//   engine.launch(), engine.newSession() → session, engine.close()
+//   session.newTab() → tab, session.setOffline(bool) (offline 'browser' only), session.close()
+//   tab.addInitScript(fn, arg)   run fn(arg) before the page's own scripts, on every later load
+//   tab.goto(url), tab.reload(), tab.back(), tab.close()
+//   tab.evaluate(fn, arg)        fn(arg) in the page, its value (a Promise awaited)
+//   tab.click(selector), tab.console() → [{type, text}], tab.screenshot(path)
+//
+// chromium: Debian's chromium through Playwright; firefox: firefox-esr through puppeteer-core
+// over WebDriver BiDi; webkit: WebKitGTK's MiniBrowser through WebKitWebDriver under Xvfb.
+const engines = {
+  chromium: () => new (require('./chromium').Engine)(),
+  firefox: () => new (require('./firefox').Engine)(),
+  webkit: () => new (require('./webkit').Engine)(),
+};
+
+function engineFor(name) {
+  if (!engines[name]) throw new Error(`no engine ${name} (engines: ${Object.keys(engines).join(', ')})`);
+  return engines[name]();
+}
+
+module.exports = { engineFor, names: Object.keys(engines) };

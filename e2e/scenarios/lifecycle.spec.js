@@ -1,0 +1,71 @@
+// The page's lifecycle in every engine: back-forward navigation (pagehide/pageshow, the
+// back-forward cache where the engine keeps the page), visibility hidden and visible, and
+// leaving the page (reload, navigation away) without a false alarm on the console.
+//
+// No driver here hides a page for real: headless Chromium keeps every page visible, and
+// WebKitGTK's WebDriver has no such command. The page's code is told as the browser would tell
+// it: document.visibilityState and its event, emulated. Freezing a page (the debugger, over
+// DevTools) is Chromium's alone: tests/lifecycle.spec.js.
+const { test, expect, mode } = require('./fixtures');
+const { waitState, recordStates, states, lifelineErrors } = require('./page');
+
+test('back-forward navigation: connected again within 1 s of going back', async ({ browse, hosts }) => {
+  const host = await hosts.start({});
+  const tab = await browse.tab();
+  await tab.goto(host.url('/'));
+  await waitState(tab, 'connected');
+  await tab.addInitScript(() => {
+    window.addEventListener('pageshow', (e) => sessionStorage.setItem('__persisted', String(e.persisted)));
+  });
+  await tab.goto(host.url('/settings.js'));
+  const t0 = Date.now();
+  await tab.back();
+  await waitState(tab, 'connected', 3000);
+  const took = Date.now() - t0;
+  const persisted = await tab.evaluate(() => sessionStorage.getItem('__persisted'));
+  console.log(`[${browse.engine.name} ${mode || 'default'}] connected ${took} ms after going back (pageshow persisted: ${persisted})`);
+  expect(took).toBeLessThan(1000);
+});
+
+async function setVisible(tab, visible) {
+  await tab.evaluate((v) => {
+    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (v ? 'visible' : 'hidden') });
+    Object.defineProperty(document, 'hidden', { configurable: true, get: () => !v });
+    document.dispatchEvent(new Event('visibilitychange'));
+  }, visible);
+}
+
+test('hidden and visible, online, pageshow and resume probe a healthy link and change nothing visible', async ({ browse, hosts }) => {
+  const host = await hosts.start({});
+  const tab = await browse.tab();
+  await recordStates(tab);
+  await tab.goto(host.url('/'));
+  await waitState(tab, 'connected');
+  const before = await host.health();
+  for (let i = 0; i < 3; i++) {
+    await setVisible(tab, false);
+    await setVisible(tab, true);
+    await tab.evaluate(() => {
+      window.dispatchEvent(new Event('online'));
+      window.dispatchEvent(new PageTransitionEvent('pageshow', { persisted: false }));
+      document.dispatchEvent(new Event('resume'));
+    });
+  }
+  await new Promise((r) => setTimeout(r, 3000)); // past every probe's 2 s bound
+  const after = await host.health();
+  expect(after.accepted).toBe(before.accepted); // no reconnect
+  expect(await states(tab)).toEqual(['connecting', 'connected']); // no flicker
+});
+
+test('a reload and a navigation away log no console error', async ({ browse, hosts }) => {
+  const host = await hosts.start({});
+  const tab = await browse.tab();
+  await tab.goto(host.url('/'));
+  await waitState(tab, 'connected');
+  await tab.reload();
+  await waitState(tab, 'connected');
+  await tab.goto(host.url('/settings.js')); // same origin: a recorder that keeps the console in storage still sees it
+  await tab.back();
+  await waitState(tab, 'connected', 3000);
+  expect(await lifelineErrors(tab)).toEqual([]);
+});

@@ -1,0 +1,123 @@
+// Shared mode (issue 17) in every engine that has SharedWorker: every tab of an origin shares
+// one Lifeline in a SharedWorker, and the Host's own session count is the witness. In an in-page
+// run these are skipped, as they are about the shared hub; in an engine without SharedWorker
+// they are skipped with that reason (the fallback is scenarios/connect.spec.js's).
+const { test, expect, mode, waitFor, gapsIn } = require('./fixtures');
+const { waitState, waitPage } = require('./page');
+
+test.skip(mode === 'in-page', 'shared mode only: in-page, every tab has its own hub');
+
+async function follow(tab) {
+  await waitPage(tab, () => !!globalThis.lifeline, undefined, { what: 'globalThis.lifeline' });
+  await tab.evaluate(() => {
+    window.__ticks = [];
+    globalThis.lifeline.subscribe('ticks', (d) => window.__ticks.push(d.reset ? { reset: true, seq: d.seq } : { seq: d.seq, n: d.data.n }));
+  });
+}
+const got = (tab) => tab.evaluate(() => window.__ticks.slice());
+
+// open opens n tabs of host in one session, connected; it skips the test where the engine has
+// no SharedWorker.
+async function open(browse, host, n) {
+  const session = await browse.session();
+  const tabs = [];
+  for (let i = 0; i < n; i++) {
+    const tab = await session.newTab();
+    await tab.goto(host.url('/'));
+    if (i === 0 && !(await tab.evaluate(() => typeof SharedWorker === 'function'))) {
+      test.skip(true, `${browse.engine.name} has no SharedWorker: every page is in-page`);
+    }
+    tabs.push(tab);
+  }
+  for (const t of tabs) await waitState(t, 'connected');
+  return { session, tabs };
+}
+
+test('five tabs share one session; tabs closing in any order never interrupt the others', async ({ browse, hosts }) => {
+  const host = await hosts.start({});
+  const { tabs } = await open(browse, host, 5);
+  expect((await host.health()).sessions).toBe(1);
+  for (const t of tabs) await follow(t);
+  await waitFor(async () => (await Promise.all(tabs.map(got))).every((l) => l.filter((d) => !d.reset).length >= 2), { what: 'ticks in every tab' });
+  for (const i of [0, 3, 1]) { // close tabs 1, 4 and 2
+    await tabs[i].close();
+    const left = tabs.filter((t) => !t.closed);
+    const before = await Promise.all(left.map(async (t) => (await got(t)).length));
+    await waitFor(async () => (await Promise.all(left.map(got))).every((l, j) => l.length >= before[j] + 2), { what: 'ticks after a tab closed' });
+  }
+  for (const t of tabs.filter((t) => !t.closed)) {
+    const list = await got(t);
+    expect(gapsIn(list)).toEqual([]);
+    expect(list.filter((d) => d.reset).length).toBe(1); // its own baseline, once
+  }
+  expect((await host.health()).sessions).toBe(1);
+});
+
+test('Reconnect now in any tab acts on the shared connection; every tab shows the same state', async ({ browse, hosts }) => {
+  const host = await hosts.start({ recovery: { initialDelayMs: 3000, maxDelayMs: 3000 } });
+  const { tabs: [a, b] } = await open(browse, host, 2);
+  const accepted = (await host.health()).accepted;
+  await b.evaluate(() => { const el = document.getElementById('reconnect-now'); el.disabled = false; el.click(); });
+  await waitFor(async () => (await host.health()).accepted === accepted + 1, { what: 'one new socket at the Host' });
+  await waitFor(async () => (await a.evaluate(() => globalThis.lifeline.state().attempt)) === 2, { what: 'tab a told of attempt 2' });
+  await host.fault('outage');
+  await waitState(a, 'reconnecting');
+  await waitState(b, 'reconnecting');
+  const [sa, sb] = await Promise.all([a, b].map((t) => t.evaluate(() => globalThis.lifeline.state())));
+  expect(sa.nextAttempt).toBe(sb.nextAttempt);
+  expect(sa.attempt).toBe(sb.attempt);
+  await host.fault('up');
+  await a.evaluate(() => globalThis.lifeline.reconnectNow());
+  await waitState(b, 'connected');
+  expect((await host.health()).sessions).toBe(1);
+});
+
+test('offline in a tab suspends the shared hub; online resumes it', async ({ browse, hosts }, testInfo) => {
+  const host = await hosts.start({});
+  const { session, tabs: [a, b] } = await open(browse, host, 2);
+  // The worker's own network is not cut by any driver's emulation: cut the Host too.
+  const byBrowser = browse.engine.can.offline === 'browser';
+  if (!byBrowser) testInfo.annotations.push({ type: 'done another way', description: `${browse.engine.name}: its driver cannot take the browser offline; the tabs are sent offline/online events` });
+  const setOffline = async (offline) => {
+    if (byBrowser) await session.setOffline(offline);
+    else for (const t of [a, b]) await t.evaluate((o) => window.dispatchEvent(new Event(o ? 'offline' : 'online')), offline);
+  };
+  await setOffline(true);
+  await host.fault('outage');
+  await waitState(a, 'offline');
+  await waitState(b, 'offline');
+  const accepted = (await host.health()).accepted;
+  await new Promise((r) => setTimeout(r, 3000)); // a window in which a dial would be seen
+  expect((await host.health()).accepted).toBe(accepted); // no dial while offline
+  await host.fault('up');
+  const t0 = Date.now();
+  await setOffline(false);
+  await waitState(a, 'connected', 3000);
+  await waitState(b, 'connected', 3000);
+  expect(Date.now() - t0).toBeLessThan(2000);
+});
+
+test('the hub keeps its socket through a reload of the only tab, and closes it once no tab is left', async ({ browse, hosts }) => {
+  test.setTimeout(60_000);
+  const host = await hosts.start({});
+  const { tabs: [a] } = await open(browse, host, 1);
+  const accepted = (await host.health()).accepted;
+  await a.reload();
+  await waitState(a, 'connected');
+  expect((await host.health()).accepted).toBe(accepted); // the same socket
+  await a.close();
+  await waitFor(async () => (await host.health()).sessions === 0, { timeout: 20_000, what: 'the session closed after the last tab left' });
+});
+
+test('a tab in the back-forward cache leaves the hub and rejoins when shown', async ({ browse, hosts }) => {
+  const host = await hosts.start({});
+  const { tabs: [a, b] } = await open(browse, host, 2);
+  await follow(b);
+  await a.goto(host.url('/settings-not-a-page'));
+  await a.back();
+  await waitState(a, 'connected', 3000);
+  await follow(a);
+  await waitFor(async () => (await got(a)).some((d) => !d.reset), { what: 'ticks in the tab that came back' });
+  expect(gapsIn(await got(b))).toEqual([]);
+  expect((await host.health()).sessions).toBe(1);
+});

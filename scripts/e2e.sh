@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The end-to-end suite in three engines, each in both of the page's modes: shared (one hub per
+# origin in a SharedWorker, the default) and in-page (one socket per tab, where SharedWorker is
+# missing). Chromium (Playwright) runs every scenario and its own specs; firefox-esr (puppeteer-
+# core over WebDriver BiDi) and WebKitGTK (WebKitWebDriver, MiniBrowser under Xvfb) run the
+# engine-neutral scenarios (e2e/scenarios/). See e2e/playwright.config.js.
+#
+# The runs wait on outages, ladders and freezes far more than they compute, so they go side by
+# side in four lanes: Chromium's two modes each alone (the longest runs: the freezes, the
+# Chromium-only specs), Firefox's two modes one after the other, and WebKit's likewise. Each run
+# has its own results folder (e2e/test-results/<engine>-<mode>) and its own range of ports,
+# below the kernel's ephemeral ones (e2e/tests/host.js), so that no run can be handed a port
+# another picked a moment ago. Each line of a run's output is prefixed with [engine mode]; each
+# run's wall time is printed at its end.
+#
+#   scripts/e2e.sh                     every engine and mode
+#   E2E_ENGINES="firefox webkit" scripts/e2e.sh   some engines only
+# Assumes scripts/build.sh has run (bin/host, bin/faultproxy, bin/embed) and the set-up
+# (scripts/setup-e2e.sh).
+set -uo pipefail
+cd "$(dirname "$0")/../e2e"
+
+engines=${E2E_ENGINES:-chromium firefox webkit}
+declare -A ports=(
+  [chromium-shared]=20000-21999 [chromium-in-page]=22000-23999
+  [firefox-shared]=24000-25999 [firefox-in-page]=26000-27999
+  [webkit-shared]=28000-29999 [webkit-in-page]=30000-31999
+)
+
+run() { # engine mode: one run, its lines prefixed, its wall time at its end
+  local t0=$SECONDS rc
+  LIFELINE_MODE=$2 LIFELINE_E2E_PORTS=${ports[$1-$2]} npx playwright test --project="$1" --output "test-results/$1-$2" 2>&1 |
+    sed -u "s/^/[$1 $2] /"
+  rc=${PIPESTATUS[0]}
+  echo "[$1 $2] ended with $rc after $((SECONDS - t0)) s"
+  return "$rc"
+}
+
+rm -rf test-results
+t0=$SECONDS
+pids=() names=()
+for e in $engines; do
+  case $e in
+  chromium)
+    run chromium shared & pids+=($!) names+=("chromium shared")
+    run chromium in-page & pids+=($!) names+=("chromium in-page")
+    ;;
+  firefox | webkit)
+    # Both modes of a lane in turn; the lane fails if either did.
+    (r=0; run "$e" shared || r=1; run "$e" in-page || r=1; exit $r) & pids+=($!) names+=("$e shared, in-page")
+    ;;
+  *) echo "e2e: no engine $e (chromium, firefox, webkit)" >&2; exit 2 ;;
+  esac
+done
+failed=()
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || failed+=("${names[$i]}")
+done
+echo "end to end: $((SECONDS - t0)) s for ${engines// /, }"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "end to end: failed in: ${failed[*]} (results in e2e/test-results/<engine>-<mode>)" >&2
+  exit 1
+fi
