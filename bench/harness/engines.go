@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lifeline-go/lifeline/bench/faultproxy"
+	"github.com/lifeline-go/lifeline/internal/test/faultproxy"
 	"github.com/lifeline-go/lifeline/internal/test/testbed"
 )
 
@@ -159,7 +159,7 @@ func (e *env) sEngines(r *report) error {
 	}
 	r.note(sum, "the Lifeline page is the demo page as cmd/host serves it, from a copy of web/ whose index.html begins its head with bench/browser/engines-page.js, the stopwatch: one page, byte for byte, in every engine, its mode (?mode=in-page) and config (?hub=N) read from the query there, because WebKitGTK's WebDriver cannot run a script before the page's own; the socket.io page is bench/peers/sio-server.js's page.html, which stamps its own `connect`")
 	r.note(sum, "first visit: each load in a profile of its own (Chromium a new browser context, Firefox a new user context, whose HTTP cache is its own, WebKit a new WebDriver session: a new MiniBrowser with an ephemeral data store); repeat visit: one profile for the run after one unmeasured load of each page (Chromium `launchPersistentContext`, Firefox a browser of its own and its profile, WebKit one session, each page in a new window), each page kept open %v after connected; a shared repeat visit has a config of its own, so it finds no hub running and starts one from the caches; every iteration loads shared, in-page, socket.io first, then the same repeat, so that a change in the machine's load falls on all alike", e.dwell)
-	r.note(sum, "4G: bench/faultproxy's throttle in front of each server (scenario 6's link: %v one way, %s down and %s up, shared by the page's connections, the SharedWorker's among them), first visits only", slow.latency, fmtBits(slow.down), fmtBits(slow.up))
+	r.note(sum, "4G: internal/test/faultproxy's throttle in front of each server (scenario 6's link: %v one way, %s down and %s up, shared by the page's connections, the SharedWorker's among them), first visits only", slow.latency, fmtBits(slow.down), fmtBits(slow.up))
 	if len(extra) > 0 {
 		r.note(sum, "engines.js ran with BENCH_ENGINES_ARGS=%q", strings.Join(extra, " "))
 	}
