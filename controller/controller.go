@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Options tune a [Controller]. A nil *Options means all defaults.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Access that ends (PROTOCOL.md §13), the page's side: the Host's application ended the
@@ -131,7 +131,8 @@ func (g *Gateway) closeAccess(s *session, err error) {
 		return
 	}
 	for _, c := range s.inflight {
-		g.settle(c, nil, &CallError{Kind: CallInterrupted, Sent: true, Message: "the session's access ended before the reply: " + ae.Error()})
+		// Settled: the Host closed the session, so nothing of it starts after this.
+		g.settle(c, nil, callErr(CallInterrupted, true, "the session's access ended before the reply: it ran at most once, and nothing of it starts after: "+ae.Error()))
 	}
 	for len(g.calls.queued) > 0 {
 		c := g.calls.queued[0]

@@ -23,9 +23,9 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/internal/test/wstest"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // accessWorld is a Host in memory at a.invalid whose credential is the cookie "user", good

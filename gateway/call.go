@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // What a [CallError] says happened to a call, for the app to act on and a person to read.
@@ -23,12 +23,18 @@ const (
 	// Over the Host's call rate or queue (Sent: true, RetryAfter set), or over the page's own
 	// queue of unsent calls (Sent: false): the call did not run.
 	CallBusy = "busy"
-	// Sent: true, outcome unknown: the session ended after the call was sent and before its
-	// reply, and the call was not re-sent (it had no key, or the page came back to a Host
-	// whose dedup store is not the one it sent it to). It may or may not have run, once.
+	// Sent: true. It had started, its reply is lost, and nothing of it starts again: it ran
+	// once or not at all, and that is settled. An unkeyed call: the session it was sent on
+	// ended before its reply, and the Host has fenced that session, where the call had
+	// started (PROTOCOL.md §9.4; it ran, or runs to its end, once). From the Host: a keyed
+	// call whose first run's Host died before it had an outcome, or one on a session whose
+	// dedup store changed under it.
 	CallInterrupted = "interrupted"
-	// The call's timeout passed: Sent says whether it had gone out (then it may still run, or
-	// have run, once). Also the Host's own handler timeout (Sent: true).
+	// What became of the call cannot be learned, or not in time: Sent says whether it had gone
+	// out (then it may have run, or still run, at most once). Its timeout passed; or the
+	// Host's handler ran past the Host's call timeout, or a keyed call's first run was still
+	// going then; or a call cut off could neither be sent again nor fenced (a Host of another
+	// dedup store, or past half its window).
 	CallTimeout = "timeout"
 	// Sent: false. The call's frame is over what the Host reads (the ready frame's
 	// maxFrameBytes).
@@ -40,6 +46,13 @@ const (
 	CallUnsupported = "unsupported"
 	// The gateway was closed: Sent says whether the call had gone out.
 	CallClosed = "closed"
+	// Sent: true, and it certainly never ran, nor ever will: the session it was sent on
+	// ended before its reply, and the Host fenced that session before the call started.
+	CallNotRun = "not-run"
+	// Sent: true. A keyed call cut off, not sent again because the page's identity changed
+	// since it was sent (the user signed in as someone else): it may have run as the identity
+	// it was made as, at most once, and never runs as the new one.
+	CallIdentityChanged = "identity-changed"
 )
 
 // CallError is why a [Gateway.Call] did not return the Host's reply.
@@ -66,6 +79,12 @@ func (e *CallError) Error() string {
 	return tinyfmt.Sprintf("gateway: call %s (%s): %s", e.Kind, sent, e.Message)
 }
 
+// callErr is a *CallError of kind, sent or not, saying msg. (One constructor rather than a
+// composite literal at each site: the page's wasm is smaller for it.)
+func callErr(kind string, sent bool, msg string) *CallError {
+	return &CallError{Kind: kind, Sent: sent, Message: msg}
+}
+
 // ErrCall is what every *CallError is, for errors.Is.
 var ErrCall = errors.New("gateway: call failed")
 
@@ -77,7 +96,8 @@ type CallOptions struct {
 	// Key is the app's idempotency key: with it, a call whose session ended before its
 	// reply is re-sent to a Host whose dedup store is the one it was sent to, which runs it
 	// at most once per (identity, key) and answers a re-send with the first outcome. Without
-	// it, such a call fails with [CallInterrupted] and is never sent again.
+	// it, such a call is never sent again: it fails with [CallInterrupted] or [CallNotRun]
+	// once that session is fenced.
 	Key string
 	// Timeout bounds the call from now: waiting to be sent, and for the reply. Default
 	// Options.CallTimeout.
@@ -86,10 +106,34 @@ type CallOptions struct {
 	// shared hub crashed): the dedup epoch it was sent under. It is then sent only to a Host
 	// of that epoch, and fails with [CallInterrupted] elsewhere. "" for a call never sent.
 	Epoch string
-	// OnSent, when set, is called with the dedup epoch just before the call is written to a
-	// socket (on the gateway's writer goroutine: it must not block). A tab records it, so that
-	// after a crash of its hub it knows which calls were sent and under which epoch.
-	OnSent func(epoch string)
+	// SentAt, with Epoch, is when the call was first sent. It is sent again only within half
+	// the Host's dedup window from then (see [Gateway.Call]); zero, it is not sent again.
+	SentAt time.Time
+	// Session and ID, with Epoch and no Key, are for an unkeyed call made again after whoever
+	// sent it was lost: the session it was sent on and its id there ([Sent]). It is not sent
+	// again: it waits until a session of Epoch fences that one, and then fails with
+	// [CallNotRun] or [CallInterrupted] (or with [CallTimeout] at its timeout).
+	Session string
+	ID      uint64
+	// Who, with Epoch, is the identity tag it was first sent under ([Sent].Who). It is sent
+	// again only to a session of that identity; "" matches only a Host that tags none.
+	Who string
+	// OnSent, when set, is called just before the call is written to a socket, with what the
+	// session's ready frame said (on the gateway's writer goroutine: it must not block). A tab
+	// records it, so that after a crash of its hub it knows which calls were sent, and under
+	// which epoch and identity.
+	OnSent func(Sent)
+}
+
+// Sent is what [CallOptions].OnSent is told of the session a call is written on.
+type Sent struct {
+	// Epoch is the session's dedup epoch (its ready frame's dedup).
+	Epoch string
+	// Who tags the session's identity in that store (its ready frame's who).
+	Who string
+	// Session is the session's id (its ready frame's session), and ID the call's id on it.
+	Session string
+	ID      uint64
 }
 
 // Defaults of the call options of [Options].
@@ -110,8 +154,20 @@ type call struct {
 	data   wire.RawJSON
 	key    string
 	epoch  string // the dedup epoch it was sent under; "" until sent (or as CallOptions.Epoch)
+	who    string // the identity tag it was first sent under (or as CallOptions.Who)
 	sent   bool   // written to a socket at least once (or CallOptions.Epoch given)
-	onSent func(string)
+	onSent func(Sent)
+
+	// firstSent is when it was first written (CallOptions.SentAt for one made again), and
+	// window the smallest dedup window of the Hosts it was written to (0: none known yet):
+	// a keyed call goes out again only within half of it (pastHalfWindow).
+	firstSent time.Time
+	window    time.Duration
+
+	// An unkeyed call cut off waits in calls.held, told nothing, until a session of its epoch
+	// has fenced the session it was sent on (heldOn; askedOn the last session that asked).
+	heldOn  string
+	askedOn *session
 
 	s  *session // the session it is in flight on; nil while queued
 	id uint64   // its id on s
@@ -121,6 +177,23 @@ type call struct {
 	err   error
 }
 
+// callSession is what a session's ready frame said of calls beyond its dedup epoch and read
+// limit. Guarded by Gateway.mu.
+type callSession struct {
+	window time.Duration // the dedup store's window (dedupMs); 0: not said, so nothing is sent again there
+	who    string        // the tag of the session's identity (who)
+	sid    string        // the session's id (session), which a later session fences
+}
+
+// readied records what s's ready frame f says, once gen.Ready took it: s may now send.
+func (g *Gateway) readied(s *session, f wire.HostFrame) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s.ready = true
+	s.dedup, s.maxFrame, s.reportOK, s.presence = f.Dedup, f.MaxFrameBytes, f.Report, f.HasPresence
+	s.callsOn = callSession{window: time.Duration(f.DedupMs) * time.Millisecond, who: f.Who, sid: f.Session}
+}
+
 // calls is the gateway's state of the calls made on it, guarded by Gateway.mu. Calls reach
 // the Host in the order they were made: they are written from the head of queued only, by a
 // session that is ready and not draining, and only while no other session has a call in
@@ -128,7 +201,16 @@ type call struct {
 type calls struct {
 	queued []*call // made and not in flight: in the order made (keyed re-sends first)
 	bytes  int     // of queued's data
+	held   []*call // unkeyed calls cut off, waiting for their session's fence
 }
+
+// An unkeyed call cut off (its session ended before its reply) is neither sent again nor told
+// anything yet: the Host may still start it (its end of the link may be half-open and deliver
+// it late, or it waits there behind a slow call). A later session of the same dedup store
+// sends a fence frame naming the old session; the Host's fenced answer says which of its
+// calls started, and from then on none starts (CallStore.Fence). Only then is each told:
+// started, CallInterrupted; not, CallNotRun. So nothing the page is told can be made untrue
+// by a start after it. A call that no session can fence in time ends with a timeout.
 
 // Call asks the Host's handler name for its reply to data (one JSON value; nil is null) and
 // returns it, or a *[CallError] saying what happened instead. It blocks until then: at most
@@ -138,10 +220,14 @@ type calls struct {
 // it later is no replay. It is written on exactly one session, in the order calls were made
 // (calls made at once from several goroutines have no order; [Gateway.Go] makes calls in
 // order without waiting for each). If that session ends before the reply, an unkeyed call
-// fails with [CallInterrupted] (it may have run) and is never sent again; a keyed one
-// (opts.Key) is sent again, first of all, on the next session whose Host has the same dedup
-// store, and fails with [CallInterrupted] on a Host with another. Ending ctx before the call
-// is sent withdraws it; after, the reply is dropped (the Host still runs it).
+// is never sent again, and waits until the next session of its Host's dedup store has fenced
+// that one: then it fails with [CallInterrupted] if it had started there (it ran, or runs,
+// once) or [CallNotRun] if not (it never runs). A keyed one (opts.Key) is sent again, first
+// of all, on the next session whose Host has the same dedup store, as the same identity,
+// within half the store's window from its first send; otherwise it fails ([CallTimeout],
+// [CallIdentityChanged]). Whatever cannot be learned ends [CallTimeout], at the latest at its
+// timeout. Ending ctx before the call is sent withdraws it; after, the reply is dropped (the
+// Host still runs it).
 func (g *Gateway) Call(ctx context.Context, name string, data wire.RawJSON, opts CallOptions) (wire.RawJSON, error) {
 	c, timeout, err := g.queue(name, data, opts)
 	if err != nil {
@@ -172,8 +258,8 @@ func (g *Gateway) queue(name string, data wire.RawJSON, opts CallOptions) (*call
 	if len(data) == 0 {
 		data = wire.RawJSON("null")
 	}
-	c := &call{name: name, data: data, key: opts.Key, epoch: opts.Epoch, sent: opts.Epoch != "", onSent: opts.OnSent, done: make(chan struct{})}
-	if err := checkCall(c); err != nil {
+	c := &call{name: name, data: data, key: opts.Key, epoch: opts.Epoch, who: opts.Who, sent: opts.Epoch != "", onSent: opts.OnSent, firstSent: opts.SentAt, id: opts.ID, done: make(chan struct{})}
+	if err := checkCall(c, opts.Session); err != nil {
 		return nil, 0, err
 	}
 	timeout := opts.Timeout
@@ -184,11 +270,17 @@ func (g *Gateway) queue(name string, data wire.RawJSON, opts CallOptions) (*call
 	defer g.mu.Unlock()
 	switch {
 	case g.cause != nil:
-		return nil, 0, &CallError{Kind: CallClosed, Message: g.cause.Error()}
+		return nil, 0, callErr(CallClosed, false, g.cause.Error())
 	case len(g.calls.queued) >= g.maxQueued || g.calls.bytes+len(c.data) > g.maxQueuedBytes:
 		return nil, 0, &CallError{Kind: CallBusy, Message: tinyfmt.Sprintf(
 			"%d calls (%d bytes) wait to be sent already: at most %d calls, %d bytes",
 			len(g.calls.queued), g.calls.bytes, g.maxQueued, g.maxQueuedBytes)}
+	}
+	if opts.Session != "" {
+		c.heldOn = opts.Session // never sent again: told once its session is fenced
+		g.calls.held = append(g.calls.held, c)
+		g.kickAll()
+		return c, timeout, nil
 	}
 	g.calls.queued = append(g.calls.queued, c)
 	g.calls.bytes += len(c.data)
@@ -208,15 +300,16 @@ func (g *Gateway) await(ctx context.Context, c *call, timeout time.Duration) (wi
 		})
 	case <-ctx.Done():
 		g.abandon(c, func(sent bool) error {
-			return &CallError{Kind: CallTimeout, Sent: sent, Message: context.Cause(ctx).Error()}
+			return callErr(CallTimeout, sent, context.Cause(ctx).Error())
 		})
 	}
 	return c.reply, c.err
 }
 
-// checkCall checks what the page asked for, before anything is queued.
-func checkCall(c *call) error {
-	invalid := func(err error) error { return &CallError{Kind: CallInvalid, Message: err.Error()} }
+// checkCall checks what the page asked for, before anything is queued; session is the one
+// an unkeyed call made again was sent on (CallOptions.Session).
+func checkCall(c *call, session string) error {
+	invalid := func(err error) error { return callErr(CallInvalid, false, err.Error()) }
 	if err := wire.CheckCallName(c.name); err != nil {
 		return invalid(err)
 	}
@@ -225,8 +318,12 @@ func checkCall(c *call) error {
 			return invalid(err)
 		}
 	}
-	if c.epoch != "" && c.key == "" {
-		return invalid(errors.New("an epoch is for a keyed call made again; this call has no key"))
+	switch {
+	case session != "" && (c.key != "" || c.epoch == "" || c.id == 0 || len(session) > wire.MaxSessionID):
+		// The Host checks the rest of the session's rule (wire.CheckSessionID).
+		return invalid(errors.New("a session (at most 64 bytes) is for an unkeyed call made again, with its epoch and its id there"))
+	case c.epoch != "" && c.key == "" && session == "":
+		return invalid(errors.New("an epoch is for a call made again: a keyed one, or an unkeyed one with its session"))
 	}
 	if err := wire.CheckValue(c.data); err != nil {
 		return invalid(err)
@@ -249,12 +346,73 @@ func (g *Gateway) settle(c *call, reply wire.RawJSON, err error) {
 			s.callsDone() // a draining session waits for its last reply
 			g.kickAll()   // a session waiting for this one's calls to finish may send now
 		}
+	} else if i := slices.Index(g.calls.held, c); i >= 0 {
+		g.calls.held = slices.Delete(g.calls.held, i, i+1)
 	} else if i := slices.Index(g.calls.queued, c); i >= 0 {
 		g.calls.queued = slices.Delete(g.calls.queued, i, i+1)
 		g.calls.bytes -= len(c.data)
 	}
 	c.reply, c.err = reply, err
 	close(c.done)
+}
+
+// pastHalfWindow reports whether half the dedup window has passed since c was first sent,
+// the smaller window of the Host it went to and s's, or no window or send time is known. Past
+// it the Host's store may have forgotten what it kept of c (an outcome or a start, kept for
+// the window from when it was written, which came after the send): c is neither sent again
+// nor fenced. The other half absorbs a frame that is slow to arrive.
+func pastHalfWindow(c *call, s *session) bool {
+	w := s.callsOn.window
+	if c.window != 0 && c.window < w {
+		w = c.window
+	}
+	return w <= 0 || c.firstSent.IsZero() || time.Since(c.firstSent) >= w/2
+}
+
+// fences returns the fence frames s may send now: one for each session of its dedup store
+// and identity that ended with unkeyed calls in flight, not asked on s yet. A call sent so long ago that
+// the store may have forgotten what started on its session cannot be fenced any more: it
+// fails timeout. g.mu must be held.
+func (g *Gateway) fences(s *session) [][]byte {
+	var frames [][]byte
+	last := ""                                    // a session's held calls are next to each other
+	for i := len(g.calls.held) - 1; i >= 0; i-- { // backwards: settle drops held[i]
+		c := g.calls.held[i]
+		if c.epoch != s.dedup || c.who != s.callsOn.who || s.callsOn.window <= 0 || c.askedOn == s {
+			// A session of another identity cannot fence it (the Host scopes a fence to the
+			// identity asking): it waits for one of its own, or its timeout.
+			continue
+		}
+		if pastHalfWindow(c, s) {
+			g.settle(c, nil, callErr(CallTimeout, true, "its session ended before its reply and can no longer be fenced (half the dedup window has passed): it may have run, or still run, at most once"))
+			continue
+		}
+		c.askedOn = s
+		if c.heldOn != last { // were they not, a session would be fenced twice, which is harmless
+			last = c.heldOn
+			frames = append(frames, wire.Fence(c.heldOn))
+		}
+	}
+	return frames
+}
+
+// fenced settles the calls held for the session the Host fenced, as its answer f on s says:
+// those that started there interrupted, the others not-run. An answer s did not ask for
+// changes nothing.
+func (g *Gateway) fenced(s *session, f wire.HostFrame) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i := len(g.calls.held) - 1; i >= 0; i-- { // backwards: settle drops held[i]
+		c := g.calls.held[i]
+		if c.heldOn != f.Session || c.askedOn != s {
+			continue
+		}
+		err := callErr(CallNotRun, true, "its session ended before its reply; the Host fenced it before the call started: it never ran, and never will")
+		if c.id <= f.Started {
+			err.Kind, err.Message = CallInterrupted, "its session ended before its reply; the Host fenced it after the call started: it ran, or runs to its end, once"
+		}
+		g.settle(c, nil, err)
+	}
 }
 
 // abandon ends c, unless it has ended, with the error why(sent) makes: its timeout passed or
@@ -273,27 +431,41 @@ func (g *Gateway) abandon(c *call, why func(sent bool) error) {
 func (g *Gateway) sendable(s *session) (frames [][]byte, onSent []func()) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if !s.ready || s.draining || s.ctx.Err() != nil || len(g.calls.queued) == 0 {
+	if !s.ready || s.draining || s.ctx.Err() != nil {
 		return nil, nil
+	}
+	// Fences first: the Host runs a session's frames in order, so the calls sent after them
+	// find the sessions left behind fenced.
+	frames = g.fences(s)
+	onSent = make([]func(), len(frames))
+	if len(g.calls.queued) == 0 {
+		return frames, onSent
 	}
 	for o := range g.sessions {
 		if o != s && len(o.inflight) > 0 {
-			return nil, nil
+			return frames, onSent
 		}
 	}
 	for len(g.calls.queued) > 0 && len(s.inflight) < g.callsInFlight {
 		c := g.calls.queued[0]
 		switch {
 		case s.dedup == "":
-			g.settle(c, nil, &CallError{Kind: CallUnsupported, Sent: c.sent, Message: "the Host takes no calls (its ready frame names no dedup store)"})
+			g.settle(c, nil, callErr(CallUnsupported, c.sent, "the Host takes no calls (its ready frame names no dedup store)"))
 			continue
 		case c.sent && c.key == "":
 			// Never re-sent: it cannot be queued again, but a caller may have made it so.
-			g.settle(c, nil, &CallError{Kind: CallInterrupted, Sent: true, Message: "an unkeyed call is never sent twice"})
+			g.settle(c, nil, callErr(CallInterrupted, true, "an unkeyed call is never sent twice"))
 			continue
 		case c.sent && c.epoch != s.dedup:
-			g.settle(c, nil, &CallError{Kind: CallInterrupted, Sent: true, Message: tinyfmt.Sprintf(
-				"the Host's dedup store is %q, not %q the call was sent to: whether it ran is unknown, and it is not sent again", s.dedup, c.epoch)})
+			// Neither sent again (this store would run it a second time) nor fenced (this
+			// store cannot fence a session of another): what became of it cannot be learned.
+			g.settle(c, nil, callErr(CallTimeout, true, "not sent again: the Host's dedup store is "+s.dedup+", not "+c.epoch+": it may have run, or still run, at most once"))
+			continue
+		case c.sent && c.who != s.callsOn.who:
+			g.settle(c, nil, callErr(CallIdentityChanged, true, "not sent again: the identity changed since it was sent ("+c.who+", now "+s.callsOn.who+"): it may have run as the first, at most once, never as this one"))
+			continue
+		case c.sent && pastHalfWindow(c, s):
+			g.settle(c, nil, callErr(CallTimeout, true, "not sent again: half the Host's dedup window has passed since it was first sent: it may have run, at most once"))
 			continue
 		}
 		s.nextCall++
@@ -305,12 +477,18 @@ func (g *Gateway) sendable(s *session) (frames [][]byte, onSent []func()) {
 		}
 		g.calls.queued = g.calls.queued[1:]
 		g.calls.bytes -= len(c.data)
+		if !c.sent {
+			c.firstSent, c.who = time.Now(), s.callsOn.who
+		}
+		if w := s.callsOn.window; c.window == 0 || w < c.window {
+			c.window = w
+		}
 		c.s, c.id, c.sent, c.epoch = s, s.nextCall, true, s.dedup
 		s.inflight[c.id] = c
 		frames = append(frames, b)
 		if f := c.onSent; f != nil {
-			epoch := c.epoch
-			onSent = append(onSent, func() { f(epoch) })
+			on := Sent{Epoch: c.epoch, Who: c.who, Session: s.callsOn.sid, ID: c.id}
+			onSent = append(onSent, func() { f(on) })
 		} else {
 			onSent = append(onSent, nil)
 		}
@@ -348,8 +526,8 @@ func (g *Gateway) replied(s *session, f wire.HostFrame) {
 }
 
 // orphan acts on the calls in flight on s when it ends without their replies: an unkeyed
-// call fails with CallInterrupted, a keyed one goes back to the head of the queue, in the
-// order it was made, for a session of the same dedup store. g.mu must be held.
+// call waits for a later session to fence s (calls.held), a keyed one goes back to the head of the
+// queue, in the order it was made, for a session of the same dedup store. g.mu must be held.
 func (g *Gateway) orphan(s *session, cause error) {
 	if len(s.inflight) == 0 {
 		return
@@ -360,8 +538,8 @@ func (g *Gateway) orphan(s *session, cause error) {
 		delete(s.inflight, id)
 		c.s = nil
 		if c.key == "" {
-			c.err = &CallError{Kind: CallInterrupted, Sent: true, Message: "the session ended before the reply: " + cause.Error()}
-			close(c.done)
+			c.heldOn = s.callsOn.sid // told once a later session has fenced s
+			g.calls.held = append(g.calls.held, c)
 			continue
 		}
 		again = append(again, c)
@@ -375,11 +553,14 @@ func (g *Gateway) orphan(s *session, cause error) {
 func (g *Gateway) closeCalls(cause error) {
 	for s := range g.sessions {
 		for _, c := range s.inflight {
-			g.settle(c, nil, &CallError{Kind: CallClosed, Sent: true, Message: cause.Error()})
+			g.settle(c, nil, callErr(CallClosed, true, cause.Error()))
 		}
 	}
 	for len(g.calls.queued) > 0 {
 		c := g.calls.queued[0]
-		g.settle(c, nil, &CallError{Kind: CallClosed, Sent: c.sent, Message: cause.Error()})
+		g.settle(c, nil, callErr(CallClosed, c.sent, cause.Error()))
+	}
+	for len(g.calls.held) > 0 {
+		g.settle(g.calls.held[0], nil, callErr(CallClosed, true, cause.Error()))
 	}
 }

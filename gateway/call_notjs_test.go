@@ -21,9 +21,9 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/internal/test/wstest"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // callWorld is a few Hosts served in memory by host name, with handlers that count their runs.
@@ -32,11 +32,32 @@ type callWorld struct {
 	mu    sync.Mutex
 	hosts map[string]*hostplugin.Host // by URL host; replaced by start
 	runs  map[string]int              // handler runs by the call's data
+	began map[string]time.Time        // when the first run of each call's data began
 	gate  chan struct{}               // "hold" waits for it to close
+	user  string                      // who Authenticate says connects (the page's sign-in)
+	links map[string][]*halfOpen      // the Host's end of every socket, by URL host, in order
+}
+
+// link is the Host's end of the latest socket to name.
+func (w *callWorld) link(name string) *halfOpen {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l := w.links[name]
+	if len(l) == 0 {
+		w.t.Fatalf("no socket to %s", name)
+	}
+	return l[len(l)-1]
+}
+
+// signIn makes every later socket of the page authenticate as user.
+func (w *callWorld) signIn(user string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.user = user
 }
 
 func newCallWorld(t *testing.T) *callWorld {
-	w := &callWorld{t: t, hosts: map[string]*hostplugin.Host{}, runs: map[string]int{}, gate: make(chan struct{})}
+	w := &callWorld{t: t, hosts: map[string]*hostplugin.Host{}, runs: map[string]int{}, gate: make(chan struct{}), links: map[string][]*halfOpen{}, began: map[string]time.Time{}}
 	gateway.UseHandshakeClient(t, wstest.Client(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		w.mu.Lock()
 		h := w.hosts[r.Host]
@@ -45,6 +66,11 @@ func newCallWorld(t *testing.T) *callWorld {
 			http.Error(rw, "no Host here", http.StatusServiceUnavailable)
 			return
 		}
+		rw = hijacking{rw, func(l *halfOpen) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.links[r.Host] = append(w.links[r.Host], l)
+		}}
 		h.Handler(http.NotFoundHandler()).ServeHTTP(rw, r)
 	})))
 	return w
@@ -57,13 +83,22 @@ func (w *callWorld) start(name string, store hostplugin.CallStore, doc string) *
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	h, err := hostplugin.New(cfg, &hostplugin.Options{Logger: quiet, Authorize: hostplugin.PublicStreams, NoClient: true, Calls: store})
+	authenticate := func(*http.Request) (string, error) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.user, nil
+	}
+	h, err := hostplugin.New(cfg, &hostplugin.Options{Logger: quiet, Authenticate: authenticate, Authorize: hostplugin.PublicStreams, NoClient: true, Calls: store})
 	if err != nil {
 		w.t.Fatal(err)
 	}
 	count := func(c *hostplugin.Call) {
 		w.mu.Lock()
 		w.runs[string(c.Data)]++
+		w.runs[c.Identity+":"+string(c.Data)]++
+		if _, ok := w.began[string(c.Data)]; !ok {
+			w.began[string(c.Data)] = time.Now()
+		}
 		w.mu.Unlock()
 	}
 	h.HandleCall("echo", func(_ context.Context, c *hostplugin.Call) (json.RawMessage, error) {
@@ -83,61 +118,17 @@ func (w *callWorld) start(name string, store hostplugin.CallStore, doc string) *
 	return h
 }
 
+// beganAt is when the first run of the call with data began; zero if none did.
+func (w *callWorld) beganAt(data string) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.began[data]
+}
+
 func (w *callWorld) ran(data string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.runs[data]
-}
-
-// call is one Call made on its own goroutine; its result arrives on done.
-type pendingCall struct {
-	done  chan struct{}
-	reply wire.RawJSON
-	err   error
-	sent  chan string // the epoch of the last OnSent
-}
-
-func startCall(gw *gateway.Gateway, name, data string, o gateway.CallOptions) *pendingCall {
-	p := &pendingCall{done: make(chan struct{}), sent: make(chan string, 1)}
-	o.OnSent = func(epoch string) { // once per write: a keyed call re-sent is told again
-		select {
-		case <-p.sent:
-		default:
-		}
-		p.sent <- epoch
-	}
-	go func() {
-		defer close(p.done)
-		p.reply, p.err = gw.Call(context.Background(), name, wire.RawJSON(data), o)
-	}()
-	return p
-}
-
-func (p *pendingCall) result(t *testing.T) (string, *gateway.CallError) {
-	t.Helper()
-	synctest.Wait()
-	select {
-	case <-p.done:
-	default:
-		t.Fatal("the call has not returned")
-	}
-	if p.err == nil {
-		return string(p.reply), nil
-	}
-	var ce *gateway.CallError
-	if !errors.As(p.err, &ce) {
-		t.Fatalf("call error %v (%T), want a *gateway.CallError", p.err, p.err)
-	}
-	return "", ce
-}
-
-func wantKind(t *testing.T, p *pendingCall, kind string, sent bool) *gateway.CallError {
-	t.Helper()
-	reply, ce := p.result(t)
-	if ce == nil || ce.Kind != kind || ce.Sent != sent {
-		t.Fatalf("call: reply %s, error %v; want a %s error with Sent %v", reply, ce, kind, sent)
-	}
-	return ce
 }
 
 func callRig(t *testing.T, o *gateway.Options) *rig {
@@ -260,15 +251,78 @@ func TestAnUnkeyedCallCutOffAfterItWasSentIsInterruptedAndNeverSentAgain(t *test
 		p := startCall(r.gw, "hold", `"unkeyed"`, gateway.CallOptions{})
 		synctest.Wait()
 		a.Stop(context.Background(), 0) // the session ends before the reply
+		synctest.Wait()
+		select {
+		case <-p.done:
+			t.Fatal("the page was told what became of the call before a Host of its store fenced its session")
+		default:
+		}
 		w.start("a.invalid", store, `{}`)
+		r.waitConnected() // the new session fences the old one: the call had started there
 		ce := wantKind(t, p, gateway.CallInterrupted, true)
 		close(w.gate)
-		r.waitConnected()
 		synctest.Wait()
 		if n := w.ran(`"unkeyed"`); n != 1 {
 			t.Fatalf("the handler ran %d times, want once: an unkeyed call is never sent again (%v)", n, ce)
 		}
 		r.ctl.Stop()
+	})
+}
+
+// The black-box case: an unkeyed call cut off by a half-open link is told its fate, and the
+// Host starts it afterwards: its frame, held in the network, reaches the old session late, or
+// waited there behind a slow call. A page that checked and saw nothing would do it again.
+// The page is told only once the Host has fenced the old session (the new session's fence
+// frame, answered fenced): a call that started before is interrupted (it ran, or runs to its
+// end, once); one that had not is not-run, and never starts; nothing starts after the page
+// was told.
+func TestACallCutOffIsToldOnlyWhatTheHostCanNoLongerChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newCallWorld(t)
+		release := sync.OnceFunc(func() { close(w.gate) })
+		defer release() // a failure must not leave a run blocked in the bubble
+		w.start("a.invalid", nil, `{"heartbeatMs":1000}`)
+		r := callRig(t, nil)
+		r.ctl.Start()
+		r.waitConnected()
+		running := startCall(r.gw, "hold", `"running"`, gateway.CallOptions{Timeout: time.Minute})
+		synctest.Wait() // it runs on the Host, and holds
+		x := w.link("a.invalid")
+		x.Cut()
+		late := startCall(r.gw, "echo", `"late"`, gateway.CallOptions{Timeout: time.Minute})
+		synctest.Wait()             // written into the half-open link: the network holds it
+		time.Sleep(3 * time.Second) // the page's watchdog ends the session (2.5 heartbeats of silence)
+		r.waitConnected()           // and the page is back, on a new session of the same Host
+		synctest.Wait()
+		x.Deliver() // the network hands the old session its late frame
+		release()   // and the run in progress ends
+		synctest.Wait()
+
+		for _, c := range []struct {
+			data string
+			p    *pendingCall
+			kind string
+		}{
+			{`"running"`, running, gateway.CallInterrupted},
+			{`"late"`, late, gateway.CallNotRun},
+		} {
+			_, ce := c.p.result(t)
+			began := w.beganAt(c.data)
+			switch {
+			case ce == nil:
+				t.Errorf("call %s resolved: the page cannot have had its reply", c.data)
+			case !began.IsZero() && began.After(c.p.at):
+				t.Errorf("call %s: the Host started it %v after the page was told %s (%v)", c.data, began.Sub(c.p.at), ce.Kind, ce)
+			case ce.Kind != c.kind || !ce.Sent:
+				t.Errorf("call %s: %v, want %s, sent", c.data, ce, c.kind)
+			}
+		}
+		if n, m := w.ran(`"running"`), w.ran(`"late"`); n != 1 || m != 0 {
+			t.Errorf("runs: the started call %d, the late one %d; want 1 and 0", n, m)
+		}
+		r.ctl.Stop()
+		_ = x.Close() // the Host's half-open session ends at last (its Close would wait out its close handshake)
+		synctest.Wait()
 	})
 }
 
@@ -297,6 +351,72 @@ func TestAKeyedCallCutOffIsReSentToTheSameStoreAndRunsOnce(t *testing.T) {
 	})
 }
 
+// The black-box case: the page comes back after its Host's dedup window has passed since the
+// keyed call's run. Sent again, it would run again, silently (the store has forgotten it);
+// the page knows the window from the ready frame and does not send it: timeout, and one run.
+func TestAKeyedCallIsNotSentAgainPastTheHostsDedupWindowAndRunsOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newCallWorld(t)
+		store := hostplugin.NewMemoryCallStore(10*time.Second, 0)
+		a := w.start("a.invalid", store, `{}`)
+		r := callRig(t, nil)
+		r.ctl.Start()
+		r.waitConnected()
+		p := startCall(r.gw, "hold", `"windowed"`, gateway.CallOptions{Key: "w-1", Timeout: time.Minute})
+		synctest.Wait()
+		a.Stop(context.Background(), 0) // the session ends before the reply
+		close(w.gate)                   // and the run ends: its outcome is kept for 10 s
+		time.Sleep(20 * time.Second)    // the Host is away for longer
+		w.start("a.invalid", store, `{}`)
+		r.waitConnected()
+		ce := wantKind(t, p, gateway.CallTimeout, true)
+		if n := w.ran(`"windowed"`); n != 1 {
+			t.Fatalf("the handler ran %d times, want once: a re-send past the window runs again (%v)", n, ce)
+		}
+		r.ctl.Stop()
+	})
+}
+
+// The black-box case: a keyed call made as alice, cut off, and the user signs in as bob
+// before the page is back. Sent again, it would run as bob, a call alice made. The ready frame
+// tells the page who the session is (a tag of the identity); the call is not sent as anyone
+// else, and rejects identity-changed, sent: it ran as alice at most once, and never as bob.
+func TestAKeyedCallMadeAsOneUserIsNeverSentAgainAsAnother(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newCallWorld(t)
+		release := sync.OnceFunc(func() { close(w.gate) })
+		defer release() // a failure must not leave a run blocked in the bubble
+		w.signIn("alice")
+		store := hostplugin.NewMemoryCallStore(time.Minute, 0)
+		a := w.start("a.invalid", store, `{}`)
+		r := callRig(t, nil)
+		r.ctl.Start()
+		r.waitConnected()
+		p := startCall(r.gw, "hold", `"mine"`, gateway.CallOptions{Key: "as-alice"})
+		synctest.Wait()
+		a.Stop(context.Background(), 0) // cut off
+		w.signIn("bob")                 // another user on this page now
+		w.start("a.invalid", store, `{}`)
+		r.waitConnected()
+		synctest.Wait()
+		if n := w.ran(`bob:"mine"`); n != 0 {
+			t.Fatalf("alice's keyed call was sent again as bob and ran %d times as bob", n)
+		}
+		ce := wantKind(t, p, gateway.CallIdentityChanged, true)
+		release()
+		synctest.Wait()
+		if n, bob := w.ran(`"mine"`), w.ran(`bob:"mine"`); n != 1 || bob != 0 {
+			t.Fatalf("the handler ran %d times, %d of them as bob; want once, as alice (%v)", n, bob, ce)
+		}
+		// The same user again: a keyed call is sent again as before.
+		again := startCall(r.gw, "hold", `"bob's"`, gateway.CallOptions{Key: "as-bob"})
+		if reply, ce := again.result(t); ce != nil || reply != `{"held":"bob's"}` {
+			t.Fatalf("bob's own call: %s, %v", reply, ce)
+		}
+		r.ctl.Stop()
+	})
+}
+
 func TestAKeyedCallIsNotReSentToAHostOfAnotherStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newCallWorld(t)
@@ -309,7 +429,7 @@ func TestAKeyedCallIsNotReSentToAHostOfAnotherStore(t *testing.T) {
 		a.Stop(context.Background(), 0)
 		w.start("a.invalid", nil, `{}`) // a plain restart: an in-memory store of its own
 		time.Sleep(5 * time.Second)     // back, and told the store is another
-		ce := wantKind(t, p, gateway.CallInterrupted, true)
+		ce := wantKind(t, p, gateway.CallTimeout, true)
 		close(w.gate)
 		synctest.Wait()
 		if n := w.ran(`"keyed"`); n != 1 || !strings.Contains(ce.Message, "dedup store") {
@@ -420,12 +540,12 @@ func TestAKeyedCallMadeAgainWithItsEpochGoesOnlyToThatStore(t *testing.T) {
 		if _, ce := first.result(t); ce != nil {
 			t.Fatal(ce)
 		}
-		epoch := <-first.sent
-		again := startCall(r.gw, "echo", `"once"`, gateway.CallOptions{Key: "tab-1", Epoch: epoch})
+		on, at := <-first.sent, time.Now()
+		again := startCall(r.gw, "echo", `"once"`, gateway.CallOptions{Key: "tab-1", Epoch: on.Epoch, Who: on.Who, SentAt: at})
 		if reply, ce := again.result(t); ce != nil || reply != `"once"` || w.ran(`"once"`) != 1 {
 			t.Fatalf("made again under its epoch: %s, %v after %d runs; want the first outcome", reply, ce, w.ran(`"once"`))
 		}
-		wantKind(t, startCall(r.gw, "echo", `"elsewhere"`, gateway.CallOptions{Key: "tab-2", Epoch: "another-store"}), gateway.CallInterrupted, true)
+		wantKind(t, startCall(r.gw, "echo", `"elsewhere"`, gateway.CallOptions{Key: "tab-2", Epoch: "another-store", Who: on.Who, SentAt: at}), gateway.CallTimeout, true)
 		if w.ran(`"elsewhere"`) != 0 {
 			t.Fatal("a call sent under another store's epoch ran here")
 		}
@@ -459,17 +579,19 @@ func TestADroppedSessionInterruptsNoMoreThanTheCallsInFlight(t *testing.T) {
 		w.start("a.invalid", store, `{}`)
 		close(w.gate)
 		time.Sleep(5 * time.Second)
-		interrupted := 0
+		var cut []string // what the calls in flight were told, in order
 		for i, p := range calls {
 			switch reply, ce := p.result(t); {
-			case ce != nil && ce.Kind == gateway.CallInterrupted && ce.Sent:
-				interrupted++
+			case ce != nil && (ce.Kind == gateway.CallInterrupted || ce.Kind == gateway.CallNotRun) && ce.Sent:
+				cut = append(cut, ce.Kind)
 			case ce != nil || reply != fmt.Sprintf(`{"held":%d}`, i):
-				t.Fatalf("call %d: %s, %v; want its reply, or interrupted if it was in flight", i, reply, ce)
+				t.Fatalf("call %d: %s, %v; want its reply, or interrupted or not-run if it was in flight", i, reply, ce)
 			}
 		}
-		if interrupted != 3 {
-			t.Fatalf("%d calls interrupted by the drop, want the 3 in flight: the 7 unsent are sent on the next session", interrupted)
+		// The Host ran the first; the two behind it waited there, and were dropped with the
+		// session: the fence says so.
+		if want := []string{gateway.CallInterrupted, gateway.CallNotRun, gateway.CallNotRun}; !slices.Equal(cut, want) {
+			t.Fatalf("the calls cut off by the drop were told %v, want %v: the 3 in flight, and the 7 unsent are sent on the next session", cut, want)
 		}
 		r.ctl.Stop()
 	})

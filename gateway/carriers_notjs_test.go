@@ -22,10 +22,10 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/internal/test/pathproxy"
 	ts "github.com/lifeline-go/lifeline/internal/test/testserver"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // realHost is the real Host over loopback, with a call that counts its runs by key.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/test/testserver"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // carriers records what Options.OnCarrier was told.

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	ts "github.com/lifeline-go/lifeline/internal/test/testserver"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // openEarly does what the page's loader does while the wasm loads (web/boot.js and

@@ -2,7 +2,7 @@ package gateway
 
 import (
 	"github.com/lifeline-go/lifeline/controller"
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Recovery is the gateway's gatherer of reports, alone.

@@ -2,11 +2,12 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/weburl"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Pending returns, per stream, the action a generation that became ready now would send
@@ -65,6 +66,43 @@ func NewTestSession(t testing.TB, g *Gateway) *TestSession {
 	ts := &TestSession{s: s}
 	t.Cleanup(ts.End)
 	return ts
+}
+
+// NewReadyTestSession registers a session on g that got the ready frame ready (its dedup
+// store, window and the rest) and was reported ready; it ends with the test at the latest.
+func NewReadyTestSession(t testing.TB, g *Gateway, ready string) *TestSession {
+	f, err := wire.DecodeHost([]byte(ready))
+	if err != nil || f.T != wire.TypeReady {
+		t.Fatalf("NewReadyTestSession(%s): %v", ready, err)
+	}
+	u, _ := weburl.Parse(g.url)
+	s, err := g.register(context.Background(), nil, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.gotReady, s.readyFrame = true, f
+	g.readied(s, f)
+	ts := &TestSession{s: s}
+	t.Cleanup(ts.End)
+	return ts
+}
+
+// Calls returns the call frames the writer would send now, each as it would go out (its
+// OnSent called first).
+func (t *TestSession) Calls() []wire.PageFrame {
+	frames, onSent := t.s.g.sendable(t.s)
+	var out []wire.PageFrame
+	for i, b := range frames {
+		if onSent[i] != nil {
+			onSent[i]()
+		}
+		f, err := wire.DecodePage(b)
+		if err != nil {
+			panic(fmt.Sprintf("the gateway wrote a frame the Host cannot read: %s: %v", b, err))
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // Feed handles one Host frame (event, reset, hb or error) as the pump would.

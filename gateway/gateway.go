@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 	"github.com/lifeline-go/lifeline/internal/weburl"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Errors a caller may see, reached with errors.Is.

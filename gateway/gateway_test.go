@@ -17,8 +17,8 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	ts "github.com/lifeline-go/lifeline/internal/test/testserver"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 const isJS = runtime.GOOS == "js"

@@ -12,8 +12,8 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	ts "github.com/lifeline-go/lifeline/internal/test/testserver"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // goAwaySession lives ms milliseconds, then sends a goaway to uri, and keeps serving.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/test/testserver"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // serverURL is the test Host's base URL: in-process natively (main_notjs_test.go), from

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // The refusal query (PROTOCOL.md §2.4): a plain GET of the events endpoint, with the page's

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // The HTTP carrier (PROTOCOL.md §11), for a path that will not carry a WebSocket: the Host's

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 func newGateway(t *testing.T, opts *gateway.Options) *gateway.Gateway {

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Presence, the page's side (PROTOCOL.md §12): a subscription that asks for it keeps the

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // UnauthorizedError is the failure of an attempt the Host refused for the page's credentials:

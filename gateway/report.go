@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/weburl"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // What the Host is told of the page (PROTOCOL.md §10): its mode, on the URL of every dial,

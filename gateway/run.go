@@ -9,8 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/lifeline-go/lifeline/controller"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // run carries the session: over a WebSocket first, or over the HTTP carrier where the gateway

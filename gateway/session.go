@@ -6,9 +6,9 @@ import (
 	"sync/atomic"
 
 	"github.com/lifeline-go/lifeline/controller"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 	"github.com/lifeline-go/lifeline/internal/weburl"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // session is one generation: one socket, from dial to close. Its frame handling (handle,
@@ -46,6 +46,7 @@ type session struct {
 	maxFrame int64              // the ready frame's maxFrameBytes (0: not said)
 	nextCall uint64             // the id of the last call sent
 	inflight map[uint64]*call   // calls sent on it without their reply, by id
+	callsOn  callSession        // the rest of what the ready frame said of calls (call.go)
 	report   *wire.PageFrame    // the report of the outage it ended, until written (report.go)
 	reportOK bool               // the ready frame asked for reports
 	presence bool               // the ready frame says the Host carries presence
@@ -186,10 +187,7 @@ func (s *session) handle(f wire.HostFrame) error {
 		if err := s.gen.Ready(nil); err != nil {
 			return err
 		}
-		s.g.mu.Lock()
-		s.ready = true
-		s.dedup, s.maxFrame, s.reportOK, s.presence = f.Dedup, f.MaxFrameBytes, f.Report, f.HasPresence
-		s.g.mu.Unlock()
+		s.g.readied(s, f)
 		close(s.readied)
 		s.kickWriter()
 		s.startRenewals(f) // access.go: when the ready frame says the credential expires
@@ -228,6 +226,9 @@ func (s *session) handle(f wire.HostFrame) error {
 		return nil
 	case wire.TypeReply:
 		s.g.replied(s, f)
+		return nil
+	case wire.TypeFenced:
+		s.g.fenced(s, f)
 		return nil
 	case wire.TypePresence:
 		s.g.onPresence(s, f)

@@ -3,8 +3,8 @@ package gateway
 import (
 	"runtime"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Delivery is what a subscription's handler receives: one event of the stream, or a reset.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Access that ends on the HTTP carrier: the page is told as a WebSocket's is (the calls it

@@ -14,7 +14,7 @@ import (
 	"github.com/coder/websocket"
 	"golang.org/x/time/rate"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Who gets a socket, in the order the events endpoint asks: the per-address rate (perIP,

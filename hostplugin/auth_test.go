@@ -16,8 +16,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // byCookie is an Authenticate that takes the identity from the cookie "user": none is

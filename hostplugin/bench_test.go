@@ -26,9 +26,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/internal/test/testbed"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // discard is the cheapest ResponseWriter, so that the benchmark measures the middleware.

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/configdoc"
 	"github.com/lifeline-go/lifeline/internal/strictjson"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // ConfigFile is the Host's config as it is written: the JSON file, or a value built by embedding

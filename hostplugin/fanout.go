@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // fanouts are the Host's live fan-outs, one per stream that a session follows.

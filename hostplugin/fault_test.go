@@ -12,10 +12,10 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/internal/fault"
 	"github.com/lifeline-go/lifeline/internal/hosthook"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // The fault modes, in a build with -tags lifeline_faults (as cmd/host -faults has them).

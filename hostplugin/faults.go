@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/fault"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Fault injection (package internal/fault), in a build with -tags lifeline_faults only:

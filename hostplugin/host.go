@@ -16,9 +16,9 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin/internal/client"
 	"github.com/lifeline-go/lifeline/hostplugin/internal/inject"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Errors returned by a [Host].

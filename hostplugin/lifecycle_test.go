@@ -17,9 +17,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/internal/test/wstest"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // restartEnd reads until the socket ends and returns the restart messages of the error frames

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // The wirings an embedder could get wrong, each made impossible or loud.

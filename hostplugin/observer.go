@@ -9,7 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Observer is told what a Host does, as it happens: the hooks of its operator's metrics.

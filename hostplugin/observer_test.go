@@ -17,8 +17,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // seen is an Observer that writes down what it is told, one line an event, as "method args".

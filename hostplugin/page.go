@@ -12,9 +12,9 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/lifeline-go/lifeline/controller"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin/internal/client"
 	"github.com/lifeline-go/lifeline/hostplugin/internal/inject"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // pageState is everything derived from one applied Config, swapped as a whole so that a

@@ -11,7 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Presence turns on presence (Options.Presence): who is on a stream, on any Host of the fleet.

@@ -4,7 +4,6 @@ package hostplugin_test
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"maps"
@@ -18,10 +17,10 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/internal/test/testlog"
 	"github.com/lifeline-go/lifeline/internal/test/wstest"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Presence is tested inside synctest bubbles: Hosts, pages (in-memory sockets) and the
@@ -450,14 +449,4 @@ func (b *memBus) setLost(lost func(from, to string) bool) {
 func hostID(p *ppage) string {
 	id, _, _ := strings.Cut(p.ready.Session, ".")
 	return id
-}
-
-// jsonOf marshals v for a test's expectations.
-func jsonOf(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

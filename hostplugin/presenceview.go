@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // presence is a Host's presence: every member of every stream that carries presence, across

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // A Relay carries the HTTP carrier's POSTs that reach a Host other than their session's to

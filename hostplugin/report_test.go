@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 const goodReport = `{"t":"report","downMs":12400,"attempts":3,"kinds":["closed","refused","timeout"]}`

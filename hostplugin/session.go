@@ -14,7 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Per-session limits.
@@ -212,6 +212,8 @@ func (s *session) handle(typ websocket.MessageType, data []byte) bool {
 		s.send(hbFrame)
 	case wire.TypeCall:
 		s.call(f)
+	case wire.TypeFence:
+		return s.fence(f)
 	case wire.TypeReport:
 		return s.report(f, len(data))
 	}
@@ -300,8 +302,8 @@ func (s *session) sendReady() {
 	}
 	s.ready = true
 	rf := wire.Ready(s.id, s.heartbeat)
-	s.dedup = s.h.callStore.Epoch()
-	rf.Dedup, rf.MaxFrameBytes, rf.Report, rf.Secret = s.dedup, s.readLimit, s.watch.reports, s.c.secret()
+	s.callsReady(&rf)
+	rf.MaxFrameBytes, rf.Report, rf.Secret = s.readLimit, s.watch.reports, s.c.secret()
 	rf.HasPresence = s.h.pres != nil
 	s.readyAccess(&rf)
 	s.queue = slices.Insert(s.queue, 0, mustEncode(rf).b)

@@ -14,9 +14,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/internal/test/wstest"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // readFrame is one frame a page read, and when, on the bubble's clock.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // frameOf returns an error frame whose JSON text is n bytes long (n ≥ 27).

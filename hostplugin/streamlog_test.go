@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 func appendN(t *testing.T, r *hostplugin.Ring, stream string, n int) {

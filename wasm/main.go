@@ -15,7 +15,7 @@ import (
 	"errors"
 	"syscall/js"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/wasm/internal/hub"
 )
 

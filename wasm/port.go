@@ -7,7 +7,7 @@ import (
 	"syscall/js"
 
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/wasm/internal/hub"
 )
 
@@ -15,7 +15,8 @@ import (
 //
 // Tab → hub: {t:"hello", bootstrap, options, href, online, carrier}, {t:"command", command},
 // {t:"online", online}, {t:"subscribe", id, stream, presence}, {t:"unsubscribe", id},
-// {t:"life", event}, {t:"call", id, name, data (JSON text), key, timeoutMs, epoch},
+// {t:"life", event}, {t:"call", id, name, data (JSON text), key, timeoutMs, epoch, who,
+// session, wid, sentAgoMs},
 // {t:"cancel", id}, {t:"renewer", on}, {t:"token", id, token, failure}, {t:"ping"}, {t:"bye"}
 // (hub.Msg, hub.Command and hub.Event name them).
 // Hub → tab: {t:"status", state, slow, attempt, failures, nextAttempt (ms since the epoch, 0
@@ -23,8 +24,9 @@ import (
 // carrier, blocked}, {t:"renew", id} (the page's renewer is asked for a token), {t:"delivery", id, stream, seq, reset, epoch,
 // data, baseline} (data and baseline as JSON text: the tab parses them),
 // {t:"ended", id, error, denied, reason} (reason: the Host's words when it denied the
-// subscription, "" otherwise), {t:"sent", id, epoch} (the call is being written under that
-// dedup epoch), {t:"reply", id, data (JSON text)} or {t:"reply", id, error, kind, sent, code,
+// subscription, "" otherwise), {t:"sent", id, epoch, who, session, wid} (the call is being
+// written under that dedup epoch and identity tag, on that session as its call wid),
+// {t:"reply", id, data (JSON text)} or {t:"reply", id, error, kind, sent, code,
 // retryAfter (ms)} (gateway.CallError's fields), {t:"presence", id, stream, first, total,
 // limit, reason, joined, updated, left} (joined and updated: [{id, count, meta (JSON text, ""
 // for none)}], left: [id]; first: the tab's first for id, whose joined lists every member).
@@ -85,7 +87,11 @@ func inbound(d js.Value) hub.In {
 		Data:      str("data"),
 		Key:       str("key"),
 		Epoch:     str("epoch"),
+		Who:       str("who"),
+		Session:   str("session"),
+		WireID:    num("wid"),
 		TimeoutMs: num("timeoutMs"),
+		SentAgoMs: num("sentAgoMs"),
 		Carrier:   str("carrier"),
 		Presence:  d.Get("presence").Truthy(),
 		On:        d.Get("on").Truthy(),
@@ -161,8 +167,8 @@ func ended(id int, err error) map[string]any {
 }
 
 // Sent implements hub.Tab.
-func (p *port) Sent(id int, epoch string) {
-	p.post(map[string]any{"t": "sent", "id": id, "epoch": epoch})
+func (p *port) Sent(id int, on gateway.Sent) {
+	p.post(map[string]any{"t": "sent", "id": id, "epoch": on.Epoch, "who": on.Who, "session": on.Session, "wid": float64(on.ID)})
 }
 
 // Replied implements hub.Tab.

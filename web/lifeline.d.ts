@@ -193,11 +193,20 @@ declare namespace Lifeline {
    * - `bad-request`: the Host could not read the call; the handler never ran. Sent.
    * - `busy`: over the Host's call rate or queue (`retryAfter` says when to try again), or over
    *   the page's queue of unsent calls (not sent). Never run.
-   * - `interrupted`: the connection ended after the call was sent and before its reply, and the
-   *   call was not sent again (it had no `key`, or the page came back to a Host whose dedup store
-   *   is not the one it sent it to). It may have run, at most once: the outcome is unknown.
-   * - `timeout`: no reply within `timeoutMs`; `sent` says whether it had gone out (then it may
-   *   still run, at most once).
+   * - `not-run`: the connection ended after the call was sent and before its reply, and the
+   *   Host has since fenced that connection's session before the call started there: it never
+   *   ran, and never will. Safe to make again. Sent.
+   * - `interrupted`: the call had started on the Host, and its reply was lost (the connection
+   *   ended, and the Host has fenced its session; or the Host running a keyed call died): it ran,
+   *   or runs to its end, once, and nothing of it starts after this. Check, then decide. Sent.
+   * - `timeout`: what became of the call cannot be learned, or not in time; `sent` says whether
+   *   it had gone out (then it may have run, or still run, at most once). No reply within
+   *   `timeoutMs`; or the Host ran it past its `callTimeoutMs`; or a call cut off could neither be
+   *   sent again nor its session fenced (a Host of another dedup store, half the Host's dedup
+   *   window past, the page's program ended).
+   * - `identity-changed`: a keyed call cut off and not sent again because the page's identity
+   *   changed since (the user signed in as someone else): it may have run as the identity it
+   *   was made as, at most once, and never runs as the new one. Sent.
    * - `too-big`: the call is over what the Host reads. Not sent.
    * - `invalid`: a name, key, timeout or data Lifeline cannot send. Not sent.
    * - `unsupported`: the Host takes no calls. Not sent.
@@ -205,7 +214,7 @@ declare namespace Lifeline {
    * - `access-ended`: the Host ended the page's access (a sign-out, a revocation, an expiry)
    *   before the call ran: the Host refused it (sent) or it was never sent; it never ran, and
    *   it is not sent on a later connection, which may be another user's.
-   * - `failed`: the page's connection program ended; `sent` calls say `interrupted` instead.
+   * - `failed`: the page's connection program ended; `sent` calls say `timeout` instead.
    */
   type CallErrorKind =
     | 'app'
@@ -213,8 +222,10 @@ declare namespace Lifeline {
     | 'unknown'
     | 'bad-request'
     | 'busy'
+    | 'not-run'
     | 'interrupted'
     | 'timeout'
+    | 'identity-changed'
     | 'too-big'
     | 'invalid'
     | 'unsupported'

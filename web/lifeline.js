@@ -20,7 +20,7 @@
 //   lifeline.call(name, data, {timeoutMs, key})
 //                                  a Promise of the Host's reply to data (any JSON value); it
 //                                  rejects with an Error whose kind says what happened and whose
-//                                  sent says whether the call had gone out (README, "Calls")
+//                                  sent says whether the call had gone out (docs/calls.md)
 //   lifeline.onRenew(fn)           fn() → a Promise of a token (a string), asked before the
 //                                  Host's credential expires, sent with the renewal (the
 //                                  Host's Authenticate sees "Authorization: Bearer <token>");
@@ -55,7 +55,7 @@
 
   let boot = null; // globalThis.__lifelineBoot(), once the page has its bootstrap (web/boot.js)
   let seen = false; // boot.seen() was called
-  const MAX_STREAM = 256; // bytes of UTF-8 (gateway/wire.MaxStreamName)
+  const MAX_STREAM = 256; // bytes of UTF-8 (internal/wire.MaxStreamName)
 
   let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', reason: '', retryAfter: 0, at: Date.now(), carrier: '', blocked: false };
   let port = null;
@@ -64,9 +64,10 @@
   const listeners = new Set();
   const subs = new Map(); // id → {stream, fn, presence (a presence subscription's Map id → member)}
   let nextID = 1;
-  // Calls not yet answered: id → {name, data (JSON text), key, deadline, sent, epoch, resolve,
-  // reject, timer}. sent and epoch are what the hub said before the call's write: a call
-  // the hub never said it sent never went out, so after a lost hub it is made again as new.
+  // Calls not yet answered: id → {name, data (JSON text), key, deadline, sent, epoch, who,
+  // session, wid, sentAt, resolve, reject, timer}. sent, epoch, who, session and wid are what
+  // the hub said before the call's write (and sentAt when it first said so): a call the hub never said it sent never went out, so after
+  // a lost hub it is made again as new.
   const calls = new Map();
   let nextCallID = 1;
   let defaultCallTimeout = 30000; // the bootstrap's callTimeoutMs, read at hello
@@ -181,7 +182,14 @@
         break;
       case 'sent': {
         const c = calls.get(m.id);
-        if (c) { c.sent = true; c.epoch = m.epoch || ''; }
+        if (c) {
+          if (!c.sent) c.sentAt = Date.now(); // its first send: a keyed re-send is bounded by the Host's dedup window from it
+          c.sent = true;
+          c.epoch = m.epoch || '';
+          c.who = m.who || '';
+          c.session = m.session || '';
+          c.wid = m.wid || 0;
+        }
         break;
       }
       case 'reply': {
@@ -248,9 +256,11 @@
   //
   // The calls not yet answered go to it too, by the rule of calls after a lost hub (this is
   // the first hub, or the last one crashed, dropped this tab, or was left on pagehide): a
-  // call the old hub never said it sent is made as new (it never went out); one it sent goes
-  // again only with its key, under the dedup epoch it went out under (the new hub sends it
-  // only to a Host of that store); an unkeyed one it sent is interrupted, never sent twice.
+  // call the old hub never said it sent is made as new (it never went out); a keyed one it
+  // sent goes again, under the dedup epoch and identity it went out under (the new hub sends
+  // it only to a Host of that store, as that identity); an unkeyed one it sent is never sent
+  // twice: the new hub fences the session it went out on, and tells it not-run or
+  // interrupted by what started there.
   function connect(p) {
     port = p;
     port.onmessage = onHubMessage;
@@ -258,8 +268,8 @@
     if (renewer) port.postMessage({ t: 'renewer', on: true });
     for (const [id, sub] of subs) port.postMessage({ t: 'subscribe', id, stream: sub.stream, presence: !!sub.presence });
     for (const c of Array.from(calls.values())) {
-      if (c.sent && !c.key) {
-        settleCall(c, undefined, callError('interrupted', 'the connection that sent it was lost before its reply; it is not sent again', true, '', 0));
+      if (c.sent && !c.key && !c.session) { // nothing names the session to fence: it cannot be learned
+        settleCall(c, undefined, callError('timeout', 'the hub that sent it was lost before its reply; it may have run, or still run, at most once', true, '', 0));
         continue;
       }
       port.postMessage(callMessage(c));
@@ -345,6 +355,8 @@
     return {
       t: 'call', id: c.id, name: c.name, data: c.data, key: c.key,
       timeoutMs: Math.max(1, Math.ceil(c.deadline - Date.now())), epoch: c.sent ? c.epoch : '',
+      who: c.sent ? c.who : '', sentAgoMs: c.sent ? Math.max(0, Date.now() - c.sentAt) : 0,
+      session: c.sent && !c.key ? c.session : '', wid: c.sent && !c.key ? c.wid : 0,
     };
   }
 
@@ -356,10 +368,11 @@
     else c.resolve(data);
   }
 
-  // rejectCalls ends every call once the program has ended: those sent may have run.
+  // rejectCalls ends every call once the program has ended: those sent may have run, or still
+  // run (nothing is left to fence their session), which is what timeout says of a sent call.
   function rejectCalls(why) {
     for (const c of Array.from(calls.values())) {
-      if (c.sent) settleCall(c, undefined, callError('interrupted', why, true, '', 0));
+      if (c.sent) settleCall(c, undefined, callError('timeout', why + '; it may have run, or still run, at most once', true, '', 0));
       else settleCall(c, undefined, callError('failed', why, false, '', 0));
     }
   }
@@ -423,7 +436,7 @@
       if (dead) return Promise.reject(callError('failed', 'the Lifeline program has stopped; reload the page', false, '', 0));
       return new Promise((resolve, reject) => {
         const timeoutMs = o.timeoutMs || defaultCallTimeout;
-        const c = { id: nextCallID++, name, data: text, key: o.key || '', deadline: Date.now() + timeoutMs, sent: false, epoch: '', resolve, reject };
+        const c = { id: nextCallID++, name, data: text, key: o.key || '', deadline: Date.now() + timeoutMs, sent: false, epoch: '', who: '', session: '', wid: 0, sentAt: 0, resolve, reject };
         // The hub times the call; this timer, a little later, covers a hub that went silent.
         c.timer = setTimeout(() => {
           send({ t: 'cancel', id: c.id });

@@ -87,6 +87,8 @@ function start(): void {
     .catch((e: Lifeline.CallError) => {
       const kinds: Lifeline.CallErrorKind[] = [e.kind];
       if (e.kind === 'busy') console.log('try again in', e.retryAfter, 'ms');
+      else if (e.kind === 'identity-changed') console.log('made as the user before: not sent as this one');
+      else if (e.kind === 'not-run') console.log('it never ran: safe to make again');
       else if (!e.sent) console.log('never sent: safe to make again', kinds);
       else console.log('sent, outcome unknown:', e.message, e.code);
     });

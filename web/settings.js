@@ -1,4 +1,4 @@
-// The Settings indicator: the DOM contract that tests and embedders rely on (README.md, "The DOM contract").
+// The Settings indicator: the DOM contract that tests and embedders rely on (docs/embedding.md, "The DOM contract").
 //
 //   #connection-status[data-state]  connecting | slow | connected | reconnecting | offline |
 //                                   stopped | misconfigured | unauthorized | failed;

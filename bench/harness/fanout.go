@@ -310,7 +310,7 @@ func (e *env) fanReport(r *report, sum *table, n int, runs []*fanRun) {
 	if common > 0 {
 		ls, cs := life.at(common), cent.at(common)
 		r.judgeFull(full, aim, "p99 at equal R ≤ Centrifuge's", ls.p99 <= cs.p99,
-			fmt.Sprintf("at %s/s: %s vs %s", fmtN(common), fmtDur(ls.p99), fmtDur(cs.p99)), "batch more per write, or wake fewer goroutines per publication")
+			fmt.Sprintf("at %s/s: %s vs %s", fmtN(common), fmtDur(ls.p99), fmtDur(cs.p99)), "where a delivery waits (bench/TAILS.md): a new writer goroutine waiting for a P, its write taking 5–8 µs; Centrifuge's writers wait as long in the same window. Batching by yielding before the write cut the writes but lengthened the wait, and was not kept")
 	}
 	var lost, dup uint64
 	for _, s := range life.steps {

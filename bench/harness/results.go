@@ -77,10 +77,12 @@ func (e *env) writeResults(path string, rep *report, started time.Time, chosen [
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Lifeline benchmarks\n\n")
 	// Whatever is measured by hand or by another program has a file of its own, so that this
-	// one can be rewritten whole: the fleet's is FLEET.md, the page-load levers' PAGELOAD.md.
+	// one can be rewritten whole: the fleet's is FLEET.md, the page-load levers' PAGELOAD.md,
+	// the fan-out's and Append's tails, profiled (issue 37), TAILS.md.
 	fmt.Fprintf(&b, "Written by `make bench` (`go run ./bench/harness`); do not edit by hand, run it again. The\n")
 	fmt.Fprintf(&b, "fleet's figures (`go run ./e2e/fleet`, `go run ./bench/cmd/streamlogs`) are in [FLEET.md](FLEET.md),\n")
-	fmt.Fprintf(&b, "and what each page-load lever did in [PAGELOAD.md](PAGELOAD.md): `make bench` touches neither.\n\n")
+	fmt.Fprintf(&b, "what each page-load lever did in [PAGELOAD.md](PAGELOAD.md), and where the fan-out's and Append's\n")
+	fmt.Fprintf(&b, "tails go (issue 37) in [TAILS.md](TAILS.md): `make bench` touches none of them.\n\n")
 	fmt.Fprintf(&b, "| | |\n| --- | --- |\n")
 	fmt.Fprintf(&b, "| date | %s (%.0f min) |\n", started.UTC().Format("2006-01-02 15:04 MST"), time.Since(started).Minutes())
 	fmt.Fprintf(&b, "| machine | %s |\n", machine())

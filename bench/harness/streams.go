@@ -30,11 +30,11 @@ import (
 const (
 	streamsCounts     = "1000,10000,100000"
 	streamsCreators   = 64               // concurrent appends while creating
-	streamsAppenders  = 16               // concurrent appends while measuring
-	streamsRate       = 1000             // appends per second while measuring
+	streamsAppenders  = 16               // concurrent publishes while measuring
+	streamsRate       = 1000             // publishes per second while measuring: Appends and the floor's, half each
 	streamsSettle     = 5 * time.Second  // after the follows, before the idle figures
 	streamsIdle       = 10 * time.Second // the idle figures' window
-	streamsAppendTime = 10 * time.Second
+	streamsAppendTime = 20 * time.Second
 	streamsResumes    = 2000
 )
 
@@ -58,18 +58,27 @@ func (e *env) sStreams(r *report) error {
 	}
 	defer c.stop()
 	var hosts [3]*jetstream.Log
+	opts := &jetstream.Options{Replicas: 3, Shards: e.streamShards, Logger: slog.New(slog.DiscardHandler)}
 	for i := range hosts {
-		hosts[i], err = jetstream.Connect(c.urls[i], &jetstream.Options{Replicas: 3, Shards: e.streamShards,
-			Logger: slog.New(slog.DiscardHandler), Name: fmt.Sprintf("bench-host-%d", i+1)})
+		o := *opts
+		o.Name = fmt.Sprintf("bench-host-%d", i+1)
+		hosts[i], err = jetstream.Connect(c.urls[i], &o)
 		if err != nil {
 			return fmt.Errorf("the log of Host %d: %w", i+1, err)
 		}
 		defer hosts[i].Close()
 	}
+	floor, err := newStreamsFloor(c, e.streamShards, counts[len(counts)-1])
+	if err != nil {
+		return fmt.Errorf("the floor's connections: %w", err)
+	}
+	defer floor.close()
 	t := r.table(fmt.Sprintf("streams. The fleet's JetStream log with a stream per user: 3 NATS nodes, R3, %d shard(s), three Hosts", e.streamShards),
 		"at 100,000 streams: idle cluster CPU ≤ 5% of one core, Append p99 ≤ 5 ms, 0 errors",
 		"streams", "creates/s", "idle CPU, 3 nodes summed", "idle CPU, 3 Hosts", "RSS per node", "Append p50 / p99",
 		"live delivery p50 / p99", "resume p50 / p99", "lost / duplicated", "errors", "step took")
+	ft := r.table(fmt.Sprintf("streams. Where an Append's time goes: the same cluster's floor, measured in the same window (%d shard(s))", e.streamShards), "",
+		append([]string{"streams", "Append p50 / p90 / p99 / p99.9", "Append, the Host knew the head: p50 / p99", "Append, the Host did not: p50 / p99"}, floorKinds...)...)
 	st := newStreamsState(counts[len(counts)-1])
 	for i := range st.streams {
 		st.streams[i].host = i % 3
@@ -77,24 +86,31 @@ func (e *env) sStreams(r *report) error {
 	have := 0
 	for _, n := range counts {
 		t0 := time.Now()
-		row, err := e.streamsStep(c, hosts, st, have, n)
+		row, err := e.streamsStep(c, hosts, floor, opts, st, have, n)
 		if err != nil {
 			return fmt.Errorf("%d streams: %w", n, err)
 		}
 		have = n
 		r.row(t, append(row.cells(n), fmtS(time.Since(t0).Seconds()))...)
+		r.row(ft, row.floorCells(n)...)
 		if n == 100000 {
 			r.judge("streams", "idle cluster CPU ≤ 5% of one core at 100,000 streams", row.idleNodes <= 5, fmt.Sprintf("%.1f%%", row.idleNodes),
 				"the shards' own raft heartbeats and the nodes' housekeeping; more shards cost more")
 			r.judge("streams", "Append p99 ≤ 5 ms at 100,000 streams", row.appendP99 <= 5, fmtMsF(row.appendP99),
-				"a publish is one round trip to the shard leader through its raft quorum: a loaded machine's scheduling shows here")
+				fmt.Sprintf("Append from a Host that knew the stream's head p99 %s, from one that did not (a refused publish, a read, a publish) %s; the same publish by nats.go alone on the same cluster in the same window (the floor table): p99 %s through the same node, %s through the shard leader's, %s to an R1 stream; a core NATS request–reply %s",
+					fmtMsF(row.byHead[1].p99), fmtMsF(row.byHead[0].p99),
+					fmtMsF(row.floor[floorBare].p99), fmtMsF(row.floor[floorLeader].p99), fmtMsF(row.floor[floorR1].p99), fmtMsF(row.floor[floorCore].p99)))
 			r.judge("streams", "0 errors at 100,000 streams", row.errors == 0 && row.lost == 0 && row.dup == 0,
 				fmt.Sprintf("%d errors, %d lost, %d duplicated", row.errors, row.lost, row.dup), "")
 		}
 	}
 	r.note(t, "each step adds streams to the same cluster; creates/s is the new streams' first appends (%d at a time, spread over the three Hosts) divided by the time they took", streamsCreators)
 	r.note(t, "idle CPU: utime + stime of the three natsnode processes (and of this process, which holds the three Hosts' logs and their follows of every stream) over %v, %v after the follows, in %% of one core", e.streamsD(streamsIdle), streamsSettle)
-	r.note(t, "Append: %d appends/s for %v from %d goroutines, each to a random stream from the Host after the one following it; live delivery: from the Append call to the following Host's Follow callback (both in this process)", streamsRate, e.streamsD(streamsAppendTime), streamsAppenders)
+	r.note(t, "Append: %d appends/s for %v from %d goroutines, each to a random stream from the Host after the one following it, taking turns with as many publishes of the floor's (below), so that NATS takes %d publishes/s; live delivery: from the Append call to the following Host's Follow callback (both in this process)", streamsRate/2, e.streamsD(streamsAppendTime), streamsAppenders, streamsRate)
+	r.note(ft, "each row's figures come from the Append window of the row above: the %d goroutines take turns, an Append, then one of the four below in rotation (%d/s each), so that each sees the same machine", streamsAppenders, streamsRate/8)
+	r.note(ft, "bare js.PublishMsg: what Append publishes (its two headers, Nats-Expected-Last-Subject-Sequence, no retries) to a subject of the same shard that no Host follows, by nats.go alone: through a connection to the appending Host's node (Append less the log's own code), and to the shard leader's node (less the route to the leader)")
+	r.note(ft, "the Host knew the head: it had appended to the stream before (it made it, or appended in an earlier step), so the append is one publish; it did not: half the streams were made by the third Host, and the first append to one from this Host is refused (its expected last sequence is wrong), reads the head from the shard leader and publishes again. (A log remembers at most 65,536 heads: past that, some counted as known were forgotten)")
+	r.note(ft, "R1: a file stream of one replica, on the node the publish is sent to: no route, no quorum; core NATS request–reply: a request to a responder, both connected to one node: the round trip of two clients through one server, no JetStream")
 	r.note(t, "resume: Since from a cursor 1–8 events behind the head (or 0) of a random stream, on a random Host, %d times from 4 goroutines; an answer that is not the exact replay counts as an error", e.n(streamsResumes, 200))
 	r.note(t, "lost / duplicated: every followed stream's deliveries must go up by one, and every append be delivered within 10 s of the last; errors: failed appends and wrong replays")
 	return nil
@@ -162,6 +178,12 @@ func (e *env) startNATSCluster(name string) (*natsCluster, error) {
 	}
 	for i := range 3 {
 		dir := filepath.Join(e.raw, fmt.Sprintf("%s-nats%d", name, i+1))
+		// A scenario run again (the machine stalled) starts from an empty cluster, as the first
+		// try did: streams left by it would make the second try's first appends refused and
+		// read, and the floor's bare publishes (which expect their subjects empty) all refused.
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
 		p, err := e.bed.Start(fmt.Sprintf("%s-nats%d", name, i+1), []string{filepath.Join(e.bin, "natsnode"),
 			"-name", fmt.Sprintf("n%d", i+1), "-addr", clients[i], "-cluster", routes[i],
 			"-routes", strings.Join(routeURLs, ","), "-dir", dir, "-stock-raft"}, nil)
@@ -197,8 +219,12 @@ type benchStream struct {
 	lmu  sync.Mutex
 	sent []sentAppend // appends whose live delivery is awaited
 
-	mu   sync.Mutex // guards head: the appends of one stream are one at a time
+	mu   sync.Mutex // guards head and knows: the appends of one stream are one at a time
 	head hostplugin.Cursor
+	// knows has bit h set once Host h appended to the stream: its log knows the stream's
+	// head (unless it forgot it among more than 65,536), and its next append is one publish.
+	// An append from a Host that does not know the head is refused first and reads it.
+	knows uint8
 }
 
 // sentAppend is an append of seq, called at.
@@ -242,6 +268,10 @@ type streamsRow struct {
 	idleNodes, idleHosts    float64 // % of one core
 	rssMin, rssMax          float64 // MiB
 	appendP50, appendP99    float64 // ms
+	appendP90, appendP999   float64
+	appendN                 int                     // appends measured
+	floor                   map[string]floorFigures // by floor kind
+	byHead                  [2]floorFigures         // Appends from a Host that did not know the stream's head, and that did
 	liveP50, liveP99        float64
 	resumeP50, resumeP99    float64
 	lost, dup               int64
@@ -260,8 +290,30 @@ func (w streamsRow) cells(n int) []string {
 
 func fmtMsF(x float64) string { return fmt.Sprintf("%.2f ms", x) }
 
+// floorFigures are one floor kind's publishes in a step.
+type floorFigures struct {
+	n, errs  int
+	p50, p99 float64 // ms
+}
+
+func (w streamsRow) floorCells(n int) []string {
+	cells := []string{fmtN(float64(n)), fmt.Sprintf("%s / %s / %s / %s (%d)", fmtMsF(w.appendP50), fmtMsF(w.appendP90), fmtMsF(w.appendP99), fmtMsF(w.appendP999), w.appendN)}
+	for _, f := range []floorFigures{w.byHead[1], w.byHead[0]} {
+		cells = append(cells, fmt.Sprintf("%s / %s (%d)", fmtMsF(f.p50), fmtMsF(f.p99), f.n))
+	}
+	for _, kind := range floorKinds {
+		f := w.floor[kind]
+		c := fmt.Sprintf("%s / %s (%d)", fmtMsF(f.p50), fmtMsF(f.p99), f.n)
+		if f.errs > 0 {
+			c += fmt.Sprintf(", %d errors", f.errs)
+		}
+		cells = append(cells, c)
+	}
+	return cells
+}
+
 // streamsStep grows the log from have to n streams and measures.
-func (e *env) streamsStep(c *natsCluster, hosts [3]*jetstream.Log, st *streamsState, have, n int) (streamsRow, error) {
+func (e *env) streamsStep(c *natsCluster, hosts [3]*jetstream.Log, floor *streamsFloor, opts *jetstream.Options, st *streamsState, have, n int) (streamsRow, error) {
 	var row streamsRow
 	ctx := context.Background()
 	fmt.Printf("streams: creating user.%d … user.%d\n", have, n-1)
@@ -278,13 +330,15 @@ func (e *env) streamsStep(c *natsCluster, hosts [3]*jetstream.Log, st *streamsSt
 					return
 				}
 				s := &st.streams[i]
-				ev, err := hosts[(s.host+1+w%2)%3].Append(ctx, streamName(i), json.RawMessage(`{"n":1}`))
+				by := (s.host + 1 + w%2) % 3
+				ev, err := hosts[by].Append(ctx, streamName(i), json.RawMessage(`{"n":1}`))
 				if err != nil {
 					createErrs.Add(1)
 					continue
 				}
 				s.mu.Lock()
 				s.head = hostplugin.Cursor{Epoch: ev.Epoch, Seq: ev.Seq}
+				s.knows |= 1 << by
 				s.mu.Unlock()
 			}
 		})
@@ -324,13 +378,21 @@ func (e *env) streamsStep(c *natsCluster, hosts [3]*jetstream.Log, st *streamsSt
 		row.rssMin, row.rssMax = min(row.rssMin, float64(rss)/(1<<20)), max(row.rssMax, float64(rss)/(1<<20))
 	}
 
-	fmt.Printf("streams: appending %d/s for %v\n", streamsRate, e.streamsD(streamsAppendTime))
+	if err := floor.learnLeaders(); err != nil {
+		return row, fmt.Errorf("the shards' leaders: %w", err)
+	}
+	fmt.Printf("streams: appending %d/s, and the floor's publishes %d/s, for %v\n", streamsRate/2, streamsRate/2, e.streamsD(streamsAppendTime))
+	var floorMu sync.Mutex
+	floorMs := map[string][]float64{}
+	floorErrs := map[string]int{}
+	var turn atomic.Int64
 	st.mu.Lock()
 	st.live = st.live[:0]
 	st.mu.Unlock()
 	lost0, dup0 := st.lost.Load(), st.dup.Load()
 	var appendMu sync.Mutex
 	var appendMs []float64
+	var appendByHead [2][]float64 // [0]: the appending Host did not know the head; [1]: it did
 	var appendErrs atomic.Int64
 	var appended atomic.Int64
 	end := time.Now().Add(e.streamsD(streamsAppendTime))
@@ -347,11 +409,39 @@ func (e *env) streamsStep(c *natsCluster, hosts [3]*jetstream.Log, st *streamsSt
 				if !s.mu.TryLock() {
 					continue // another append of it is in flight: latency figures need one at a time
 				}
+				if k := turn.Add(1); k%2 == 1 {
+					kind := floorKinds[(k/2)%int64(len(floorKinds))]
+					node := (s.host + 1) % 3
+					t := time.Now()
+					var err error
+					switch kind {
+					case floorBare:
+						err = floor.publish(ctx, opts, node, i)
+					case floorLeader:
+						err = floor.publish(ctx, opts, floor.leader[floor.twin(opts, i).shard], i)
+					case floorR1:
+						err = floor.publishR1(ctx)
+					case floorCore:
+						err = floor.request(ctx)
+					}
+					ms := float64(time.Since(t).Microseconds()) / 1000
+					s.mu.Unlock()
+					floorMu.Lock()
+					if err != nil {
+						floorErrs[kind]++
+					} else {
+						floorMs[kind] = append(floorMs[kind], ms)
+					}
+					floorMu.Unlock()
+					continue
+				}
 				t := time.Now()
 				s.lmu.Lock()
 				s.sent = append(s.sent, sentAppend{seq: s.head.Seq + 1, at: t}) // this process is the only writer
 				s.lmu.Unlock()
-				ev, err := hosts[(s.host+1)%3].Append(ctx, streamName(i), json.RawMessage(`{"n":2}`))
+				by := (s.host + 1) % 3
+				knew := s.knows>>by&1 == 1
+				ev, err := hosts[by].Append(ctx, streamName(i), json.RawMessage(`{"n":2}`))
 				ms := float64(time.Since(t).Microseconds()) / 1000
 				appended.Add(1)
 				if err != nil {
@@ -361,8 +451,14 @@ func (e *env) streamsStep(c *natsCluster, hosts [3]*jetstream.Log, st *streamsSt
 					s.lmu.Unlock()
 				} else {
 					s.head = hostplugin.Cursor{Epoch: ev.Epoch, Seq: ev.Seq}
+					s.knows |= 1 << by
 					appendMu.Lock()
 					appendMs = append(appendMs, ms)
+					if knew {
+						appendByHead[1] = append(appendByHead[1], ms)
+					} else {
+						appendByHead[0] = append(appendByHead[0], ms)
+					}
 					appendMu.Unlock()
 				}
 				s.mu.Unlock()
@@ -387,6 +483,15 @@ func (e *env) streamsStep(c *natsCluster, hosts [3]*jetstream.Log, st *streamsSt
 	live := slices.Clone(st.live)
 	st.mu.Unlock()
 	row.appendP50, row.appendP99 = pct(appendMs, 50), pct(appendMs, 99)
+	row.appendP90, row.appendP999, row.appendN = pct(appendMs, 90), pct(appendMs, 99.9), len(appendMs)
+	for k, ms := range appendByHead {
+		row.byHead[k] = floorFigures{n: len(ms), p50: pct(ms, 50), p99: pct(ms, 99)}
+	}
+	row.floor = map[string]floorFigures{}
+	for _, kind := range floorKinds {
+		ms := floorMs[kind]
+		row.floor[kind] = floorFigures{n: len(ms), errs: floorErrs[kind], p50: pct(ms, 50), p99: pct(ms, 99)}
+	}
 	row.liveP50, row.liveP99 = pct(live, 50), pct(live, 99)
 	row.delivered, row.appendsTotal = len(live), int(appended.Load())
 	row.errors = int(appendErrs.Load())

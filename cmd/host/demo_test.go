@@ -11,7 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // boardPage is a socket to a running cmd/host, ready, subscribed to the board.

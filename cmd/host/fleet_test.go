@@ -11,8 +11,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/test/testbed"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // freePort is a loopback address nothing listens on, never one handed out before in this

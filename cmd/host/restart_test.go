@@ -21,8 +21,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/test/restarttest"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // group is a bin/host started for a restart test, with the successors it starts.

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/internal/swarmline"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // The calls against a real Host, which builds natively only.

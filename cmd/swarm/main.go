@@ -23,9 +23,9 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/configdoc"
 	"github.com/lifeline-go/lifeline/internal/swarmline"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 func main() {
@@ -56,6 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	verbose := fs.Bool("v", false, "log the controllers and gateways on stderr")
 	duration := fs.Duration("for", 0, "stop after this long (0: until SIGINT or SIGTERM)")
 	stats := fs.Bool("stats", false, `on SIGUSR1, collect garbage and print a "stats" line (goroutines, heapInuse, heapAlloc)`)
+	upgradeAfter := fs.Duration("upgrade-after", 0, "a client that fell back to the HTTP carrier tries a WebSocket again first after this long (gateway.Options.UpgradeAfter; 0: its default)")
 	httpClients := fs.Int("http", 0, "how many of the clients (the first ones) run on the HTTP carrier's stream instead of a WebSocket, and stay there")
 	user := fs.String("user", "", "the clients' user, in the cookie lifeline-user of their handshake (bin/host -signouts reads it); with -users, the prefix of their names")
 	users := fs.Int("users", 1, "with -user: how many users the clients are, client i being <user><i mod users>")
@@ -116,7 +117,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 			h.Set("Cookie", "lifeline-user="+name)
 		}
-		gopts := &gateway.Options{Logger: log.With("client", i), Handshake: gateway.Handshake{Header: h}}
+		gopts := &gateway.Options{Logger: log.With("client", i), Handshake: gateway.Handshake{Header: h},
+			UpgradeAfter: *upgradeAfter, OnCarrier: c.carried}
 		if i < *httpClients {
 			gopts.Carrier, gopts.UpgradeAfter = wire.CarrierStream, 24*time.Hour
 		}
@@ -154,7 +156,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		usr1 := make(chan os.Signal, 1)
 		notifyStats(usr1)
 		defer signal.Stop(usr1)
-		go printStats(ctx, usr1, out)
+		go printStats(ctx, usr1, out, clients)
 	}
 	var calls sync.WaitGroup
 	if plan.n > 0 {
@@ -273,7 +275,7 @@ func (c *client) call(ctx context.Context, p *callPlan, k int) {
 	id := p.id(c.id, k)
 	l := swarmline.Line{ID: c.id, Event: swarmline.Call, Call: k, Keyed: p.keyedAt(k), Made: swarmline.Stamp(time.Now())}
 	var epoch atomic.Value // string: set on the gateway's writer goroutine, read here
-	opts := gateway.CallOptions{OnSent: func(e string) { epoch.Store(e) }}
+	opts := gateway.CallOptions{OnSent: func(on gateway.Sent) { epoch.Store(on.Epoch) }}
 	if l.Keyed {
 		opts.Key = id
 	}
@@ -310,7 +312,7 @@ func warmGoroutines(n int) {
 
 // printStats prints a stats line for each signal until ctx ends. Two collections settle what
 // the first one's finalizers and cleared pools free.
-func printStats(ctx context.Context, sigs <-chan os.Signal, out *swarmline.Printer) {
+func printStats(ctx context.Context, sigs <-chan os.Signal, out *swarmline.Printer, clients []*client) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -320,10 +322,19 @@ func printStats(ctx context.Context, sigs <-chan os.Signal, out *swarmline.Print
 			runtime.GC()
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
-			out.Print(swarmline.Line{ID: -1, Event: swarmline.Stats, Goroutines: runtime.NumGoroutine(), HeapInuse: ms.HeapInuse, HeapAlloc: ms.HeapAlloc})
+			onHTTP := 0
+			for _, c := range clients {
+				if c.onHTTP.Load() {
+					onHTTP++
+				}
+			}
+			out.Print(swarmline.Line{ID: -1, Event: swarmline.Stats, Goroutines: runtime.NumGoroutine(), HeapInuse: ms.HeapInuse, HeapAlloc: ms.HeapAlloc, OnHTTP: onHTTP})
 		}
 	}
 }
+
+// carried is the gateway's OnCarrier: what carries the client's session now.
+func (c *client) carried(k gateway.Carrier) { c.onHTTP.Store(k.Kind != wire.CarrierWebSocket) }
 
 // client is one page's worth: a controller, its gateway, and what it last reported.
 type client struct {
@@ -332,6 +343,8 @@ type client struct {
 	gw  *gateway.Gateway
 	ctl *controller.Controller
 	sub *gateway.Subscription
+
+	onHTTP atomic.Bool // the session is on the HTTP carrier (OnCarrier)
 
 	// Touched only by OnChange, which the controller calls one at a time, in order.
 	attempt uint64

@@ -15,8 +15,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/swarmline"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // host is a minimal Host: ready, then a reset and two events for every sub.

@@ -19,8 +19,8 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/test/testbed"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // The calls step: callers (gateways through nginx, as pages are) make fleet.call calls back
@@ -155,7 +155,7 @@ func (cf *callFleet) call(c *caller, r *fleetCallRec, hold time.Duration, sent c
 	c.recs = append(c.recs, r)
 	c.mu.Unlock()
 	data, _ := json.Marshal(map[string]any{"id": r.id, "holdMs": hold.Milliseconds()})
-	opts := gateway.CallOptions{Timeout: callTimeout, OnSent: func(string) {
+	opts := gateway.CallOptions{Timeout: callTimeout, OnSent: func(gateway.Sent) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if r.firstOn == "" && r.kind == "" {
@@ -291,8 +291,9 @@ func (r callReport) String() string {
 
 // checkCalls holds every call to its promise through the SIGKILL of victim at killed, given
 // the runs the Hosts logged: a call answered ran exactly once; an interrupted one (keyed:
-// its run was cut on the victim; unkeyed: its session was) ran at most once, and only a call
-// first sent to the victim is interrupted; nothing else (timeout, busy) and no run of a call
+// its run was cut on the victim; unkeyed: its session was, and a survivor fenced it) ran at
+// most once, a not-run one (unkeyed, fenced before it started) never, and only a call first
+// sent to the victim is either; nothing else (timeout, busy) and no run of a call
 // nobody made. At least one keyed call and one unkeyed call must have been cut by the kill,
 // or the step tested nothing.
 func checkCalls(recs []fleetCallRec, runs map[string]int, victim string, killed time.Time) callReport {
@@ -317,13 +318,13 @@ func checkCalls(recs []fleetCallRec, runs map[string]int, victim string, killed 
 			if n != 1 {
 				fail("call %s answered by %s ran %d times, want 1", r.id, r.replyHost, n)
 			}
-		case gateway.CallInterrupted:
+		case gateway.CallInterrupted, gateway.CallNotRun:
 			rep.interrupted++
-			if n > 1 {
-				fail("call %s interrupted ran %d times, want at most 1", r.id, n)
+			if n > 1 || r.kind == gateway.CallNotRun && n > 0 {
+				fail("call %s %s ran %d times", r.id, r.kind, n)
 			}
 			if r.firstOn != victim && r.firstOn != "" {
-				fail("call %s first sent to %s, which lived, was interrupted: %s", r.id, r.firstOn, r.detail)
+				fail("call %s first sent to %s, which lived, was %s: %s", r.id, r.firstOn, r.kind, r.detail)
 			}
 		default:
 			fail("call %s (keyed %v, first sent to %q) ended %s: %s", r.id, r.keyed, r.firstOn, r.kind, r.detail)
@@ -337,7 +338,7 @@ func checkCalls(recs []fleetCallRec, runs map[string]int, victim string, killed 
 			}
 		case r.keyed && r.kind == gateway.CallInterrupted:
 			rep.cutKeyedInterrupted++
-		case r.kind == gateway.CallInterrupted:
+		case r.kind == gateway.CallInterrupted || r.kind == gateway.CallNotRun:
 			rep.cutUnkeyedInterrupted++
 		case r.kind == callOutcomeOK:
 			rep.cutUnkeyedOK++

@@ -22,8 +22,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/test/testbed"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // A real Prometheus (Debian's, installed by scripts/setup.sh metrics) scrapes the three Hosts'

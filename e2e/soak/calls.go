@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/swarmline"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // The calls (issue 23): every client makes the soak's calls, every other one keyed, through
@@ -26,14 +26,15 @@ import (
 //   - keyed: resolved with its own data, and run exactly once. The one exception is the
 //     guarantee table's plain restart: a Host A killed while the call was outstanding takes
 //     its in-memory dedup store with it, so the page, back on a Host of another epoch, rejects
-//     the call interrupted rather than risk a second run; such a call may have run once, and
+//     the call timeout (it cannot learn whether it ran) rather than risk a second run; such a call may have run once, and
 //     each is counted and reported. It is admitted only if it was outstanding during a kill
 //     (made before the kill's recovery ended, its outcome after the kill began) and was sent
 //     under a dedup epoch that answered calls before the kill (not the restarted Host's).
 //     (With a dedup store the Hosts share, whose epoch survives the kill, only a run its Host
 //     died in stays unknown: the store answers it interrupted once the dead claim's lease is
 //     over, or the page's timeout comes first; the same rule admits that, and nothing else.)
-//   - unkeyed: resolved and run once, or rejected interrupted or timeout and run at most once.
+//   - unkeyed: resolved and run once, or rejected interrupted or timeout and run at most once,
+//     or rejected not-run and never run.
 //   - every call: an outcome, printed once; none run twice; none run that its Promise says
 //     was never sent; no run of a call nobody made; and no call rejected while a SIGUSR2
 //     handoff or a GOAWAY move was in progress (make-before-break: the draining session
@@ -160,14 +161,14 @@ func getLedger(ctx context.Context, base string) ([]ledgerCount, error) {
 
 // callTotals is what the calls came to, [0] unkeyed and [1] keyed.
 type callTotals struct {
-	made, resolved, interrupted, timeout, other, lost [2]int
-	ran0, ran1, ran2                                  [2]int // by the ledger: never, once, twice or more
-	rejectedIn                                        map[string]*[2]int
-	keyedKilled                                       [3]int // keyed, outcome unknown across a kill: interrupted by the page (the epoch changed), by the store, timed out
-	epochs                                            int    // dedup epochs that answered calls
-	strays                                            int    // runs of calls no client made
-	failures                                          []string
-	nFailures                                         int
+	made, resolved, interrupted, notRun, timeout, other, lost [2]int
+	ran0, ran1, ran2                                          [2]int // by the ledger: never, once, twice or more
+	rejectedIn                                                map[string]*[2]int
+	keyedKilled                                               [3]int // keyed, outcome unknown across a kill: interrupted by the page (the epoch changed), by the store, timed out
+	epochs                                                    int    // dedup epochs that answered calls
+	strays                                                    int    // runs of calls no client made
+	failures                                                  []string
+	nFailures                                                 int
 }
 
 func (t *callTotals) fail(format string, args ...any) {
@@ -255,18 +256,20 @@ func (tr *tracker) checkCalls(counts []ledgerCount, spans []span) callTotals {
 				t.rejectedIn[during] = in
 			}
 			in[x]++
-			if !c.sent && r.runs > 0 {
-				t.fail("%s call %d (keyed %v) rejected %s as never sent, but ran %d times", m.name, k, keyed, c.kind, r.runs)
+			if (!c.sent || c.kind == gateway.CallNotRun) && r.runs > 0 {
+				t.fail("%s call %d (keyed %v) rejected %s as never run, but ran %d times", m.name, k, keyed, outcomeText(c.kind, c.sent), r.runs)
 			}
 			switch c.kind {
 			case gateway.CallInterrupted:
 				t.interrupted[x]++
+			case gateway.CallNotRun:
+				t.notRun[x]++
 			case gateway.CallTimeout:
 				t.timeout[x]++
 			default:
 				t.other[x]++
 			}
-			allowed := c.kind == gateway.CallInterrupted || c.kind == gateway.CallTimeout
+			allowed := c.kind == gateway.CallInterrupted || c.kind == gateway.CallTimeout || c.kind == gateway.CallNotRun && !keyed
 			if keyed {
 				// Only a kill of Host A while it was outstanding leaves its outcome unknown.
 				first, known := since[c.epoch]
@@ -310,10 +313,10 @@ func outcomeText(kind string, sent bool) string {
 
 // callsTable prints what the calls came to.
 func callsTable(w io.Writer, t callTotals) {
-	fmt.Fprintln(w, "calls\tmade\tresolved\tinterrupted\ttimeout\tother\tlost\tran 0\tran once\tran twice+\t")
+	fmt.Fprintln(w, "calls\tmade\tresolved\tinterrupted\tnot-run\ttimeout\tother\tlost\tran 0\tran once\tran twice+\t")
 	for x, name := range []string{"unkeyed", "keyed"} {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, t.made[x], t.resolved[x], t.interrupted[x],
-			t.timeout[x], t.other[x], t.lost[x], t.ran0[x], t.ran1[x], t.ran2[x])
+		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t\n", name, t.made[x], t.resolved[x], t.interrupted[x],
+			t.notRun[x], t.timeout[x], t.other[x], t.lost[x], t.ran0[x], t.ran1[x], t.ran2[x])
 	}
 }
 

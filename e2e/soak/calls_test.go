@@ -51,6 +51,8 @@ func TestCallsCheckHoldsEachCallToItsPromise(t *testing.T) {
 		{name: "an unkeyed call rejected busy fails", call: rejected(false, 150, "busy", true, "busy"), failures: 1},
 		{name: "a call said never sent that ran fails", call: rejected(false, 150, "timeout", false, ""), runs: 1, failures: 1},
 		{name: "an unkeyed call interrupted and run twice fails", call: rejected(false, 150, "interrupted", true, ""), runs: 2, failures: 1},
+		{name: "an unkeyed call rejected not-run during an outage, never run, is admitted", call: rejected(false, 150, "not-run", true, "")},
+		{name: "an unkeyed call rejected not-run that ran fails", call: rejected(false, 150, "not-run", true, ""), runs: 1, failures: 1},
 		{name: "a keyed call resolved and run twice fails twice over", call: resolved(true, 50), runs: 2, failures: 2},
 		{name: "a resolved call that never ran fails", call: resolved(true, 50), failures: 1},
 		{name: "a call resolved with another's reply fails", call: callSeen{done: true, at: 50, keyed: true, epoch: "e1"}, runs: 1, failures: 1},

@@ -184,6 +184,7 @@ func (s *soak) setUp(ctx context.Context) error {
 		s.tr.stats[p] = ch
 		argv := []string{filepath.Join(s.o.root, "bin/swarm"), "-url", wsURL, "-n", strconv.Itoa(n),
 			"-sub", "ticks", "-deliveries", "-stats", "-recovery", recoveryJS,
+			"-upgrade-after", upgradeAfter.String(),
 			"-seed", strconv.FormatUint(s.o.seed+uint64(p)+1, 10)}
 		if s.o.calls > 0 {
 			argv = append(argv, "-calls", strconv.Itoa(s.o.calls), "-keyed", strconv.FormatFloat(keyedShare, 'g', -1, 64),
@@ -289,6 +290,24 @@ func (s *soak) prime(ctx context.Context) {
 		s.fail("primer: not every member came back")
 	}
 	sleep(ctx, 3*time.Second)
+}
+
+// upgradeAfter is the clients' first wait on the HTTP carrier before they try a WebSocket
+// again (gateway.Options.UpgradeAfter), and onHTTPWait the bound on all of them being back on
+// one at the end: the probe's wait doubles from upgradeAfter, with jitter, and a fault may end
+// just before the run does.
+const (
+	upgradeAfter = time.Second
+	onHTTPWait   = 20 * time.Second
+)
+
+// onHTTP is how many clients of every process are on the HTTP carrier.
+func onHTTP(st []clientStats) int {
+	n := 0
+	for _, s := range st {
+		n += s.OnHTTP
+	}
+	return n
 }
 
 // clientStats asks every client process for its goroutines and heap.
@@ -590,7 +609,18 @@ func (s *soak) finish(ctx context.Context, base []clientStats) {
 	if ha.Sessions+hb.Sessions != up || hb.Sessions != 0 {
 		s.fail("end: Host sessions A %d + B %d, connected members %d (want A = %d, B = 0)", ha.Sessions, hb.Sessions, up, up)
 	}
+	// A fault that looks to a client like a path that holds WebSockets back (a stalled ready
+	// frame) rightly moves it to the HTTP carrier, whose goroutines and buffers differ; it
+	// comes back to a WebSocket by itself (its upgrade probe), and the figures compare like
+	// with like once every client has.
 	end := s.clientStats(ctx)
+	for deadline := time.Now().Add(onHTTPWait); onHTTP(end) > 0; end = s.clientStats(ctx) {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			s.fail("end: %d clients still on the HTTP carrier %s after the last fault, want every one back on a WebSocket", onHTTP(end), onHTTPWait)
+			break
+		}
+		sleep(ctx, 500*time.Millisecond)
+	}
 	for p := range base {
 		b, e := base[p], end[p]
 		s.logf("client process %d: goroutines %d → %d, heapAlloc %d → %d, heapInuse %d → %d", p, b.Goroutines, e.Goroutines, b.HeapAlloc, e.HeapAlloc, b.HeapInuse, e.HeapInuse)

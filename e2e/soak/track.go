@@ -51,6 +51,7 @@ type tracker struct {
 type clientStats struct {
 	Goroutines           int
 	HeapInuse, HeapAlloc uint64
+	OnHTTP               int // clients on the HTTP carrier
 }
 
 func msNow() float64 { return swarmline.Stamp(time.Now()) }
@@ -93,7 +94,7 @@ func (tr *tracker) clientLine(proc, base int, b []byte) {
 	if ev.Event == swarmline.Stats {
 		if ch := tr.stats[proc]; ch != nil {
 			select {
-			case ch <- clientStats{ev.Goroutines, ev.HeapInuse, ev.HeapAlloc}:
+			case ch <- clientStats{ev.Goroutines, ev.HeapInuse, ev.HeapAlloc, ev.OnHTTP}:
 			default:
 			}
 		}

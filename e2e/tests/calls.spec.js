@@ -9,7 +9,7 @@ const { runs, ranOnce, callIn, started, settled } = require('./calls');
 
 const fast = { recovery: { initialDelayMs: 200, maxDelayMs: 500 } };
 
-test('a crash of the shared hub: its unkeyed call in flight rejects interrupted, its keyed one is sent again and runs once', async ({ browser, page, hosts }) => {
+test('a crash of the shared hub: its unkeyed call in flight rejects not-run (the fresh hub fences the session it went out on), its keyed one is sent again and runs once', async ({ browser, page, hosts }) => {
   test.skip(mode === 'in-page', 'shared mode only: in-page, the hub is the page\'s own program');
   const host = await hosts.start({});
   await page.goto(host.url('/'));
@@ -31,7 +31,7 @@ test('a crash of the shared hub: its unkeyed call in flight rejects interrupted,
     await w.detach();
   }
   const u = await settled(page, unkeyed);
-  expect(u).toMatchObject({ state: 'rejected', kind: 'interrupted', sent: true });
+  expect(u).toMatchObject({ state: 'rejected', kind: 'not-run', sent: true });
   const k = await settled(page, keyed);
   expect(k).toMatchObject({ state: 'resolved', value: { text: 'keyed through the crash' } });
   await ranOnce(host, 'board.slow', 'crash-1');

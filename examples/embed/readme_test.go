@@ -18,14 +18,15 @@ import (
 	"github.com/lifeline-go/lifeline/hostplugin"
 )
 
-// The README's "Embed it in your app" section is held to the code: its config table lists every
-// field of hostplugin.ConfigFile with the default and the rules the code has, and its Go is
-// this example's, verbatim.
+// The README's "Embed it in your app" section and docs/embedding.md, the guide it points to,
+// are held to the code: the guide's config table lists every field of hostplugin.ConfigFile
+// with the default and the rules the code has, and the Go of both is this example's, verbatim.
 
-var update = flag.Bool("update", false, "rewrite the config table of README.md from the code (its last column is kept)")
+var update = flag.Bool("update", false, "rewrite the config table of docs/embedding.md from the code (its last column is kept)")
 
 const (
 	readmePath = "../../README.md"
+	guidePath  = "../../docs/embedding.md" // the config table's page
 	tableBegin = "<!-- config-fields: `go test ./examples/embed -run TestREADME -update` writes the first three columns from the code; the last is written by hand -->"
 	tableEnd   = "<!-- /config-fields -->"
 	tableHead  = "| Field | Default | Rule (as an error states it) | What it does |\n|---|---|---|---|\n"
@@ -151,14 +152,14 @@ func brokenRules(t *testing.T, path string, value any, siblings ...any) []string
 var rowRE = regexp.MustCompile("^\\| `([^`]+)` \\| `([^`]*)` \\| (.*?) \\| (.*) \\|$")
 
 func TestREADMEConfigTableIsTheCode(t *testing.T) {
-	readme, err := os.ReadFile(readmePath)
+	readme, err := os.ReadFile(guidePath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	before, rest, ok := bytes.Cut(readme, []byte(tableBegin+"\n"))
 	table, after, ok2 := bytes.Cut(rest, []byte(tableEnd))
 	if !ok || !ok2 {
-		t.Fatalf("README.md lacks the config table between %q and %q", tableBegin, tableEnd)
+		t.Fatalf("docs/embedding.md lacks the config table between %q and %q", tableBegin, tableEnd)
 	}
 	type written struct{ def, rule, meaning string }
 	have := map[string]written{}
@@ -167,7 +168,7 @@ func TestREADMEConfigTableIsTheCode(t *testing.T) {
 		line = strings.TrimSuffix(line, "\n")
 		m := rowRE.FindStringSubmatch(line)
 		if m == nil {
-			t.Errorf("README.md: a line of the config table is not a row `| `field` | `default` | rule | meaning |`: %q", line)
+			t.Errorf("docs/embedding.md: a line of the config table is not a row `| `field` | `default` | rule | meaning |`: %q", line)
 			continue
 		}
 		have[m[1]] = written{m[2], m[3], m[4]}
@@ -182,11 +183,11 @@ func TestREADMEConfigTableIsTheCode(t *testing.T) {
 		meaning := w.meaning
 		switch {
 		case !ok:
-			t.Errorf("README.md: the config table has no row for %s; add:\n%s", r.path, r.String("…"))
+			t.Errorf("docs/embedding.md: the config table has no row for %s; add:\n%s", r.path, r.String("…"))
 		case w.def != r.def || w.rule != r.rule:
-			t.Errorf("README.md: the row of %s says default `%s`, rule %q; the code says default `%s`, rule %q", r.path, w.def, w.rule, r.def, r.rule)
+			t.Errorf("docs/embedding.md: the row of %s says default `%s`, rule %q; the code says default `%s`, rule %q", r.path, w.def, w.rule, r.def, r.rule)
 		case strings.TrimSpace(meaning) == "" || meaning == "…":
-			t.Errorf("README.md: the row of %s does not say what the field does", r.path)
+			t.Errorf("docs/embedding.md: the row of %s does not say what the field does", r.path)
 		}
 		if meaning == "" {
 			meaning = "…"
@@ -199,36 +200,38 @@ func TestREADMEConfigTableIsTheCode(t *testing.T) {
 	}
 	for _, p := range order {
 		if !slices.Contains(paths, p) {
-			t.Errorf("README.md: the config table has a row for %s, which hostplugin.ConfigFile does not have", p)
+			t.Errorf("docs/embedding.md: the config table has a row for %s, which hostplugin.ConfigFile does not have", p)
 		}
 	}
 	if !slices.Equal(order, paths) && len(order) == len(paths) {
-		t.Errorf("README.md: the config table's rows are in the order %v; the code's is %v", order, paths)
+		t.Errorf("docs/embedding.md: the config table's rows are in the order %v; the code's is %v", order, paths)
 	}
 	if *update {
 		next := slices.Concat(before, []byte(tableBegin+"\n"), []byte(out.String()), []byte(tableEnd), after)
-		if err := os.WriteFile(readmePath, next, 0o644); err != nil {
+		if err := os.WriteFile(guidePath, next, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("rewrote the config table of %s", readmePath)
+		t.Logf("rewrote the config table of %s", guidePath)
 	}
 }
 
 func TestREADMECodeIsTheExamples(t *testing.T) {
-	readme, err := os.ReadFile(readmePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, rest, ok := bytes.Cut(readme, []byte(codeBegin))
-	code, _, ok2 := bytes.Cut(rest, []byte("```\n"))
-	if !ok || !ok2 {
-		t.Fatalf("README.md lacks the example's code after %q", codeBegin)
-	}
 	src, err := os.ReadFile("lifeline.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(src, code) {
-		t.Errorf("README.md's Go is not a verbatim excerpt of examples/embed/lifeline.go; it reads:\n%s", code)
+	for _, path := range []string{readmePath, guidePath} {
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, rest, ok := bytes.Cut(doc, []byte(codeBegin))
+		code, _, ok2 := bytes.Cut(rest, []byte("```\n"))
+		if !ok || !ok2 {
+			t.Fatalf("%s lacks the example's code after %q", path, codeBegin)
+		}
+		if !bytes.Contains(src, code) {
+			t.Errorf("%s's Go is not a verbatim excerpt of examples/embed/lifeline.go; it reads:\n%s", path, code)
+		}
 	}
 }

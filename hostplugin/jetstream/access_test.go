@@ -18,9 +18,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/hostplugin/jetstream"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // userOf is the Access of the fleet's tests: the cookie "user" names the identity, for a

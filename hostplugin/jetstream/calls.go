@@ -19,8 +19,8 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // CallOptions are the optional parts of a [CallStore]. A nil *CallOptions means all defaults.
@@ -76,10 +76,11 @@ var errBucketUnusable = errors.New("jetstream: the call store's bucket cannot se
 // over its claim (an update on the claim's revision). A Do that finds a claim waits for the
 // outcome (a KV watch of that key). If the claim is older than its lease (the claimant's
 // call timeout, which it writes into the claim, plus its NATS timeout to store the outcome)
-// with no outcome, or the waiting call's own deadline comes first (the Hosts of a fleet give
-// calls one timeout, and the waiter started after the claimant), the claimant's Host died
-// while it ran: the Do stores and returns wire.CodeInterrupted over the claim, and the call
-// never runs a second time. Both writes are conditional on the claim's revision, so the
+// with no outcome, the claimant's Host died while it ran: the Do stores and returns
+// wire.CodeInterrupted over the claim, and the call never runs a second time. If the waiting
+// call's own deadline comes first, the run may be going still (a handler past its timeout):
+// the Do returns an error wrapping hostplugin.ErrCallRunning (the Host answers timeout) and
+// stores nothing. Both writes are conditional on the claim's revision, so the
 // claimant's outcome and a waiter's interrupted cannot both be kept. Outcomes expire after
 // the window (a per-message TTL): the bucket's config is the same on every Host, and each
 // Host's window is its own.
@@ -213,6 +214,11 @@ func (s *CallStore) Epoch() string {
 	defer s.mu.Unlock()
 	return s.epoch
 }
+
+// Window implements [hostplugin.CallStore]: the window of the outcomes this Host stores.
+// Every Host of a fleet should have the same one: a page takes the smaller of the Host it
+// sent a call to and the Host it sends it to again.
+func (s *CallStore) Window() time.Duration { return time.Duration(s.window.Load()) }
 
 // SetWindow changes the window of the outcomes this Host stores from now on (a config
 // reload); those stored keep theirs.
@@ -499,11 +505,14 @@ func (s *CallStore) await(ctx context.Context, kv natsjs.KeyValue, k string) (ou
 	if r.Outcome != nil {
 		return *r.Outcome, true, nil
 	}
-	// The wait ends with the lease, or with this call's own deadline: its Host gives every
-	// call the same timeout, so by then the claimant's run is over too (or its Host is gone).
-	end := e.Created().Add(time.Duration(r.LeaseMs) * time.Millisecond)
+	// The wait ends with the lease, or with this call's own deadline. Only the lease's end
+	// says the claimant's Host is gone (its run would have stored an outcome by then); at this
+	// call's own deadline the run may well be going still (a handler past its timeout), and
+	// this call is told so: nothing is stored, and the claimant's outcome stands.
+	lease := e.Created().Add(time.Duration(r.LeaseMs) * time.Millisecond)
+	end, own := lease, false
 	if d, ok := ctx.Deadline(); ok && d.Before(end) {
-		end = d
+		end, own = d, true
 	}
 	if time.Now().Before(end) {
 		select {
@@ -522,6 +531,10 @@ func (s *CallStore) await(ctx context.Context, kv natsjs.KeyValue, k string) (ou
 		case seen == keyChanged:
 			return out, false, nil
 		}
+	}
+	if own {
+		return out, false, fmt.Errorf("%w: bucket %q: key %s, claimed by %q, whose lease runs %v more",
+			hostplugin.ErrCallRunning, s.opts.Bucket, k, r.Host, time.Until(lease).Round(time.Millisecond))
 	}
 	return s.interrupt(context.WithoutCancel(ctx), k, e.Revision(), r)
 }
@@ -598,6 +611,100 @@ func (s *CallStore) interrupt(ctx context.Context, k string, rev uint64, claim c
 		return hostplugin.CallOutcome{}, false, nil
 	}
 	return hostplugin.CallOutcome{}, false, s.unavailable("answering a call interrupted", err)
+}
+
+// sessionRecord is a session's KV value: the highest id of its calls that started, and
+// whether its page fenced it. Start and Fence write it only over the revision they read, so
+// no call starts after a fence and the fence knows every call that started before it.
+type sessionRecord struct {
+	Started uint64 `json:"started,omitempty"`
+	Fenced  bool   `json:"fenced,omitempty"`
+	Host    string `json:"host,omitempty"` // the last writer's NATS connection name, for operators
+}
+
+// sessionKey is the KV key of a session's record: a hash, like callKey's, in a space of its
+// own ("s." never begins a callKey).
+func sessionKey(session string) string {
+	h := sha256.Sum256([]byte("session:" + session))
+	return "s." + base64.RawURLEncoding.EncodeToString(h[:])
+}
+
+// Start implements [hostplugin.CallStore]: one read and one conditional write per call.
+func (s *CallStore) Start(ctx context.Context, session string, id uint64) error {
+	_, err := s.session(ctx, session, func(r *sessionRecord) error {
+		if r.Fenced {
+			return hostplugin.ErrSessionFenced
+		}
+		r.Started = max(r.Started, id)
+		return nil
+	})
+	return err
+}
+
+// Fence implements [hostplugin.CallStore].
+func (s *CallStore) Fence(ctx context.Context, session string) (uint64, error) {
+	r, err := s.session(ctx, session, func(r *sessionRecord) error {
+		r.Fenced = true
+		return nil
+	})
+	return r.Started, err
+}
+
+// session reads session's record, lets change decide on it (an error refuses), and writes it
+// back over the revision it read, with the window's TTL, trying again when another write came
+// first. It returns the record written.
+func (s *CallStore) session(ctx context.Context, session string, change func(*sessionRecord) error) (sessionRecord, error) {
+	k := sessionKey(session)
+	for range maxTries {
+		kv := s.bucket()
+		if kv == nil {
+			s.poke()
+			return sessionRecord{}, fmt.Errorf("%w: bucket %q is not made yet", ErrCallStoreUnavailable, s.opts.Bucket)
+		}
+		var r sessionRecord
+		var rev uint64
+		rctx, cancel := s.request(ctx)
+		e, err := kv.Get(rctx, k)
+		cancel()
+		switch {
+		case errors.Is(err, natsjs.ErrKeyNotFound) || errors.Is(err, natsjs.ErrKeyDeleted):
+		case err != nil:
+			return r, s.unavailable("reading a session's record", err)
+		case json.Unmarshal(e.Value(), &r) != nil:
+			return r, fmt.Errorf("jetstream: bucket %q: key %s holds %.64q, not a session's record", s.opts.Bucket, k, e.Value())
+		default:
+			rev = e.Revision()
+		}
+		if err := change(&r); err != nil {
+			return r, err
+		}
+		r.Host = s.log.opts.Name
+		b, _ := json.Marshal(r)
+		keep := ttl(hostplugin.SessionRecordTTL(time.Duration(s.window.Load()), r.Fenced))
+		wctx, cancel := s.request(ctx)
+		if rev == 0 {
+			_, err = kv.Create(wctx, k, b, natsjs.KeyTTL(keep))
+		} else {
+			_, err = s.log.js.PublishMsg(wctx, &nats.Msg{Subject: s.subject + k, Data: b},
+				natsjs.WithExpectLastSequencePerSubject(rev), natsjs.WithMsgTTL(keep))
+		}
+		cancel()
+		switch {
+		case err == nil:
+			return r, nil
+		case errors.Is(err, natsjs.ErrKeyExists) || wrongLastSeq(err):
+			continue // another write came first: read it
+		}
+		// The answer may have been lost with the write stored: then it stands.
+		gctx, gcancel := s.request(ctx)
+		e, gerr := kv.Get(gctx, k)
+		gcancel()
+		if gerr == nil && string(e.Value()) == string(b) {
+			return r, nil
+		}
+		return r, s.unavailable("writing a session's record", err)
+	}
+	return sessionRecord{}, fmt.Errorf("%w: bucket %q: key %s changed %d times while this call read it", ErrCallStoreUnavailable, s.opts.Bucket, k, maxTries)
 }
 
 // decode reads the record e of k.

@@ -17,10 +17,10 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/hostplugin/jetstream"
 	"github.com/lifeline-go/lifeline/internal/test/hosttest"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // callsStream is the JetStream stream of the default bucket of a log with the default Prefix.
@@ -258,14 +258,17 @@ func TestCallStoreAnswersInterruptedForARunWhoseHostDied(t *testing.T) {
 	}
 }
 
-// A waiting call whose own deadline comes before the claim's lease is over answers
-// interrupted then, and stores it: the claimant's outcome, stored later, reaches its own
-// caller only, and the call still runs once.
-func TestCallStoreAnswersInterruptedAtTheWaitersDeadline(t *testing.T) {
+// A waiting call whose own deadline comes before the claim's lease is over says the run is
+// still going (hostplugin.ErrCallRunning: the Host answers timeout, never busy) and stores
+// nothing: the claimant's outcome, stored later, is the one every later re-send gets, and the
+// call runs once.
+func TestCallStoreTellsAWaiterAtItsDeadlineThatTheRunIsStillGoing(t *testing.T) {
 	ns := startNATS(t)
 	admin := natsAdmin(t, ns)
 	a, b := newCallStore(t, ns.connect(t, nil), nil), newCallStore(t, ns.connect(t, nil), nil)
 	gate, running := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release)
 	aDone := make(chan hostplugin.CallOutcome, 1)
 	go func() {
 		// No deadline: the claim's lease is the default 30 s.
@@ -280,22 +283,71 @@ func TestCallStoreAnswersInterruptedAtTheWaitersDeadline(t *testing.T) {
 	r := &runner{out: reply(`"again"`)}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	out, err := b.Do(ctx, "alice", "k", r.run)
-	if err != nil || out.Code != wire.CodeInterrupted {
-		t.Errorf("a waiter at its deadline: %+v, %v; want code %q", out, err, wire.CodeInterrupted)
+	if out, err := b.Do(ctx, "alice", "k", r.run); !errors.Is(err, hostplugin.ErrCallRunning) {
+		t.Errorf("a waiter at its deadline: %+v, %v; want ErrCallRunning (the run is still going)", out, err)
 	}
-	close(gate)
+	release()
 	if out := <-aDone; string(out.Reply) != `"late"` {
 		t.Errorf("the claimant's own caller: %+v, want its run's reply", out)
 	}
-	if out := do(t, b, "alice", "k", r.run); out.Code != wire.CodeInterrupted {
-		t.Errorf("a re-send after both: %+v, want the stored code %q", out, wire.CodeInterrupted)
+	if out := do(t, b, "alice", "k", r.run); string(out.Reply) != `"late"` {
+		t.Errorf("a re-send after the run: %+v, want its outcome", out)
 	}
 	if n := r.runs.Load(); n != 0 {
 		t.Errorf("the waiters ran the handler %d times, want 0", n)
 	}
 	if n := consumers(t, admin); n != 0 {
 		t.Errorf("%d watches left on the bucket, want 0", n)
+	}
+}
+
+// Through two Hosts of the fleet: a keyed call re-sent to the other Host while its first run
+// outlasts the re-send's call timeout is answered timeout, never busy, and a re-send after the
+// run gets its reply; it ran once.
+func TestAReSendToAnotherHostWhileTheFirstRunIsStillGoingIsATimeoutNeverBusy(t *testing.T) {
+	ns := startNATS(t)
+	var runs atomic.Int32
+	entered, gate := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release)
+	cfg, err := hostplugin.ParseConfig([]byte(`{"callTimeoutMs":200}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := func() *fixture {
+		log := ns.connect(t, nil)
+		calls := newCallStore(t, log, &jetstream.CallOptions{Lease: cfg.CallTimeout()})
+		f := hosttest.New(t, `{"callTimeoutMs":200}`, true, hostplugin.Options{Log: log, Calls: calls})
+		t.Cleanup(release) // before the Host's Close, which waits for the run
+		h := f.H
+		h.HandleCall("overrun", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
+			if runs.Add(1) == 1 {
+				close(entered)
+			}
+			<-gate // past the call timeout: it ignores its context
+			return json.RawMessage(`"done"`), nil
+		})
+		return f
+	}
+	hostA, hostB := host(), host()
+	const call = `{"t":"call","id":1,"name":"overrun","key":"k"}`
+	a := hostA.Dial(t)
+	a.Expect("ready")
+	a.Send(call)
+	<-entered
+	b := hostB.Dial(t)
+	b.Expect("ready")
+	b.Send(call)
+	if r := b.Expect("reply"); r.Code != wire.CodeTimeout || !strings.Contains(r.Error, "still running") {
+		t.Fatalf("the re-send on the other Host: %+v, want timeout saying it is still running", r)
+	}
+	release()
+	if r := a.Expect("reply"); string(r.Data) != `"done"` {
+		t.Fatalf("the first run's own page: %+v, want its reply", r)
+	}
+	b.Send(call)
+	if r := b.Expect("reply"); string(r.Data) != `"done"` || runs.Load() != 1 {
+		t.Fatalf("a re-send after the run: %+v after %d runs, want the first reply and one run", r, runs.Load())
 	}
 }
 
@@ -494,12 +546,14 @@ func TestPagesKeyedCallReSentToAnotherHostGetsTheFirstReply(t *testing.T) {
 	hostA, calls := host()
 	hostB, _ := host()
 	const call = `{"t":"call","id":7,"name":"order.place","key":"cart-42","data":{"sku":"x"}}`
-	var replies []string
+	var replies, tags []string
 	for _, f := range []*fixture{hostA, hostB} {
 		c := f.Dial(t)
-		if ready := c.Expect("ready"); ready.Dedup != calls.Epoch() {
-			t.Errorf("ready frame's dedup %q, want the bucket's epoch %q", ready.Dedup, calls.Epoch())
+		ready := c.Expect("ready")
+		if ready.Dedup != calls.Epoch() || ready.DedupMs != calls.Window().Milliseconds() {
+			t.Errorf("ready frame's dedup %q, window %d ms; want the bucket's epoch %q and the store's window %v", ready.Dedup, ready.DedupMs, calls.Epoch(), calls.Window())
 		}
+		tags = append(tags, ready.Who)
 		c.Send(call)
 		r := c.Expect("reply")
 		if r.ID != 7 || r.Code != "" {
@@ -510,6 +564,119 @@ func TestPagesKeyedCallReSentToAnotherHostGetsTheFirstReply(t *testing.T) {
 	}
 	if want := []string{`{"order":1}`, `{"order":1}`}; !slices.Equal(replies, want) {
 		t.Errorf("replies on host A then host B: %q, want %q", replies, want)
+	}
+	if tags[0] == "" || tags[0] != tags[1] {
+		t.Errorf("the two Hosts tag one identity %q and %q, want one tag: a re-send to the other Host goes as the same identity", tags[0], tags[1])
+	}
+}
+
+// A session's calls start through the store of the fleet, and a fence written by any Host
+// stops them on every other: Start and Fence write only over the revision they read, so a
+// call either started before the fence (and the fence says so) or never starts.
+func TestCallStoreFencesASessionFleetWide(t *testing.T) {
+	ns := startNATS(t)
+	a, b := newCallStore(t, ns.connect(t, nil), nil), newCallStore(t, ns.connect(t, nil), nil)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	for _, id := range []uint64{1, 2} {
+		if err := a.Start(ctx, "x", id); err != nil {
+			t.Fatalf("a.Start(x, %d): %v", id, err)
+		}
+	}
+	if started, err := b.Fence(ctx, "x"); err != nil || started != 2 {
+		t.Fatalf("b.Fence(x): %d, %v; want 2", started, err)
+	}
+	if err := a.Start(ctx, "x", 3); !errors.Is(err, hostplugin.ErrSessionFenced) {
+		t.Fatalf("a.Start(x, 3) after b's fence: %v, want ErrSessionFenced", err)
+	}
+	if started, err := a.Fence(ctx, "x"); err != nil || started != 2 {
+		t.Fatalf("the fence again, from a: %d, %v; want 2", started, err)
+	}
+	if started, err := b.Fence(ctx, "y"); err != nil || started != 0 {
+		t.Fatalf("b.Fence(y) of a session none of whose calls started: %d, %v; want 0", started, err)
+	}
+	if err := a.Start(ctx, "y", 1); !errors.Is(err, hostplugin.ErrSessionFenced) {
+		t.Fatalf("a.Start(y, 1) after its fence: %v, want ErrSessionFenced", err)
+	}
+
+	// Starts and fences at once, on two Hosts, a session each: every fence says exactly
+	// whether its session's call started.
+	const sessions = 40
+	var wg sync.WaitGroup
+	startErr, fenced := make([]error, sessions), make([]uint64, sessions)
+	for i := range sessions {
+		session := fmt.Sprint("race-", i)
+		wg.Go(func() { startErr[i] = a.Start(ctx, session, 1) })
+		wg.Go(func() {
+			var err error
+			if fenced[i], err = b.Fence(ctx, session); err != nil {
+				t.Errorf("b.Fence(%s): %v", session, err)
+			}
+		})
+	}
+	wg.Wait()
+	for i := range sessions {
+		switch err := startErr[i]; {
+		case err == nil && fenced[i] != 1:
+			t.Errorf("session %d: its call started, and the fence says %d started", i, fenced[i])
+		case errors.Is(err, hostplugin.ErrSessionFenced) && fenced[i] != 0:
+			t.Errorf("session %d: its call was refused, and the fence says %d started", i, fenced[i])
+		case err != nil && !errors.Is(err, hostplugin.ErrSessionFenced):
+			t.Errorf("session %d: Start: %v", i, err)
+		}
+	}
+}
+
+// Through two Hosts of the fleet: a page's session on one Host runs a slow call with another
+// waiting behind it; the page, on a session of the other Host now, fences the first; the Host
+// answers that call 1 started, and call 2 never does.
+func TestAFenceOnOneHostStopsTheSessionsCallsOnAnother(t *testing.T) {
+	ns := startNATS(t)
+	var mu sync.Mutex
+	ran := map[string]int{}
+	entered, gate := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(gate) })
+	t.Cleanup(release)
+	host := func() *fixture {
+		log := ns.connect(t, nil)
+		calls := newCallStore(t, log, nil)
+		f := hosttest.New(t, `{}`, true, hostplugin.Options{Log: log, Calls: calls})
+		t.Cleanup(release) // before the Host's Close, which waits for the run
+		h := f.H
+		h.HandleCall("slow", func(context.Context, *hostplugin.Call) (json.RawMessage, error) {
+			close(entered)
+			<-gate
+			return nil, nil
+		})
+		h.HandleCall("note", func(_ context.Context, c *hostplugin.Call) (json.RawMessage, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			ran[string(c.Data)]++
+			return nil, nil
+		})
+		return f
+	}
+	hostA, hostB := host(), host()
+	old := hostA.Dial(t)
+	x := old.Expect("ready").Session
+	old.Send(`{"t":"call","id":1,"name":"slow"}`)
+	<-entered
+	old.Send(`{"t":"call","id":2,"name":"note","data":"behind"}`)
+	now := hostB.Dial(t)
+	now.Expect("ready")
+	now.Send(`{"t":"fence","session":"` + x + `"}`)
+	if r := now.Expect("fenced"); r.Session != x || r.Started != 1 {
+		t.Fatalf("the fence on host B: %+v, want session %q with call 1 started", r, x)
+	}
+	release()
+	if r := old.Expect("reply"); r.ID != 1 {
+		t.Fatalf("host A's session: %+v, want call 1's reply", r)
+	}
+	waitFor(t, "host A to refuse the fenced session's next call", func() bool { return hostA.Logs.Has("fenced it") })
+	mu.Lock()
+	defer mu.Unlock()
+	if n := ran[`"behind"`]; n != 0 {
+		t.Fatalf("host A ran the call behind the fence %d times, want 0", n)
 	}
 }
 

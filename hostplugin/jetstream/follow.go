@@ -14,8 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Follow implements [hostplugin.StreamLog]. It hears the copies the stream's shard

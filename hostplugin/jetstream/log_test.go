@@ -127,6 +127,52 @@ func TestJetStreamLogsOfTwoHostsShareSequencesAndTheEpoch(t *testing.T) {
 	}
 }
 
+// TestHostsAppendingAtOnceToStreamsNewToThemNumberEveryEventOnce has three Hosts append at once
+// to streams none of them knows the head of: each one's first append to a stream is published
+// on no head, refused when another Host stored first, and numbered again from the head it read
+// alongside the publish, which may already be stale. Whatever the interleaving, each stream's
+// events are numbered 1…n in one epoch, each number once.
+func TestHostsAppendingAtOnceToStreamsNewToThemNumberEveryEventOnce(t *testing.T) {
+	ns := startNATS(t)
+	hosts := []*jetstream.Log{ns.connect(t, nil), ns.connect(t, nil), ns.connect(t, nil)}
+	const streams, each = 4, 8
+	var mu sync.Mutex
+	got := map[string][]hostplugin.Event{}
+	var wg sync.WaitGroup
+	for h, log := range hosts {
+		wg.Go(func() {
+			for i := range each {
+				for k := range streams {
+					stream := fmt.Sprintf("s%d", (k+h)%streams) // each Host in another order
+					ev, err := log.Append(context.Background(), stream, json.RawMessage(fmt.Sprintf(`{"h":%d,"i":%d}`, h, i)))
+					if err != nil {
+						t.Errorf("Host %d: Append to %s: %v", h, stream, err)
+						return
+					}
+					mu.Lock()
+					got[stream] = append(got[stream], ev)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for k := range streams {
+		stream := fmt.Sprintf("s%d", k)
+		evs := got[stream]
+		seen := map[uint64]bool{}
+		for _, ev := range evs {
+			if ev.Epoch != evs[0].Epoch || ev.Seq < 1 || ev.Seq > uint64(len(hosts)*each) || seen[ev.Seq] {
+				t.Fatalf("%s: event seq %d epoch %q among %d events of epoch %q: want 1…%d once each, one epoch", stream, ev.Seq, ev.Epoch, len(evs), evs[0].Epoch, len(hosts)*each)
+			}
+			seen[ev.Seq] = true
+		}
+		if len(seen) != len(hosts)*each {
+			t.Fatalf("%s: %d events stored, want %d", stream, len(seen), len(hosts)*each)
+		}
+	}
+}
+
 func TestJetStreamLogResetsCursorsItCannotVouchFor(t *testing.T) {
 	ns := startNATS(t)
 	log := ns.connect(t, nil) // keeps 64 events

@@ -16,9 +16,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/hostplugin/jetstream"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // presenceHost is a Host with presence on room.* whose sessions are who their X-User header

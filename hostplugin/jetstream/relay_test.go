@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/hostplugin/jetstream"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // relayHost is a Host of a fleet on ns, with the NATS relay, over loopback.

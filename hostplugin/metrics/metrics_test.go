@@ -16,10 +16,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/hostplugin/metrics"
 	"github.com/lifeline-go/lifeline/internal/test/hosttest"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 const bound = 5 * time.Second

@@ -16,9 +16,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/hostplugin/restart"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // A Host's main with graceful restarts: SIGUSR2 starts a successor that inherits the port and
@@ -114,7 +114,7 @@ func ExampleRestarter_Shutdown() {
 	fmt.Println(<-frames)
 	fmt.Println(<-frames)
 	// Output:
-	// {"t":"ready","heartbeatMs":15000,"maxFrameBytes":4096,"report":true}
+	// {"t":"ready","heartbeatMs":15000,"dedupMs":600000,"maxFrameBytes":4096,"report":true}
 	// sessions closed: 1 <nil>
 	// {"t":"error","message":"service-restart retry-after=200"}
 	// closed 1012 "service-restart retry-after=200"
@@ -134,7 +134,7 @@ func trimSession(frame string) string {
 	if err != nil || f.T != wire.TypeReady {
 		return frame
 	}
-	f.Session, f.Dedup = "", ""
+	f.Session, f.Dedup, f.Who = "", "", "" // random per Host, and the tag of the identity with it
 	b, _ := f.Encode()
 	return string(b)
 }

@@ -18,10 +18,10 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/hostplugin/restart"
 	"github.com/lifeline-go/lifeline/internal/test/restarttest"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // bound is the longest any test waits for something that should happen.

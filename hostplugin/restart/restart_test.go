@@ -19,10 +19,10 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/hostplugin/restart"
 	"github.com/lifeline-go/lifeline/internal/test/restarttest"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // A drain that had to wait for its timeout would take a minute: a process that leaves within

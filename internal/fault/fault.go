@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Mode is a failure the events endpoint can be told to show.

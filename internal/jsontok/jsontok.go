@@ -1,5 +1,5 @@
 // Package jsontok is a small strict JSON tokenizer: the one both the wire frames
-// (gateway/wire) and the config documents (internal/strictjson) are read with, on both sides.
+// (internal/wire) and the config documents (internal/strictjson) are read with, on both sides.
 //
 // It reads one value (and, with ReadValue at the top level, tells what follows it) from a
 // byte slice, token by token, checking the whole grammar of RFC 8259: separators, the number

@@ -19,7 +19,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // The events, in the order a client usually prints them.
@@ -52,6 +52,7 @@ type Line struct {
 	Goroutines int    // stats
 	HeapInuse  uint64 // stats: the heap's spans in use (live objects and the free room in their spans)
 	HeapAlloc  uint64 // stats: the live objects' bytes
+	OnHTTP     int    // stats: the clients whose session is on the HTTP carrier now
 
 	Call    int             // call: the call's number among its client's calls, from 0
 	Keyed   bool            // call: it carried an idempotency key
@@ -98,6 +99,7 @@ type jsonLine struct {
 	Goroutines int             `json:"goroutines"`
 	HeapInuse  uint64          `json:"heapInuse"`
 	HeapAlloc  uint64          `json:"heapAlloc"`
+	OnHTTP     int             `json:"onHTTP"`
 	Call       int             `json:"call"`
 	Keyed      bool            `json:"keyed"`
 	Made       float64         `json:"made"`
@@ -120,7 +122,7 @@ func Decode(b []byte) (Line, error) {
 		return Line{}, fmt.Errorf("%w: %q lacks one of t, id, event", ErrLine, wire.Truncate(string(b)))
 	}
 	return Line{T: *w.T, ID: *w.ID, Event: w.Event, Stream: w.Stream, Seq: w.Seq, Reset: w.Reset,
-		Want: w.Want, Goroutines: w.Goroutines, HeapInuse: w.HeapInuse, HeapAlloc: w.HeapAlloc,
+		Want: w.Want, Goroutines: w.Goroutines, HeapInuse: w.HeapInuse, HeapAlloc: w.HeapAlloc, OnHTTP: w.OnHTTP,
 		Call: w.Call, Keyed: w.Keyed, Made: w.Made, Epoch: w.Epoch, Reply: w.Reply, Kind: w.Kind, Sent: w.Sent, Code: w.Code, Message: w.Message}, nil
 }
 
@@ -155,6 +157,8 @@ func (l Line) Append(b []byte) []byte {
 		b = strconv.AppendUint(b, l.HeapInuse, 10)
 		b = append(b, `,"heapAlloc":`...)
 		b = strconv.AppendUint(b, l.HeapAlloc, 10)
+		b = append(b, `,"onHTTP":`...)
+		b = strconv.AppendInt(b, int64(l.OnHTTP), 10)
 	case Call:
 		b = append(b, `,"call":`...)
 		b = strconv.AppendInt(b, int64(l.Call), 10)

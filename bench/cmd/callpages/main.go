@@ -33,8 +33,8 @@ import (
 	"github.com/lifeline-go/lifeline/bench/callline"
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/swarmline"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // handlerName is the call the pages make (bench/cmd/callhost's handler).

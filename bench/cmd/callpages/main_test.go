@@ -8,7 +8,7 @@ import (
 
 	"github.com/lifeline-go/lifeline/bench/callline"
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // What the gateway says is what the harness is told, in callline's words: unknown only for a

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/bench/fanload"
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Lifeline's HTTP carrier, as a page speaks it (PROTOCOL.md §11): GET

@@ -30,8 +30,8 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/bench/fanload"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/test/testbed"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 func main() {

@@ -8,7 +8,8 @@
 //
 //	POST /rate?r=R   publish R publications a second from now on, half to each kind of channel (0: stop)
 //	GET  /stats      fanload.ServerStats (?gc=1: after a GC that returns what it can to the OS)
-//	GET  /debug/pprof/…  net/http/pprof, to see where a run's time goes
+//	GET  /debug/pprof/…  net/http/pprof, to see where a run's time goes (the execution trace
+//	                     too; -block-rate and -mutex-fraction turn on those profiles)
 //
 // It ends when its stdin closes.
 package main
@@ -62,7 +63,11 @@ func run() error {
 	ring := flag.Int("ring", hostplugin.DefaultRingSize, "lifeline: events per stream in the ring")
 	heartbeat := flag.Duration("heartbeat", hostplugin.DefaultHeartbeat, "lifeline: the heartbeat")
 	publishers := flag.Int("publishers", 2, "publishing goroutines (each owns a share of the channels)")
+	blockRate := flag.Int("block-rate", 0, "runtime.SetBlockProfileRate: profile blocking events of at least this many ns (0: none), for /debug/pprof/block")
+	mutexFraction := flag.Int("mutex-fraction", 0, "runtime.SetMutexProfileFraction (0: none), for /debug/pprof/mutex")
 	flag.Parse()
+	runtime.SetBlockProfileRate(*blockRate)
+	runtime.SetMutexProfileFraction(*mutexFraction)
 
 	var srv server
 	var err error
@@ -106,6 +111,7 @@ func run() error {
 	})
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.Handle("/", srv.handler)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

@@ -35,8 +35,8 @@ import (
 	"github.com/centrifugal/centrifuge"
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 const stream = "room.bench"
@@ -172,8 +172,6 @@ func run(n, churn int, dur time.Duration) error {
 	t0 := time.Now()
 	every := time.Second / time.Duration(churn)
 	joins := map[string]time.Time{}
-	var all []*page
-	all = append(all, ps...)
 	for i := 0; time.Since(t0) < dur; i++ {
 		id := fmt.Sprintf("churn-%05d", i)
 		p, err := dial(url, id, 0)
@@ -184,7 +182,6 @@ func run(n, churn int, dur time.Duration) error {
 		if err := p.conn.Write(context.Background(), websocket.MessageText, sub); err != nil {
 			return err
 		}
-		all = append(all, p)
 		time.Sleep(time.Until(t0.Add(time.Duration(i+1) * every)))
 	}
 	time.Sleep(2 * time.Second)

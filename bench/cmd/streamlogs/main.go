@@ -33,9 +33,9 @@ import (
 	"github.com/coder/websocket"
 	"github.com/nats-io/nats-server/v2/server"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/hostplugin/jetstream"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 const (

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // FuzzInject checks, for any page and any way of writing it: the middleware never panics; the

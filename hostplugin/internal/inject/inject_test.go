@@ -28,10 +28,10 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin/internal/inject"
 	"github.com/lifeline-go/lifeline/internal/test/pagetest"
 	"github.com/lifeline-go/lifeline/internal/test/testlog"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // bound is the longest any test waits for something that should happen.

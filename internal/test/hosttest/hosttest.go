@@ -17,9 +17,9 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/internal/test/testlog"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Bound is the longest any helper waits for something that should happen.

@@ -21,8 +21,8 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/test/testbed"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Bound is the longest the harness waits for something that should happen; a process's exit

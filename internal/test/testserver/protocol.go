@@ -10,7 +10,7 @@
 // The scenario ends, and every socket of it closes, when its control connection closes.
 package testserver
 
-import "github.com/lifeline-go/lifeline/gateway/wire"
+import "github.com/lifeline-go/lifeline/internal/wire"
 
 // ControlPath is where the control WebSocket is served.
 const ControlPath = "/control"

@@ -15,7 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/internal/wsheader"
 )
 
@@ -540,7 +540,7 @@ func (sc *scenario) refusalQuery(hname string, w http.ResponseWriter, r *http.Re
 	writeRefusal(w, status, body)
 }
 
-// renewal answers a page's renewal (access.go in gateway/wire) as the host's auth rule says:
+// renewal answers a page's renewal (access.go in internal/wire) as the host's auth rule says:
 // a session's secret is its name's (secretOf), and the answer's expiry the one its ready frame
 // said.
 func (sc *scenario) renewal(hname string, w http.ResponseWriter, r *http.Request) {

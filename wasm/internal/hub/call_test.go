@@ -162,3 +162,53 @@ func TestATabsCallsReachTheHostInTheOrderItMadeThem(t *testing.T) {
 		}
 	}
 }
+
+// A tab whose hub was lost makes its unkeyed calls that hub said it sent again on a fresh hub,
+// naming the session and the id each went out as. The fresh hub sends neither: it fences
+// that session, which the Host may still hold (a hub that died leaves its socket to the
+// browser), and tells the tab what started there: interrupted, or not-run, which never runs.
+func TestAnUnkeyedCallOfALostHubIsToldWhatItsSessionsFenceSays(t *testing.T) {
+	x, runs, release := callHost(t)
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	lost := newHub(t)
+	a := newClient()
+	ca := lost.Attach(a)
+	ca.Handle(hello(x))
+	ca.Handle(hub.In{T: hub.MsgCall, ID: 1, Name: "hold", Data: `1`})
+	ca.Handle(hub.In{T: hub.MsgCall, ID: 2, Name: "who", Data: `"behind"`})
+	a.wait(t, "both calls sent", func(c *tab) bool { return c.sentOn[1].ID != 0 && c.sentOn[2].ID != 0 })
+	waitUntil(t, "the first call to run", func() bool { return runs.Load() == 1 }) // it holds; the second waits behind it on the Host
+	a.mu.Lock()
+	sent := []gateway.Sent{a.sentOn[1], a.sentOn[2]}
+	a.mu.Unlock()
+
+	fresh := newHub(t)
+	b := newClient()
+	cb := fresh.Attach(b)
+	cb.Handle(hello(x))
+	for i, on := range sent {
+		cb.Handle(hub.In{T: hub.MsgCall, ID: i + 1, Name: []string{"hold", "who"}[i], Data: []string{`1`, `"behind"`}[i],
+			Epoch: on.Epoch, Who: on.Who, Session: on.Session, WireID: int(on.ID), TimeoutMs: 30000})
+	}
+	b.wait(t, "both calls told", func(c *tab) bool { return len(c.replies) == 2 })
+	b.mu.Lock()
+	got := []reply{b.replies[1], b.replies[2]}
+	b.mu.Unlock()
+	for i, want := range []string{gateway.CallInterrupted, gateway.CallNotRun} {
+		var ce *gateway.CallError
+		if !errors.As(got[i].err, &ce) || ce.Kind != want || !ce.Sent {
+			t.Errorf("call %d made again: %+v, want %s, sent", i+1, got[i], want)
+		}
+	}
+	close(release) // the first run ends on the lost hub's session; the one behind it must not start
+	a.wait(t, "the held call's reply on the lost hub", func(c *tab) bool { _, ok := c.replies[1]; return ok })
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("%d runs, want the first call's alone: the call behind it was fenced", n)
+	}
+}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // In is one message from a tab. T says which; the other fields are its arguments.
@@ -23,10 +23,13 @@ type In struct {
 	Event                    Event
 	ID                       int
 	Stream                   string
-	// A call's name, data (JSON text), idempotency key, timeout and, for a keyed call made
-	// again after the hub that sent it was lost, the dedup epoch it was sent under.
-	Name, Data, Key, Epoch string
-	TimeoutMs              int
+	// A call's name, data (JSON text), idempotency key, timeout and, for a call made again
+	// after the hub that sent it was lost, what the hub's "sent" message said: the dedup
+	// epoch and identity tag it was sent under, the session it was sent on and its id there
+	// (WireID: an unkeyed call waits for that session's fence), and how long ago it was
+	// first sent (as the tab timed it).
+	Name, Data, Key, Epoch, Who, Session string
+	TimeoutMs, SentAgoMs, WireID         int
 	// Carrier, in a hello, is the carrier the page remembers its network needs
 	// (wire.CarrierStream or CarrierPoll: it did not carry a WebSocket lately), "" for none.
 	Carrier string
@@ -51,7 +54,7 @@ const (
 	MsgSubscribe   Msg = "subscribe"   // ID, Stream, Presence
 	MsgUnsubscribe Msg = "unsubscribe" // ID
 	MsgLife        Msg = "life"        // Event
-	MsgCall        Msg = "call"        // ID, Name, Data, Key, TimeoutMs, Epoch
+	MsgCall        Msg = "call"        // ID, Name, Data, Key, TimeoutMs, Epoch, Who, Session, WireID, SentAgoMs
 	MsgCancel      Msg = "cancel"      // ID: the tab gave up on that call (its timer)
 	MsgPing        Msg = "ping"        // still here (the glue drops ports that stay silent)
 	MsgRenewer     Msg = "renewer"     // On: the page's code set (or removed) a renewer (access.go)
@@ -275,7 +278,13 @@ func (conn *Conn) call(m In) {
 	}
 	opts := gateway.CallOptions{
 		Key: m.Key, Epoch: m.Epoch, Timeout: time.Duration(m.TimeoutMs) * time.Millisecond,
-		OnSent: func(epoch string) { conn.send(func(t Tab) { t.Sent(id, epoch) }) },
+		OnSent: func(on gateway.Sent) { conn.send(func(t Tab) { t.Sent(id, on) }) },
+	}
+	if m.Epoch != "" {
+		opts.Who, opts.SentAt = m.Who, time.Now().Add(-time.Duration(m.SentAgoMs)*time.Millisecond)
+		if m.Key == "" {
+			opts.Session, opts.ID = m.Session, uint64(max(m.WireID, 0))
+		}
 	}
 	// Queued here, on the tab's serve goroutine, so that its calls reach the Host in the order
 	// the tab made them (a goroutine per call would queue them in the scheduler's order).

@@ -31,8 +31,8 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
+	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/wasm/internal/page"
 )
 
@@ -72,9 +72,9 @@ type Tab interface {
 	// Ended reports that the subscription id ended, and why (the Host denied it, the hub is
 	// closing); it delivers nothing more.
 	Ended(id int, err error)
-	// Sent reports that the call id is about to be written to a socket, under the Host's
-	// dedup epoch.
-	Sent(id int, epoch string)
+	// Sent reports that the call id is about to be written to a socket, and what the
+	// session's ready frame said (its dedup epoch, its identity's tag).
+	Sent(id int, on gateway.Sent)
 	// Replied reports how the call id ended: the Host's reply, or a *gateway.CallError.
 	Replied(id int, reply wire.RawJSON, err error)
 	// Presence reports who is on the stream of the presence subscription id: first, the

@@ -17,8 +17,8 @@ import (
 
 	"github.com/lifeline-go/lifeline/controller"
 	"github.com/lifeline-go/lifeline/gateway"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/internal/wire"
 	"github.com/lifeline-go/lifeline/wasm/internal/hub"
 )
 
@@ -64,7 +64,8 @@ type tab struct {
 	statuses []hub.Status
 	got      map[int][]gateway.Delivery
 	ended    map[int]error
-	sent     map[int]string // call id → the epoch it was sent under
+	sent     map[int]string       // call id → the epoch it was sent under
+	sentOn   map[int]gateway.Sent // call id → all the hub said of its last write
 	replies  map[int]reply
 	presence map[int][]presenceReport
 	changed  chan struct{}
@@ -83,10 +84,12 @@ type reply struct {
 }
 
 func newClient() *tab {
-	return &tab{got: map[int][]gateway.Delivery{}, ended: map[int]error{}, sent: map[int]string{}, replies: map[int]reply{}, presence: map[int][]presenceReport{}, changed: make(chan struct{}, 1)}
+	return &tab{got: map[int][]gateway.Delivery{}, ended: map[int]error{}, sent: map[int]string{}, sentOn: map[int]gateway.Sent{}, replies: map[int]reply{}, presence: map[int][]presenceReport{}, changed: make(chan struct{}, 1)}
 }
 
-func (c *tab) Sent(id int, epoch string) { c.do(func() { c.sent[id] = epoch }) }
+func (c *tab) Sent(id int, on gateway.Sent) {
+	c.do(func() { c.sent[id], c.sentOn[id] = on.Epoch, on })
+}
 func (c *tab) Replied(id int, data wire.RawJSON, err error) {
 	c.do(func() { c.replies[id] = reply{string(data), err} })
 }

@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/configdoc"
 	"github.com/lifeline-go/lifeline/internal/strictjson"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 	"github.com/lifeline-go/lifeline/internal/weburl"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 // Config is what a page's connection is built from.

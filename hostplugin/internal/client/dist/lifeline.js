@@ -1,4 +1,4 @@
-// The Settings indicator: the DOM contract that tests and embedders rely on (README.md, "The DOM contract").
+// The Settings indicator: the DOM contract that tests and embedders rely on (docs/embedding.md, "The DOM contract").
 //
 //   #connection-status[data-state]  connecting | slow | connected | reconnecting | offline |
 //                                   stopped | misconfigured | unauthorized | failed;
@@ -12,7 +12,8 @@
 //   #connection-detail              a short sentence saying what failed and what happens next
 //                                   (polite, so the reason follows the state); the raw error in
 //                                   its title; for misconfigured the invalid fields and values,
-//                                   for failed the cause, as code
+//                                   for failed the cause, as code; for unauthorized the Host
+//                                   app's own words first (why it refused or ended the access)
 //   #reconnect-now                  enabled whenever the state is not connected; once failed
 //                                   (the page's program ended) it reloads the page
 //
@@ -53,6 +54,7 @@
         other: () => ['The connection failed', 'retrying'],
       },
       join: (cause, retry) => (retry ? `${cause}; ${retry}.` : `${cause}.`),
+      because: (reason, sentence) => (/[.!?…]$/.test(reason) ? `${reason} ${sentence}` : `${reason}. ${sentence}`),
       blocked: 'This network does not carry WebSockets; connected over HTTP instead.',
       sentences: {
         offline: 'This device is offline; the page reconnects when the network is back.',
@@ -86,6 +88,7 @@
         other: () => ['连接失败', '正在重试'],
       },
       join: (cause, retry) => (retry ? `${cause}，${retry}。` : `${cause}。`),
+      because: (reason, sentence) => (/[。！？.!?…]$/.test(reason) ? `${reason}${sentence}` : `${reason}。${sentence}`),
       blocked: '当前网络不支持 WebSocket，已改用 HTTP 连接。',
       sentences: {
         offline: '设备已离线，网络恢复后将自动重连。',
@@ -181,6 +184,12 @@
     return items.length ? items.join('; ') : error;
   }
 
+  // appWords is the Host application's own part of a reason: the plugin's words before it
+  // ("hostplugin: unauthenticated: ", which an app's error wraps) are for developers.
+  function appWords(reason) {
+    return (reason || '').replace(/^hostplugin: (?:unauthenticated|forbidden)(?:: |$)/, '').trim();
+  }
+
   // describe says what failed, for a person: the sentence, and the technical text the detail
   // shows as code (only where a developer must act: the settings, a program that ended).
   function describe(s, state) {
@@ -192,7 +201,8 @@
       let code = '';
       if (kind === 'misconfigured' && error) code = invalidFields(error);
       if (kind === 'failed') code = error;
-      return { sentence: L.sentences[kind], code };
+      const why = kind === 'unauthorized' ? appWords(s.reason) : '';
+      return { sentence: why ? L.because(why, L.sentences[kind]) : L.sentences[kind], code };
     }
     const cause = (L.causes[kind] || L.causes.other)(Math.ceil(retryAfterMs(s) / 1000));
     const retrying = state === 'connecting' || state === 'slow' || state === 'reconnecting';
@@ -555,17 +565,28 @@
 // see wasm/main.go), to which it talks over a MessagePort.
 //
 //   lifeline.state()               the current status: {state, slow, attempt, failures,
-//                                  nextAttempt, error, kind, retryAfter, at, carrier, blocked}
+//                                  nextAttempt, error, kind, reason, retryAfter, at, carrier,
+//                                  blocked} (reason: the Host app's words when it refused or
+//                                  ended the page's access)
 //   lifeline.onState(fn)           fn(status) now and on every change; returns a remover
 //   lifeline.reconnectNow()        attempt at once, from the first cap
 //   lifeline.stop(), .start()      end everything / begin a fresh sequence
 //   lifeline.subscribe(stream, fn) fn(delivery) for each event or baseline of stream, and a last
 //                                  fn({stream, error, denied, reason}) if the subscription ends
 //                                  (reason: the Host's words when it denied it); returns a remover
+//   lifeline.presence(stream, fn)  who is on stream: fn(p) once the members are known and after
+//                                  each change, p = {stream, members: [{id, count, meta}] by id,
+//                                  total, limit, beyond, joined, updated, left, reason}; a last
+//                                  fn({stream, error, denied, reason}) if it ends (as subscribe);
+//                                  following it makes this browser a member; returns a remover
 //   lifeline.call(name, data, {timeoutMs, key})
 //                                  a Promise of the Host's reply to data (any JSON value); it
 //                                  rejects with an Error whose kind says what happened and whose
-//                                  sent says whether the call had gone out (README, "Calls")
+//                                  sent says whether the call had gone out (docs/calls.md)
+//   lifeline.onRenew(fn)           fn() → a Promise of a token (a string), asked before the
+//                                  Host's credential expires, sent with the renewal (the
+//                                  Host's Authenticate sees "Authorization: Bearer <token>");
+//                                  returns a remover (docs/access.md)
 //
 // The API exists as soon as this script has run: calls made before the hub is up are queued.
 // Embedder code can never break the page: a listener or handler that throws is logged and the
@@ -596,18 +617,19 @@
 
   let boot = null; // globalThis.__lifelineBoot(), once the page has its bootstrap (web/boot.js)
   let seen = false; // boot.seen() was called
-  const MAX_STREAM = 256; // bytes of UTF-8 (gateway/wire.MaxStreamName)
+  const MAX_STREAM = 256; // bytes of UTF-8 (internal/wire.MaxStreamName)
 
-  let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', retryAfter: 0, at: Date.now(), carrier: '', blocked: false };
+  let status = { state: 'connecting', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error: '', kind: '', reason: '', retryAfter: 0, at: Date.now(), carrier: '', blocked: false };
   let port = null;
   let dead = false;
   const outbox = []; // messages for the hub before its port exists
   const listeners = new Set();
-  const subs = new Map(); // id → {stream, fn}
+  const subs = new Map(); // id → {stream, fn, presence (a presence subscription's Map id → member)}
   let nextID = 1;
-  // Calls not yet answered: id → {name, data (JSON text), key, deadline, sent, epoch, resolve,
-  // reject, timer}. sent and epoch are what the hub said before the call's write: a call
-  // the hub never said it sent never went out, so after a lost hub it is made again as new.
+  // Calls not yet answered: id → {name, data (JSON text), key, deadline, sent, epoch, who,
+  // session, wid, sentAt, resolve, reject, timer}. sent, epoch, who, session and wid are what
+  // the hub said before the call's write (and sentAt when it first said so): a call the hub never said it sent never went out, so after
+  // a lost hub it is made again as new.
   const calls = new Map();
   let nextCallID = 1;
   let defaultCallTimeout = 30000; // the bootstrap's callTimeoutMs, read at hello
@@ -667,7 +689,7 @@
       case 'status': {
         const s = {
           state: m.state, slow: !!m.slow, attempt: m.attempt, failures: m.failures,
-          nextAttempt: m.nextAttempt, error: m.error || '', kind: m.kind || '', retryAfter: m.retryAfter || 0,
+          nextAttempt: m.nextAttempt, error: m.error || '', kind: m.kind || '', reason: m.reason || '', retryAfter: m.retryAfter || 0,
           at: m.at || Date.now(), carrier: m.carrier || '', blocked: !!m.blocked,
         };
         remember(s);
@@ -702,6 +724,17 @@
         try { sub.fn(d); } catch (err) { report('the lifeline.subscribe("' + short(sub.stream) + '") handler', err); }
         break;
       }
+      case 'presence': {
+        const sub = subs.get(m.id);
+        if (!sub || !sub.presence) return; // unsubscribed meanwhile
+        const p = applyPresence(sub, m);
+        if (!p) return;
+        try { sub.fn(p); } catch (err) { report('the lifeline.presence("' + short(sub.stream) + '") handler', err); }
+        break;
+      }
+      case 'renew': // the hub asks the page's renewer for a token (onRenew)
+        askRenewer(m.id);
+        break;
       case 'exited': // shared mode: the hub's program ended; every tab moves to a fresh hub
         hubFailed(m.error, m.next);
         break;
@@ -711,7 +744,14 @@
         break;
       case 'sent': {
         const c = calls.get(m.id);
-        if (c) { c.sent = true; c.epoch = m.epoch || ''; }
+        if (c) {
+          if (!c.sent) c.sentAt = Date.now(); // its first send: a keyed re-send is bounded by the Host's dedup window from it
+          c.sent = true;
+          c.epoch = m.epoch || '';
+          c.who = m.who || '';
+          c.session = m.session || '';
+          c.wid = m.wid || 0;
+        }
         break;
       }
       case 'reply': {
@@ -737,11 +777,40 @@
         if (!sub) return;
         subs.delete(m.id);
         try { sub.fn({ stream: sub.stream, error: m.error, denied: !!m.denied, reason: m.reason || '' }); } catch (err) {
-          report('the lifeline.subscribe("' + short(sub.stream) + '") handler', err);
+          report('the lifeline.' + (sub.presence ? 'presence' : 'subscribe') + '("' + short(sub.stream) + '") handler', err);
         }
         break;
       }
     }
+  }
+
+  // applyPresence applies the hub's report m (what changed; everything at first) to the
+  // members sub keeps, and returns what the page's fn is told, or null if m is not readable.
+  function applyPresence(sub, m) {
+    const read = (list) => {
+      const out = [];
+      for (const x of list || []) {
+        let meta = null;
+        if (x.meta) {
+          try { meta = JSON.parse(x.meta); } catch (err) {
+            console.error('lifeline: a presence member of "' + m.stream + '" has metadata that is not JSON; shown without:', err);
+          }
+        }
+        out.push(Object.freeze({ id: x.id, count: x.count, meta }));
+      }
+      return out;
+    };
+    const joined = read(m.joined), updated = read(m.updated), left = (m.left || []).slice();
+    if (m.first) sub.presence.clear();
+    for (const id of left) sub.presence.delete(id);
+    for (const x of joined) sub.presence.set(x.id, x);
+    for (const x of updated) sub.presence.set(x.id, x);
+    const members = Array.from(sub.presence.values()).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return Object.freeze({
+      stream: m.stream, members: Object.freeze(members), total: m.total || 0, limit: m.limit || 0,
+      beyond: Math.max(0, (m.total || 0) - members.length), joined: Object.freeze(joined),
+      updated: Object.freeze(updated), left: Object.freeze(left), reason: m.reason || '',
+    });
   }
 
   // connect makes p the port to the hub: the hello goes first, then every subscription still
@@ -749,17 +818,20 @@
   //
   // The calls not yet answered go to it too, by the rule of calls after a lost hub (this is
   // the first hub, or the last one crashed, dropped this tab, or was left on pagehide): a
-  // call the old hub never said it sent is made as new (it never went out); one it sent goes
-  // again only with its key, under the dedup epoch it went out under (the new hub sends it
-  // only to a Host of that store); an unkeyed one it sent is interrupted, never sent twice.
+  // call the old hub never said it sent is made as new (it never went out); a keyed one it
+  // sent goes again, under the dedup epoch and identity it went out under (the new hub sends
+  // it only to a Host of that store, as that identity); an unkeyed one it sent is never sent
+  // twice: the new hub fences the session it went out on, and tells it not-run or
+  // interrupted by what started there.
   function connect(p) {
     port = p;
     port.onmessage = onHubMessage;
     if (helloMsg) port.postMessage(helloMsg);
-    for (const [id, sub] of subs) port.postMessage({ t: 'subscribe', id, stream: sub.stream });
+    if (renewer) port.postMessage({ t: 'renewer', on: true });
+    for (const [id, sub] of subs) port.postMessage({ t: 'subscribe', id, stream: sub.stream, presence: !!sub.presence });
     for (const c of Array.from(calls.values())) {
-      if (c.sent && !c.key) {
-        settleCall(c, undefined, callError('interrupted', 'the connection that sent it was lost before its reply; it is not sent again', true, '', 0));
+      if (c.sent && !c.key && !c.session) { // nothing names the session to fence: it cannot be learned
+        settleCall(c, undefined, callError('timeout', 'the hub that sent it was lost before its reply; it may have run, or still run, at most once', true, '', 0));
         continue;
       }
       port.postMessage(callMessage(c));
@@ -792,6 +864,44 @@
     } catch (_) { /* no storage: found again next time */ }
   }
 
+  // ---- renewals
+  //
+  // A Host whose credential expires renews the session before then (PROTOCOL.md §13.3), with
+  // the page's cookies and, where the page's code hands one over, a token: the renewer set
+  // with onRenew. Its Promise is bounded, so a renewer that never settles cannot hold the
+  // renewal up past its expiry.
+  let renewer = null;
+  const RENEW_WAIT = 3500; // under the hub's 4 s for a tab's answer
+
+  function askRenewer(id) {
+    const answer = (m) => send(Object.assign({ t: 'token', id }, m));
+    const fn = renewer;
+    if (!fn) return answer({ failure: 'this page has no renewer' });
+    let settled = false;
+    const timer = setTimeout(() => {
+      if (!settled) { settled = true; answer({ failure: 'the renewer did not settle within ' + RENEW_WAIT + ' ms' }); }
+    }, RENEW_WAIT);
+    const done = (m) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      answer(m);
+    };
+    let p;
+    try { p = Promise.resolve(fn()); } catch (e) {
+      report('the lifeline.onRenew renewer', e);
+      return done({ failure: 'the renewer threw: ' + e });
+    }
+    p.then((token) => {
+      if (typeof token !== 'string' || token === '') {
+        misuse('lifeline.onRenew(fn): fn must resolve to a non-empty string token, got', token);
+        done({ failure: 'the renewer gave no token' });
+        return;
+      }
+      done({ token });
+    }, (e) => done({ failure: 'the renewer failed: ' + e }));
+  }
+
   // ---- calls
 
   function callError(kind, message, sent, code, retryAfter) {
@@ -807,6 +917,8 @@
     return {
       t: 'call', id: c.id, name: c.name, data: c.data, key: c.key,
       timeoutMs: Math.max(1, Math.ceil(c.deadline - Date.now())), epoch: c.sent ? c.epoch : '',
+      who: c.sent ? c.who : '', sentAgoMs: c.sent ? Math.max(0, Date.now() - c.sentAt) : 0,
+      session: c.sent && !c.key ? c.session : '', wid: c.sent && !c.key ? c.wid : 0,
     };
   }
 
@@ -818,10 +930,11 @@
     else c.resolve(data);
   }
 
-  // rejectCalls ends every call once the program has ended: those sent may have run.
+  // rejectCalls ends every call once the program has ended: those sent may have run, or still
+  // run (nothing is left to fence their session), which is what timeout says of a sent call.
   function rejectCalls(why) {
     for (const c of Array.from(calls.values())) {
-      if (c.sent) settleCall(c, undefined, callError('interrupted', why, true, '', 0));
+      if (c.sent) settleCall(c, undefined, callError('timeout', why + '; it may have run, or still run, at most once', true, '', 0));
       else settleCall(c, undefined, callError('failed', why, false, '', 0));
     }
   }
@@ -848,31 +961,23 @@
       return once(() => listeners.delete(entry));
     },
     reconnectNow() { send({ t: 'command', command: 'reconnect' }); },
-    stop() { send({ t: 'command', command: 'stop' }); },
-    start() { send({ t: 'command', command: 'start' }); },
-    subscribe(stream, fn) {
-      if (typeof stream !== 'string') {
-        misuse('lifeline.subscribe(stream, fn): stream must be a string, got', stream);
-        return noop;
-      }
-      const bytes = encoder.encode(stream).length;
-      if (bytes < 1 || bytes > MAX_STREAM) {
-        misuse('lifeline.subscribe(' + JSON.stringify(short(stream)) + ', fn): the protocol cannot carry this stream name (1..' +
-          MAX_STREAM + ' bytes of UTF-8, got ' + bytes + '):', stream);
-        return noop;
-      }
+    onRenew(fn) {
       if (typeof fn !== 'function') {
-        misuse('lifeline.subscribe(' + JSON.stringify(short(stream)) + ', fn): fn must be a function, got', fn);
+        misuse('lifeline.onRenew(fn): fn must be a function returning a Promise of a token, got', fn);
         return noop;
       }
-      if (dead) return noop;
-      const id = nextID++;
-      subs.set(id, { stream, fn });
-      if (port) port.postMessage({ t: 'subscribe', id, stream }); // else connect sends it
+      renewer = fn;
+      send({ t: 'renewer', on: true });
       return once(() => {
-        if (subs.delete(id)) send({ t: 'unsubscribe', id });
+        if (renewer !== fn) return; // replaced meanwhile: the newer one stays
+        renewer = null;
+        send({ t: 'renewer', on: false });
       });
     },
+    stop() { send({ t: 'command', command: 'stop' }); },
+    start() { send({ t: 'command', command: 'start' }); },
+    subscribe(stream, fn) { return follow('subscribe', stream, fn, false); },
+    presence(stream, fn) { return follow('presence', stream, fn, true); },
     call(name, data, opts) {
       const refuse = (message, value) => {
         misuse('lifeline.call(' + (typeof name === 'string' ? JSON.stringify(short(name)) : 'name') + ', …): ' + message, value);
@@ -893,7 +998,7 @@
       if (dead) return Promise.reject(callError('failed', 'the Lifeline program has stopped; reload the page', false, '', 0));
       return new Promise((resolve, reject) => {
         const timeoutMs = o.timeoutMs || defaultCallTimeout;
-        const c = { id: nextCallID++, name, data: text, key: o.key || '', deadline: Date.now() + timeoutMs, sent: false, epoch: '', resolve, reject };
+        const c = { id: nextCallID++, name, data: text, key: o.key || '', deadline: Date.now() + timeoutMs, sent: false, epoch: '', who: '', session: '', wid: 0, sentAt: 0, resolve, reject };
         // The hub times the call; this timer, a little later, covers a hub that went silent.
         c.timer = setTimeout(() => {
           send({ t: 'cancel', id: c.id });
@@ -905,6 +1010,32 @@
     },
   };
   globalThis.lifeline = api;
+
+  // follow is subscribe and presence: a subscription of the hub's, for events or for who is
+  // on the stream (following it makes this browser a member of it, as following its events does).
+  function follow(call, stream, fn, presence) {
+    if (typeof stream !== 'string') {
+      misuse('lifeline.' + call + '(stream, fn): stream must be a string, got', stream);
+      return noop;
+    }
+    const bytes = encoder.encode(stream).length;
+    if (bytes < 1 || bytes > MAX_STREAM) {
+      misuse('lifeline.' + call + '(' + JSON.stringify(short(stream)) + ', fn): the protocol cannot carry this stream name (1..' +
+        MAX_STREAM + ' bytes of UTF-8, got ' + bytes + '):', stream);
+      return noop;
+    }
+    if (typeof fn !== 'function') {
+      misuse('lifeline.' + call + '(' + JSON.stringify(short(stream)) + ', fn): fn must be a function, got', fn);
+      return noop;
+    }
+    if (dead) return noop;
+    const id = nextID++;
+    subs.set(id, { stream, fn, presence: presence ? new Map() : null });
+    if (port) port.postMessage({ t: 'subscribe', id, stream, presence }); // else connect sends it
+    return once(() => {
+      if (subs.delete(id)) send({ t: 'unsubscribe', id });
+    });
+  }
 
   // ---- when the program ends
 
@@ -918,7 +1049,7 @@
     api.stop = gone;
     api.start = gone;
     rejectCalls(error);
-    setStatus({ state: 'failed', slow: false, attempt: status.attempt, failures: status.failures, nextAttempt: 0, error, kind: 'failed', retryAfter: 0, at: Date.now(), carrier: status.carrier, blocked: status.blocked });
+    setStatus({ state: 'failed', slow: false, attempt: status.attempt, failures: status.failures, nextAttempt: 0, error, kind: 'failed', reason: '', retryAfter: 0, at: Date.now(), carrier: status.carrier, blocked: status.blocked });
   }
 
   // ---- the browser's events
@@ -980,7 +1111,7 @@
       dead = true;
       const error = 'lifeline: no #lifeline-bootstrap element in the page (is the Host plugin installed?)';
       console.error(error);
-      setStatus({ state: 'misconfigured', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error, kind: 'misconfigured', retryAfter: 0, at: Date.now(), carrier: '', blocked: false });
+      setStatus({ state: 'misconfigured', slow: false, attempt: 0, failures: 0, nextAttempt: 0, error, kind: 'misconfigured', reason: '', retryAfter: 0, at: Date.now(), carrier: '', blocked: false });
       return false;
     }
     if (boot.optionsError) misuse('lifelineOptions cannot be read as JSON; ignored:', boot.optionsError);

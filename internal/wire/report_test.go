@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 func TestReportClampsToTheBounds(t *testing.T) {

@@ -132,26 +132,36 @@ func readKinds(d *jsontok.Decoder, dst *[]string) error {
 	if _, err := d.ReadToken(); err != nil {
 		return frameErr(err)
 	}
+	// A kind that breaks a rule is read past like the others, to the array's end, so that the
+	// decoder stands after the member (DecodePage reads a bad frame on for its id).
 	kinds := []string{}
+	var bad error
 	for d.PeekKind() != ']' {
 		if d.PeekKind() == 0 {
 			_, err := d.ReadToken() // the end of the document, or a syntax error
 			return frameErr(err)
 		}
-		if len(kinds) == len(ReportKinds) {
-			return tinyfmt.Errorf("%w: must name 1..%d kinds, got more", ErrReportKinds, len(ReportKinds))
+		switch {
+		case bad != nil:
+			_ = d.SkipValue()
+		case len(kinds) == len(ReportKinds):
+			bad = tinyfmt.Errorf("%w: must name 1..%d kinds, got more", ErrReportKinds, len(ReportKinds))
+			_ = d.SkipValue() // not kept: a longer array is never held in memory
+		case d.PeekKind() != '"':
+			bad = wrongKind(d, "each of kinds", "a string")
+		default:
+			tok, err := d.ReadToken()
+			if err != nil {
+				return frameErr(err)
+			}
+			kinds = append(kinds, tok.String())
 		}
-		if d.PeekKind() != '"' {
-			return wrongKind(d, "each of kinds", "a string")
-		}
-		tok, err := d.ReadToken()
-		if err != nil {
-			return frameErr(err)
-		}
-		kinds = append(kinds, tok.String())
 	}
 	if _, err := d.ReadToken(); err != nil {
 		return frameErr(err)
+	}
+	if bad != nil {
+		return bad
 	}
 	*dst = kinds
 	return nil

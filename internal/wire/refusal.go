@@ -88,7 +88,7 @@ func DecodeRefusal(b []byte) (Refusal, error) {
 			return readStrings(d, key, 8, &r.Carriers)
 		}
 		return frameErr(d.SkipValue())
-	})
+	}, nil)
 	if err != nil {
 		return Refusal{}, tinyfmt.Errorf("%w (in a refusal's body)", err)
 	}

@@ -3,8 +3,8 @@ package wire_test
 import (
 	"testing"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
 	"github.com/lifeline-go/lifeline/internal/test/fieldtest"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 func TestTheBootstrapListsItsFieldsByTheirTags(t *testing.T) {

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/jsontok"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 var hostCases = []struct {
@@ -22,6 +25,11 @@ var hostCases = []struct {
 	{"a ready at the heartbeat floor decodes", `{"t":"ready","session":"s","heartbeatMs":100}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 100}, ""},
 	{"a ready at the heartbeat ceiling decodes", `{"t":"ready","session":"s","heartbeatMs":600000}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 600000}, ""},
 	{"a ready with calls decodes", `{"t":"ready","session":"s","heartbeatMs":100,"dedup":"d1","maxFrameBytes":4096}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 100, Dedup: "d1", MaxFrameBytes: 4096}, ""},
+	{"a fenced decodes", `{"t":"fenced","session":"5f1c0a9e3b7d2c4e8a6f1b0d","started":7}`, wire.HostFrame{T: "fenced", Session: "5f1c0a9e3b7d2c4e8a6f1b0d", Started: 7}, ""},
+	{"a fenced of a session none of whose calls started decodes", `{"t":"fenced","session":"s1"}`, wire.HostFrame{T: "fenced", Session: "s1"}, ""},
+	{"a fenced without a session is refused", `{"t":"fenced","started":7}`, wire.HostFrame{}, "fenced without a session"},
+	{"a ready naming the dedup window decodes", `{"t":"ready","session":"s","heartbeatMs":100,"dedup":"d1","dedupMs":600000}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 100, Dedup: "d1", DedupMs: 600000}, ""},
+	{"a ready with a negative dedup window names none", `{"t":"ready","session":"s","heartbeatMs":100,"dedup":"d1","dedupMs":-1}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 100, Dedup: "d1", DedupMs: -1}, ""},
 	{"a ready asking for reports decodes", `{"t":"ready","session":"s","heartbeatMs":100,"report":true}`, wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 100, Report: true}, ""},
 	{"a ready with a report that is no boolean is refused", `{"t":"ready","session":"s","heartbeatMs":100,"report":1}`, wire.HostFrame{}, "report must be a boolean, got a number"},
 	{"a ready with a negative maxFrameBytes is refused", `{"t":"ready","session":"s","heartbeatMs":100,"maxFrameBytes":-1}`, wire.HostFrame{}, "maxFrameBytes must be at least 0, got -1"},
@@ -162,6 +170,15 @@ var pageCases = []struct {
 	{"a ping with a stream is refused", `{"t":"ping","stream":"S"}`, wire.PageFrame{}, "ping carries no stream"},
 	{"a key given twice is refused", `{"t":"sub","stream":"S","stream":"T"}`, wire.PageFrame{}, "duplicate"},
 	{"an invalid UTF-8 stream is refused", "{\"t\":\"sub\",\"stream\":\"\xff\"}", wire.PageFrame{}, "invalid UTF-8"},
+	{"a fence decodes", `{"t":"fence","session":"5f1c0a9e3b7d2c4e8a6f1b0d"}`, wire.PageFrame{T: "fence", Session: "5f1c0a9e3b7d2c4e8a6f1b0d"}, ""},
+	{"a fence without a session is refused", `{"t":"fence"}`, wire.PageFrame{}, "session must be 1..64 bytes, got 0"},
+	{"a fence of a session no Host names is refused", `{"t":"fence","session":"a/b"}`, wire.PageFrame{}, `session "a/b" has '/' at byte 1`},
+	{"a fence of a session named as a Host names it decodes", `{"t":"fence","session":"1f2e3d4c.5f1c0a9e3b7d2c4e8a6f1b0d"}`, wire.PageFrame{T: "fence", Session: "1f2e3d4c.5f1c0a9e3b7d2c4e8a6f1b0d"}, ""},
+	{"a fence of a 65-byte session is refused", `{"t":"fence","session":"` + strings.Repeat("s", 65) + `"}`, wire.PageFrame{}, "session must be 1..64 bytes, got 65"},
+	{"a fence with a stream is refused", `{"t":"fence","session":"s","stream":"S"}`, wire.PageFrame{}, "fence carries no stream"},
+	{"a fence with call fields is refused", `{"t":"fence","session":"s","id":3}`, wire.PageFrame{}, "fence carries no id, name, data or key"},
+	{"a sub naming a session is refused", `{"t":"sub","stream":"S","session":"s"}`, wire.PageFrame{}, "sub carries no session"},
+	{"a call naming a session is refused", `{"t":"call","id":2,"name":"n","session":"s"}`, wire.PageFrame{}, "call carries no session"},
 	{"a report decodes", `{"t":"report","downMs":12400,"attempts":3,"kinds":["closed","refused","timeout"]}`,
 		wire.PageFrame{T: "report", DownMs: 12400, Attempts: 3, Kinds: []string{"closed", "refused", "timeout"}}, ""},
 	{"a report of no time decodes", `{"t":"report","attempts":1,"kinds":["other"]}`, wire.PageFrame{T: "report", Attempts: 1, Kinds: []string{"other"}}, ""},
@@ -196,6 +213,44 @@ func TestDecodePage(t *testing.T) {
 		}
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: DecodePage(%.60s) = %+v, %v; want %+v", tc.name, tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// A call frame that breaks a rule but names its id, whatever the rule and wherever the id
+// stands in the frame, is read far enough to name that call: the Host answers it with a
+// reply to its id (bad-request), and the call settles on the page. One that names no id, or
+// names two, or one of the wrong type, names no call.
+func TestABadCallFrameStillNamesItsCall(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		id       uint64 // 0: the frame names no call
+		err      string
+	}{
+		{"a name that is a number", `{"t":"call","id":3,"name":5}`, 3, "name must be a string, got a number"},
+		{"a key that is an object", `{"t":"call","id":3,"name":"n","key":{"a":1}}`, 3, "key must be a string, got an object"},
+		{"a key that is an array, before the id", `{"t":"call","key":["k"],"id":4,"name":"n"}`, 4, "key must be a string, got an array"},
+		{"every member of the wrong type, the type last", `{"name":[1],"key":true,"stream":2,"id":4,"t":"call"}`, 4, "name must be a string, got an array"},
+		{"a name given twice", `{"t":"call","id":5,"name":"n","name":"m"}`, 5, "duplicate key"},
+		{"a stream of the wrong type", `{"t":"call","id":8,"stream":5,"name":"n"}`, 8, "stream must be a string, got a number"},
+		{"a frame that ends too soon after its id", `{"t":"call","id":6,"name":"n","data":`, 6, "ends too soon"},
+		{"trailing data", `{"t":"call","id":7,"name":"n"} x`, 7, "trailing data"},
+		{"an id given twice", `{"t":"call","id":5,"id":6,"name":"n"}`, 0, "duplicate key"},
+		{"an id that is a string", `{"t":"call","id":"5","name":"n"}`, 0, "id must be a number, got a string"},
+		{"an id that is not an integer", `{"t":"call","id":1.5,"name":5}`, 0, "id must be an integer"},
+		{"a negative id", `{"t":"call","id":-2,"name":"n"}`, 0, "id must be an integer"},
+		{"a type that is a number", `{"t":1,"id":5,"name":"n"}`, 0, "t must be a string, got a number"},
+	} {
+		got, err := wire.DecodePage([]byte(tc.in))
+		if !errors.Is(err, wire.ErrFrame) || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: DecodePage(%s) error = %v, want ErrFrame containing %q", tc.name, tc.in, err, tc.err)
+		}
+		want := wire.PageFrame{T: wire.TypeCall, ID: tc.id}
+		if tc.id == 0 {
+			want = wire.PageFrame{T: got.T} // no id, so no call to answer, whatever the type read
+		}
+		if got.ID != want.ID || (tc.id != 0 && got.T != wire.TypeCall) {
+			t.Errorf("%s: DecodePage(%s) read %+v, want %+v with the error", tc.name, tc.in, got, want)
 		}
 	}
 }
@@ -317,7 +372,7 @@ func FuzzParseRestart(f *testing.F) {
 func TestEncodeDecodeRoundTrip(t *testing.T) {
 	frames := []wire.HostFrame{
 		wire.Ready("s1", 15*time.Second),
-		{T: wire.TypeReady, Session: "s2", HeartbeatMs: 100, Dedup: "d", MaxFrameBytes: 4096, Report: true},
+		{T: wire.TypeReady, Session: "s2", HeartbeatMs: 100, Dedup: "d", DedupMs: 600000, MaxFrameBytes: 4096, Report: true},
 		{T: wire.TypeHeartbeat},
 		{T: wire.TypeEvent, Stream: "S", Seq: 1, Data: []byte(`{"v":1}`)},
 		{T: wire.TypeReset, Stream: "S", Epoch: "E", Seq: 9, Baseline: []byte(`[1,2,3]`)},
@@ -325,6 +380,8 @@ func TestEncodeDecodeRoundTrip(t *testing.T) {
 		{T: wire.TypeGoAway},
 		{T: wire.TypeError, Message: "retry-after=10"},
 		{T: wire.TypeDenied, Stream: "S", Reason: "not yours \u2028 <b>"},
+		{T: wire.TypeFenced, Session: "5f1c0a9e3b7d2c4e8a6f1b0d", Started: 3},
+		{T: wire.TypeFenced, Session: "s"},
 	}
 	for _, f := range frames {
 		b, err := f.Encode()
@@ -402,11 +459,21 @@ func FuzzDecodePage(f *testing.F) {
 		`{"t":"sub","stream":"\u0000"}`, `{"t":"ping","after":0}`} {
 		f.Add([]byte(s))
 	}
+	for _, s := range []string{`{"t":"call","id":3,"name":5}`, `{"key":{},"id":9,"t":"call"}`, `{"t":"call","id":2,"name":"n","name":1}`} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr, err := wire.DecodePage(b)
 		if err != nil {
 			if !errors.Is(err, wire.ErrFrame) {
 				t.Fatalf("DecodePage(%q) error %v does not wrap ErrFrame", b, err)
+			}
+			// Every call frame with a readable id names it, so that the Host can answer it.
+			if id, ok := callID(b); ok && (fr.T != wire.TypeCall || fr.ID != id) {
+				t.Fatalf("DecodePage(%q) = %+v, %v: a call frame whose id %d reads, returned without it", b, fr, err, id)
+			}
+			if fr.ID != 0 && fr.T != wire.TypeCall {
+				t.Fatalf("DecodePage(%q) = %+v, %v: an id returned for a frame that is no call", b, fr, err)
 			}
 			return
 		}
@@ -421,6 +488,10 @@ func FuzzDecodePage(f *testing.F) {
 			}
 		case wire.TypeCall:
 			if fr.ID == 0 || wire.CheckCallName(fr.Name) != nil || fr.Key != "" && wire.CheckCallKey(fr.Key) != nil || fr.Stream != "" {
+				t.Fatalf("DecodePage(%q) accepted %+v", b, fr)
+			}
+		case wire.TypeFence:
+			if !reflect.DeepEqual(fr, wire.PageFrame{T: wire.TypeFence, Session: fr.Session}) || wire.CheckSessionID(fr.Session) != nil {
 				t.Fatalf("DecodePage(%q) accepted %+v", b, fr)
 			}
 		case wire.TypeReport:
@@ -448,4 +519,40 @@ func FuzzDecodePage(f *testing.F) {
 			t.Fatalf("round trip of %q: %+v then %+v", b, fr, fr2)
 		}
 	})
+}
+
+// callID reads b the way a reader that knows JSON and nothing of the protocol would: when b is
+// one JSON object (by the strict rules frames are read with) whose "t" is "call" and whose
+// "id", given once, is a positive integer, it returns that id.
+func callID(b []byte) (uint64, bool) {
+	if !utf8.Valid(b) || !json.Valid(b) || jsontok.NewDecoder(b).SkipValue() != nil {
+		return 0, false
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+		return 0, false
+	}
+	var typ, id []json.RawMessage
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			return 0, false
+		}
+		var v json.RawMessage
+		if d.Decode(&v) != nil {
+			return 0, false
+		}
+		switch k {
+		case "t":
+			typ = append(typ, v)
+		case "id":
+			id = append(id, v)
+		}
+	}
+	if len(typ) != 1 || string(typ[0]) != `"call"` || len(id) != 1 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(id[0]), 10, 64)
+	return n, err == nil && n != 0
 }

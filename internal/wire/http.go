@@ -116,7 +116,7 @@ func DecodeEnvelope(b []byte) (Envelope, error) {
 			return readString(d, key, &e.Reason)
 		}
 		return frameErr(d.SkipValue())
-	})
+	}, nil)
 	if err != nil {
 		return Envelope{}, tinyfmt.Errorf("%w (in a POST's envelope)", err)
 	}

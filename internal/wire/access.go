@@ -133,7 +133,7 @@ func DecodeRenewal(b []byte) (Renewal, error) {
 			return readString(d, key, &r.Token)
 		}
 		return frameErr(d.SkipValue())
-	})
+	}, nil)
 	if err != nil {
 		return Renewal{}, tinyfmt.Errorf("%w (in a renewal)", err)
 	}
@@ -172,7 +172,7 @@ func DecodeRenewed(b []byte) (Renewed, error) {
 			return readInt(d, key, &r.ExpiresMs)
 		}
 		return frameErr(d.SkipValue())
-	})
+	}, nil)
 	if err != nil {
 		return Renewed{}, tinyfmt.Errorf("%w (in a renewal's answer)", err)
 	}

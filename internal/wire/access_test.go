@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 func TestAccessEndedReasonsReadBackAsWritten(t *testing.T) {

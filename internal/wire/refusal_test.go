@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lifeline-go/lifeline/gateway/wire"
+	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
 var refusalCases = []struct {
