@@ -1,13 +1,16 @@
 # Targets stay thin: the work is in scripts/, where it can be read and run on its own.
-.PHONY: run test bench lint clean soak fleet
+.PHONY: run check test bench lint clean soak fleet
 
 run: ## build everything and serve the demo page on http://127.0.0.1:8080
 	./scripts/run.sh
 
+check: ## the inner loop, under a minute: gofmt, vet (native and js/wasm), go test -short of every package; no browser
+	./scripts/check.sh
+
 test: ## every test: lint, go test -race, wasm tests (Node, Chromium), Playwright, chaos smoke, short fleet
 	./scripts/test.sh
 
-lint: ## gofmt, go mod tidy, vet + staticcheck (native and js/wasm, with and without -tags lifeline_faults), the import rules
+lint: ## gofmt, go mod tidy, vet + staticcheck (native and js/wasm, with and without -tags lifeline_faults), the import rules, govulncheck (offline)
 	./scripts/lint.sh
 
 bench: ## benchmarks (long; not part of make test)

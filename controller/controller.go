@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lifeline-go/lifeline/internal/serial"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 	"github.com/lifeline-go/lifeline/internal/wire"
 )
@@ -48,9 +49,9 @@ type Controller struct {
 	cur     *loop // the running loop, nil when idle or stopped
 	offline bool  // the browser's last word on connectivity; outlives Stop/Start
 	status  Status
-	queue   []Status // statuses not yet delivered to onChange
-	sending bool     // a delivery goroutine is running
-	gens    uint64   // attempt numbering, continuous across Stop/Start
+	queue   []Status    // statuses not yet delivered to onChange
+	sending serial.Loop // delivers queue (deliverOne), on a goroutine only while it holds any
+	gens    uint64      // attempt numbering, continuous across Stop/Start
 }
 
 // New returns an idle controller. cfg must come from [Resolve] or [DefaultConfig].
@@ -82,6 +83,7 @@ func New(src Source, cfg Config, opts *Options) (*Controller, error) {
 	if so, ok := src.(StatusObserver); ok {
 		c.observe = so.ObserveStatus
 	}
+	c.sending.Init(&c.mu, c.deliverOne)
 	return c, nil
 }
 
@@ -201,35 +203,30 @@ func (c *Controller) publish(s Status) {
 		return
 	}
 	c.queue = append(c.queue, s)
-	if !c.sending {
-		c.sending = true
-		go c.deliver()
-	}
+	c.sending.Start()
 }
 
-// deliver hands queued statuses to the Source's ObserveStatus and OnChange in order. It runs on its own goroutine so that the
-// loop never waits for an observer and an observer may call the controller; it exits when the
-// queue is empty, so a stopped controller leaves no goroutine behind.
-func (c *Controller) deliver() {
-	for {
-		c.mu.Lock()
-		if len(c.queue) == 0 {
-			c.sending = false
-			c.queue = c.queue[:0]
-			c.mu.Unlock()
-			return
-		}
-		s := c.queue[0]
-		c.queue[0] = Status{}
-		c.queue = c.queue[1:]
-		c.mu.Unlock()
-		if c.observe != nil {
-			c.observe(s)
-		}
-		if c.onChange != nil {
-			c.onChange(s)
-		}
+// deliverOne hands the next queued status to the Source's ObserveStatus and OnChange, in
+// order, on the sending goroutine: the loop never waits for an observer and an observer may
+// call the controller; with the queue empty the goroutine exits, so a stopped controller leaves
+// none behind. c.mu is held, and released while the observers run.
+func (c *Controller) deliverOne() bool {
+	if len(c.queue) == 0 {
+		c.queue = c.queue[:0]
+		return false
 	}
+	s := c.queue[0]
+	c.queue[0] = Status{}
+	c.queue = c.queue[1:]
+	c.mu.Unlock()
+	if c.observe != nil {
+		c.observe(s)
+	}
+	if c.onChange != nil {
+		c.onChange(s)
+	}
+	c.mu.Lock()
+	return true
 }
 
 func (c *Controller) nextGeneration() uint64 {

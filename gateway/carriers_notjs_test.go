@@ -196,6 +196,9 @@ func TestANetworkRememberedAsBlockedStartsOnHTTP(t *testing.T) {
 }
 
 func TestWhenThePathOpensThePageMovesBackToAWebSocketLosingNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the HTTP carrier's real upgrade schedule on four kinds of path: about 9 s (make test runs it)")
+	}
 	for _, mode := range []pathproxy.Mode{pathproxy.StripUpgrade, pathproxy.CloseAtOnce, pathproxy.Silent, pathproxy.Buffer} {
 		t.Run(mode.String(), func(t *testing.T) { movesBack(t, mode) })
 	}
@@ -320,6 +323,9 @@ func TestTheWebSocketIsCheckedBeforeItIsDialedAgain(t *testing.T) {
 }
 
 func TestAPageThatWakesUpOnHTTPTriesAWebSocketAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out two real upgrade tries (1–2 s, then 2–4 s) before the probe: about 6 s (make test runs it)")
+	}
 	// The world may have changed while the page was not looking (another network, a machine
 	// that slept): a page on the HTTP carrier that is told to probe its link tries a
 	// WebSocket too, without waiting out its schedule.
@@ -349,6 +355,9 @@ func TestAPageThatWakesUpOnHTTPTriesAWebSocketAtOnce(t *testing.T) {
 }
 
 func TestACheckWithNoAnswerIsNoVerdictTheWebSocketIsDialed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out the real one-second check timeout, more than once: about 3 s (make test runs it)")
+	}
 	// The check before a redial goes on whatever connection the browser picks, and a pooled
 	// one may have gone half-open: a query with no answer within a second decides nothing,
 	// and the WebSocket is dialed all the same.

@@ -5,8 +5,8 @@ import (
 	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
-// Recovery is the gateway's gatherer of reports, alone.
-type Recovery struct{ r recovery }
+// OutageRecord is the gateway's gatherer of reports, alone.
+type OutageRecord struct{ r outageRecord }
 
-func (r *Recovery) Observe(st controller.Status) (wire.PageFrame, bool) { return r.r.observe(st) }
-func (r *Recovery) SetHidden(hidden bool)                               { r.r.setHidden(hidden) }
+func (r *OutageRecord) Observe(st controller.Status) (wire.PageFrame, bool) { return r.r.observe(st) }
+func (r *OutageRecord) SetHidden(hidden bool)                               { r.r.setHidden(hidden) }

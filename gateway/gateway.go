@@ -188,7 +188,7 @@ type Gateway struct {
 	subs     map[string]*Subscription
 	sessions map[*session]struct{}
 	calls    calls
-	recovery recovery      // what the page lives through between two connections (report.go)
+	outages  outageRecord  // what the page lives through between two connections (report.go)
 	prefer   string        // the carrier the next attempt starts on
 	failed   bool          // the last attempt or session failed: a WebSocket is checked before it is dialed again
 	upgrades int           // probes for a WebSocket since the last WebSocket session
@@ -337,6 +337,7 @@ func sameURL(a, b string) bool {
 // subscription that has already ended with the reason.
 func (g *Gateway) Subscribe(stream string, handler func(Delivery)) *Subscription {
 	s := &Subscription{g: g, stream: stream, handler: handler, done: make(chan struct{})}
+	s.running.Init(&g.mu, func() bool { return g.deliverOne(s) })
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	switch {

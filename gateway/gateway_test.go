@@ -635,8 +635,8 @@ func TestAProbeDuringTheHandshakeIsSentOnceReady(t *testing.T) {
 func TestAProbeAfterAMissedHeartbeatWaitsHalfAsLong(t *testing.T) {
 	inBubble(t, func(t *testing.T) {
 		// A page that wakes from a freeze longer than the heartbeat: a heartbeat is already
-		// missing, so the probe only confirms it (issue 15: connected again within 3 s of the
-		// resume, of which the probe's bound was 2 s).
+		// missing, so the probe only confirms it (the promise: connected again within 3 s of
+		// the resume, of which the probe's bound is 2 s).
 		sc := newScenario(t)
 		script(t, sc, "a", []ts.Step{{Ready: true, HeartbeatMs: 2000}, {Serve: true}, {Silent: true}})
 		r := newRig(t, sc.URL("a"), fast(), &gateway.Options{ProbeTimeout: time.Second})

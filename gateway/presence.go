@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/lifeline-go/lifeline/internal/serial"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 	"github.com/lifeline-go/lifeline/internal/wire"
 )
@@ -73,8 +74,8 @@ type presence struct {
 	reason  string
 	known   bool // a snapshot or a reason came: there is something to report
 
-	dirty   bool // changed since the reporter last looked
-	running bool // a reporter goroutine exists
+	dirty   bool        // changed since the reporter last looked
+	running serial.Loop // tells fn what changed (reportRound), on a goroutine only while anything has
 
 	// What fn was last told (its reporter's): a report that would tell nothing new is not made.
 	shown                  map[string]Member
@@ -118,7 +119,9 @@ func (s *Subscription) WatchPresence(fn func(Presence)) {
 		s.pres.fn = fn
 		return
 	}
-	s.pres = &presence{fn: fn, members: map[string]Member{}}
+	p := &presence{fn: fn, members: map[string]Member{}}
+	p.running.Init(&g.mu, func() bool { return g.reportRound(s, p) })
+	s.pres = p
 	s.token++ // every session subscribes again, asking for presence
 	g.kickAll()
 }
@@ -312,72 +315,68 @@ func (g *Gateway) armHold(s *Subscription) {
 func (g *Gateway) reportPresence(s *Subscription) {
 	p := s.pres
 	p.dirty = true
-	if !p.running {
-		p.running = true
-		go g.reportLoop(s, p)
-	}
+	p.running.Start()
 }
 
-// reportLoop tells p's callback what changed, until nothing has: calls that take long fold
-// the changes meanwhile into their next (presence is a state, not a log).
-func (g *Gateway) reportLoop(s *Subscription, p *presence) {
-	for {
-		g.mu.Lock()
-		if !p.dirty || s.err != nil {
-			p.running = false
-			g.mu.Unlock()
-			return
-		}
-		p.dirty = false
-		// Ordered by ID through a sort of strings, which the program has anyway: a sort of
-		// Members would add its own copy of the sorting code to the wasm.
-		ids := make([]string, 0, len(p.members))
-		for id := range p.members {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		now := Presence{Stream: s.stream, Members: make([]Member, len(ids)), Total: p.total + len(p.held), Limit: p.limit, Reason: p.reason}
-		for i, id := range ids {
-			now.Members[i] = p.members[id]
-		}
-		fn := p.fn
-		g.mu.Unlock()
-		first := p.shown == nil
-		if first {
-			p.shown = map[string]Member{}
-		}
-		for _, m := range now.Members {
-			was, ok := p.shown[m.ID]
-			switch {
-			case !ok:
-				now.Joined = append(now.Joined, m)
-			case was.Count != m.Count || string(was.Meta) != string(m.Meta):
-				now.Updated = append(now.Updated, m)
-			}
-		}
-		if len(p.shown) > len(now.Members)-len(now.Joined) {
-			cur := make(map[string]struct{}, len(ids))
-			for _, id := range ids {
-				cur[id] = struct{}{}
-			}
-			for id := range p.shown {
-				if _, found := cur[id]; !found {
-					now.Left = append(now.Left, id)
-				}
-			}
-			slices.Sort(now.Left)
-		}
-		if !first && len(now.Joined)+len(now.Updated)+len(now.Left) == 0 &&
-			now.Total == p.shownTotal && now.Limit == p.shownLimit && now.Reason == p.shownReason {
-			continue // a reconnect's snapshot that says what the page knew: nothing to tell
-		}
-		clear(p.shown)
-		for _, m := range now.Members {
-			p.shown[m.ID] = m
-		}
-		p.shownTotal, p.shownLimit, p.shownReason = now.Total, now.Limit, now.Reason
-		g.callPresence(s, fn, now)
+// reportRound tells p's callback what changed, on p's reporter goroutine (a serial.Loop),
+// which exits once nothing has: calls that take long fold the changes meanwhile into their
+// next (presence is a state, not a log). g.mu is held, and released while the callback runs.
+func (g *Gateway) reportRound(s *Subscription, p *presence) bool {
+	if !p.dirty || s.err != nil {
+		return false
 	}
+	p.dirty = false
+	// Ordered by ID through a sort of strings, which the program has anyway: a sort of
+	// Members would add its own copy of the sorting code to the wasm.
+	ids := make([]string, 0, len(p.members))
+	for id := range p.members {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	now := Presence{Stream: s.stream, Members: make([]Member, len(ids)), Total: p.total + len(p.held), Limit: p.limit, Reason: p.reason}
+	for i, id := range ids {
+		now.Members[i] = p.members[id]
+	}
+	fn := p.fn
+	g.mu.Unlock()
+	first := p.shown == nil
+	if first {
+		p.shown = map[string]Member{}
+	}
+	for _, m := range now.Members {
+		was, ok := p.shown[m.ID]
+		switch {
+		case !ok:
+			now.Joined = append(now.Joined, m)
+		case was.Count != m.Count || string(was.Meta) != string(m.Meta):
+			now.Updated = append(now.Updated, m)
+		}
+	}
+	if len(p.shown) > len(now.Members)-len(now.Joined) {
+		cur := make(map[string]struct{}, len(ids))
+		for _, id := range ids {
+			cur[id] = struct{}{}
+		}
+		for id := range p.shown {
+			if _, found := cur[id]; !found {
+				now.Left = append(now.Left, id)
+			}
+		}
+		slices.Sort(now.Left)
+	}
+	if !first && len(now.Joined)+len(now.Updated)+len(now.Left) == 0 &&
+		now.Total == p.shownTotal && now.Limit == p.shownLimit && now.Reason == p.shownReason {
+		g.mu.Lock()
+		return true // a reconnect's snapshot that says what the page knew: nothing to tell
+	}
+	clear(p.shown)
+	for _, m := range now.Members {
+		p.shown[m.ID] = m
+	}
+	p.shownTotal, p.shownLimit, p.shownReason = now.Total, now.Limit, now.Reason
+	g.callPresence(s, fn, now)
+	g.mu.Lock()
+	return true
 }
 
 // callPresence runs the presence callback once, containing a panic.

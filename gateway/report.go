@@ -52,7 +52,7 @@ func Kind(err error) string {
 func (g *Gateway) ObserveStatus(st controller.Status) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	f, ok := g.recovery.observe(st)
+	f, ok := g.outages.observe(st)
 	if !ok {
 		return
 	}
@@ -72,7 +72,7 @@ func (g *Gateway) ObserveStatus(st controller.Status) {
 func (g *Gateway) SetHidden(hidden bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.recovery.setHidden(hidden)
+	g.outages.setHidden(hidden)
 }
 
 // takeReport returns the report frame s is to send now, if any: once it is ready, and only
@@ -105,11 +105,11 @@ func (g *Gateway) dialURL(target *weburl.URL) string {
 	return u.String()
 }
 
-// recovery gathers, status by status, what the page lives through from the loss of a
-// connected session to the ready of the next: how long, the attempts, the kinds of failure.
-// A Stop ends the record (the application stopped the connection: no failure), and a first
-// connection is no recovery. It is plain logic over statuses; the gateway's mu guards it.
-type recovery struct {
+// outageRecord gathers, status by status, what the page lives through from the loss of a
+// connected session to the ready frame of the next (an outage; its report is sent on the new
+// session): how long, the attempts, the kinds of failure. A Stop ends the record (the
+// application stopped the connection: no failure), and a first connection ends no outage. It is plain logic over statuses; the gateway's mu guards it.
+type outageRecord struct {
 	connected bool    // the last status was Connected
 	down      *outage // since a connected session was lost; nil when none
 	hidden    bool    // the page is hidden
@@ -122,7 +122,7 @@ type outage struct {
 	lastErr error
 }
 
-func (r *recovery) setHidden(hidden bool) {
+func (r *outageRecord) setHidden(hidden bool) {
 	r.hidden = hidden
 	if hidden && r.down != nil {
 		r.down.add(wire.KindHidden)
@@ -130,7 +130,7 @@ func (r *recovery) setHidden(hidden bool) {
 }
 
 // observe takes the next status and returns the report of the outage it ends, if it ends one.
-func (r *recovery) observe(st controller.Status) (wire.PageFrame, bool) {
+func (r *outageRecord) observe(st controller.Status) (wire.PageFrame, bool) {
 	switch st.State {
 	case controller.Connected:
 		d := r.down
@@ -157,7 +157,7 @@ func (r *recovery) observe(st controller.Status) (wire.PageFrame, bool) {
 	}
 	d := r.down
 	if d == nil {
-		return wire.PageFrame{}, false // not connected yet: a first connection is no recovery
+		return wire.PageFrame{}, false // not connected yet: a first connection ends no outage
 	}
 	if st.State == controller.Offline {
 		d.add(wire.KindOffline)

@@ -132,11 +132,11 @@ func TestAPageReportsItsRecoveryToTheHostItCameBackTo(t *testing.T) {
 		synctest.Wait()
 		reports, bad := w.obs.seen()
 		if len(reports) != 1 || bad != 0 {
-			t.Fatalf("reports %+v and %d bad frames after one recovery, want one report", reports, bad)
+			t.Fatalf("reports %+v and %d bad frames after one outage, want one report", reports, bad)
 		}
 		r := reports[0]
 		if r.Mode != wire.ModeNative || r.Attempts < 1 || r.Down <= 0 || len(r.Kinds) == 0 || r.Kinds[0] != wire.KindRestarting {
-			t.Fatalf("report %+v, want a native page's recovery from a restart", r)
+			t.Fatalf("report %+v, want a native page's report of its outage through a restart", r)
 		}
 		if b, _ := wire.Report(r.Down, r.Attempts, r.Kinds).Encode(); r.Bytes != len(b) {
 			t.Fatalf("the report was %d bytes, its frame %d", r.Bytes, len(b))

@@ -46,8 +46,8 @@ func TestAReportSaysWhatThePageLivedThroughBetweenTwoConnections(t *testing.T) {
 		steps []step
 		want  []wire.PageFrame // one per Connected
 	}{
-		{"a first connection is no recovery", []step{{0, C, 1, nil, nil}, {s, OK, 1, nil, nil}}, []wire.PageFrame{{}}},
-		{"a first connection after failures is no recovery either",
+		{"a first connection ends no outage", []step{{0, C, 1, nil, nil}, {s, OK, 1, nil, nil}}, []wire.PageFrame{{}}},
+		{"a first connection after failures ends no outage either",
 			[]step{{0, C, 1, nil, nil}, {s, R, 1, errRefused, nil}, {2 * s, C, 2, errRefused, nil}, {3 * s, OK, 2, nil, nil}}, []wire.PageFrame{{}}},
 		{"a session lost and the next attempt ready: one attempt, the cause",
 			[]step{{0, OK, 1, nil, nil}, {10 * s, R, 1, errClosed, nil}, {11 * s, C, 2, errClosed, nil}, {11500 * time.Millisecond, OK, 2, nil, nil}},
@@ -86,7 +86,7 @@ func TestAReportSaysWhatThePageLivedThroughBetweenTwoConnections(t *testing.T) {
 		{"a stop ends the record: the application stopped it, nothing failed",
 			[]step{{0, OK, 1, nil, nil}, {s, R, 1, errClosed, nil}, {2 * s, S, 1, errClosed, nil}, {60 * s, C, 2, errClosed, nil}, {61 * s, OK, 2, nil, nil}},
 			[]wire.PageFrame{{}, {}}},
-		{"a stop while connected, then a start, is no recovery",
+		{"a stop while connected, then a start, is no outage",
 			[]step{{0, OK, 1, nil, nil}, {s, S, 1, nil, nil}, {60 * s, C, 2, nil, nil}, {61 * s, OK, 2, nil, nil}},
 			[]wire.PageFrame{{}, {}}},
 		{"a draining session lost while its successor dials: the successor's attempt is the first, the loss the cause",
@@ -102,7 +102,7 @@ func TestAReportSaysWhatThePageLivedThroughBetweenTwoConnections(t *testing.T) {
 	}
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	for _, tt := range tests {
-		var r gateway.Recovery
+		var r gateway.OutageRecord
 		var got []wire.PageFrame
 		for _, st := range tt.steps {
 			if st.hidden != nil {

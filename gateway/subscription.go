@@ -3,6 +3,7 @@ package gateway
 import (
 	"runtime"
 
+	"github.com/lifeline-go/lifeline/internal/serial"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
 	"github.com/lifeline-go/lifeline/internal/wire"
 )
@@ -42,7 +43,7 @@ type Subscription struct {
 	token   uint64 // bumped to make every session send a fresh sub (resync)
 	stalled bool   // the queue overflowed; dropping until the handler returns
 	queue   []Delivery
-	running bool // a delivery goroutine exists
+	running serial.Loop // runs the handler over queue (deliverOne), on a goroutine only while it holds any
 	dups    uint64
 	pres    *presence // who is on the stream, when asked for (presence.go); nil if not
 }
@@ -104,7 +105,7 @@ func (g *Gateway) end(s *Subscription, err error) {
 	if s.pres != nil {
 		s.pres.unhold()
 	}
-	if !s.running {
+	if !s.running.Running() {
 		close(s.done)
 	}
 }
@@ -124,37 +125,32 @@ func (g *Gateway) enqueue(s *Subscription, d Delivery) {
 		return
 	}
 	s.queue = append(s.queue, d)
-	if !s.running {
-		s.running = true
-		go g.deliver(s)
-	}
+	s.running.Start()
 }
 
-// deliver runs s's handler over its queue, one call at a time, and exits when the queue is
-// empty: an idle subscription holds no goroutine.
-func (g *Gateway) deliver(s *Subscription) {
-	for {
-		g.mu.Lock()
-		if s.stalled && s.err == nil {
-			// The handler is back: ask every session for a fresh baseline.
-			s.stalled = false
-			s.token++
-			g.kickAll()
-		}
-		if len(s.queue) == 0 || s.err != nil {
-			s.running = false
-			if s.err != nil {
-				close(s.done)
-			}
-			g.mu.Unlock()
-			return
-		}
-		d := s.queue[0]
-		s.queue[0] = Delivery{}
-		s.queue = s.queue[1:]
-		g.mu.Unlock()
-		g.call(s, d)
+// deliverOne runs s's handler on the next delivery of its queue, one call at a time; with the
+// queue empty its goroutine exits: an idle subscription holds none. g.mu is held, and released
+// while the handler runs.
+func (g *Gateway) deliverOne(s *Subscription) bool {
+	if s.stalled && s.err == nil {
+		// The handler is back: ask every session for a fresh baseline.
+		s.stalled = false
+		s.token++
+		g.kickAll()
 	}
+	if len(s.queue) == 0 || s.err != nil {
+		if s.err != nil {
+			close(s.done)
+		}
+		return false
+	}
+	d := s.queue[0]
+	s.queue[0] = Delivery{}
+	s.queue = s.queue[1:]
+	g.mu.Unlock()
+	g.call(s, d)
+	g.mu.Lock()
+	return true
 }
 
 // call runs the handler once, containing a panic: a faulty handler must not take the

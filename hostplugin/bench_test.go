@@ -326,7 +326,7 @@ func eventStreamSeq(msg []byte) (stream []byte, seq uint64) {
 	return stream, seq
 }
 
-// BenchmarkFanout is the fan-out of issue 26's workload: pages each following a personal
+// BenchmarkFanout is the fan-out of the bench's fanout workload (bench/fanload): pages each following a personal
 // stream and a group stream of 10, and publishes half to each kind, 100-byte payloads. An
 // iteration is one publish; every window publishes it waits until the pages hold all they
 // were sent, so queues stay short (a rate the Host sustains). It reports allocations per

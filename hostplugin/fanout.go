@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lifeline-go/lifeline/internal/serial"
 	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
@@ -24,11 +25,11 @@ type fanouts struct {
 //
 // Every frame of the stream reaches its followers in the order of the log: a follower's
 // catch-up when it joins, and each event the log delivers. An event with nothing queued before
-// it is sent from the log's Follow callback (deliver); everything else waits in queue for run,
-// a goroutine that exists only while there is work, and that does it in order. What calls out
-// of the Host (the log's Since, the application's BaselineFunc) runs on run with no lock held:
-// a baseline may call Publish, a slow one holds up its own stream only, and neither a slow
-// baseline nor a slow log read holds up any Publish. (grpc's callback serializer is the
+// it is sent from the log's Follow callback (deliver); everything else waits in queue for the
+// fan-out's goroutine (round, on a serial.Loop), which exists only while there is work, and
+// does it in order. What calls out of the Host (the log's Since, the application's
+// BaselineFunc) runs in round with no lock held: a baseline may call Publish, a slow one holds
+// up its own stream only, and neither a slow baseline nor a slow log read holds up any Publish. (grpc's callback serializer is the
 // model.) Frames are queued on a session under mu, after a check that it still follows, so
 // that once leave has returned nothing more of the stream reaches it.
 //
@@ -36,15 +37,16 @@ type fanouts struct {
 type fanout struct {
 	h      *Host
 	stream string
-	stop   func() // ends the Follow; called once, by whoever marks the fan-out dead
-
-	runFn func() // fo.run, bound once: a go statement of a method value allocates each time
+	// followed is closed once the Follow is made: joiners wait for it before their catch-up
+	// reads the log, so that no event falls between the two.
+	followed chan struct{}
 
 	mu        sync.Mutex // guards the fields below
+	stop      func()     // ends the Follow, once made; called once, by whoever marks the fan-out dead
 	followers map[*session]*follower
 	queue     []work
-	running   bool // run is draining queue
-	dead      bool // removed from fanouts.live: a joiner must fetch a new fan-out
+	running   serial.Loop // does queue (round), on a goroutine only while it holds any
+	dead      bool        // removed from fanouts.live: a joiner must fetch a new fan-out
 }
 
 // follower is one subscription of a session to the stream. A session that subscribes again
@@ -53,14 +55,14 @@ type follower struct {
 	s       *session
 	cur     Cursor // what it holds; events at or before it are not resent
 	joined  bool   // its catch-up is done: live events are for it from now on
-	retries int    // failed catch-ups (the log could not be read); run only
+	retries int    // failed catch-ups (the log could not be read); round only
 }
 
 // maxLogRetry is the longest a catch-up the log could not serve waits before it is tried
 // again: the ladder's top cap, so a page waits for a log no longer than for a Host.
 const maxLogRetry = 10 * time.Second
 
-// work is one step of run: a follower's catch-up from a cursor, or an event of the log.
+// work is one step of round: a follower's catch-up from a cursor, or an event of the log.
 type work struct {
 	catchUp *follower
 	from    Cursor
@@ -99,18 +101,58 @@ func (h *Host) join(s *session, stream string, cur Cursor) *fanout {
 	}
 }
 
-// fanoutFor returns the live fan-out of stream, making it (and its Follow) when there is none.
+// fanoutFor returns the live fan-out of stream once its Follow is made, making both when there
+// is none. The Follow is made with no lock held: a log shared over the network makes round
+// trips there, and every session that subscribes to any stream takes fanouts.mu; only the
+// joiners of this stream wait for it.
 func (h *Host) fanoutFor(stream string) *fanout {
 	h.fanouts.mu.Lock()
-	defer h.fanouts.mu.Unlock()
-	if fo := h.fanouts.live[stream]; fo != nil {
-		return fo
+	fo := h.fanouts.live[stream]
+	made := fo == nil
+	if made {
+		fo = &fanout{h: h, stream: stream, followers: map[*session]*follower{}, followed: make(chan struct{})}
+		fo.running.Init(&fo.mu, fo.round)
+		h.fanouts.live[stream] = fo
 	}
-	fo := &fanout{h: h, stream: stream, followers: map[*session]*follower{}}
-	fo.runFn = fo.run
-	fo.stop = h.log.Follow(stream, fo.deliver)
-	h.fanouts.live[stream] = fo
+	h.fanouts.mu.Unlock()
+	if made {
+		fo.follow()
+	}
+	<-fo.followed
 	return fo
+}
+
+// follow makes the fan-out's Follow. A fan-out removed meanwhile (one that Host.cut found
+// empty, by its stream's name) has its Follow stopped here. If the log panics, the fan-out is
+// removed before the panic goes on, so that the joiners waiting for it fetch another rather
+// than wait forever.
+func (fo *fanout) follow() {
+	h := fo.h
+	made := false
+	defer func() {
+		if !made {
+			h.fanouts.mu.Lock()
+			fo.mu.Lock()
+			if !fo.dead {
+				fo.dead = true
+				delete(h.fanouts.live, fo.stream)
+			}
+			fo.mu.Unlock()
+			h.fanouts.mu.Unlock()
+		}
+		close(fo.followed)
+	}()
+	stop := h.log.Follow(fo.stream, fo.deliver)
+	made = true
+	fo.mu.Lock()
+	dead := fo.dead
+	if !dead {
+		fo.stop = stop
+	}
+	fo.mu.Unlock()
+	if dead {
+		stop()
+	}
 }
 
 // leave unsubscribes s; once it returns, no frame of the stream reaches s. The last one out
@@ -132,16 +174,18 @@ func (fo *fanout) removeIfEmpty() {
 	fo.mu.Lock()
 	kill := len(fo.followers) == 0 && !fo.dead
 	var dropped []work
+	var stop func() // nil while the Follow is being made: follow stops it then
 	if kill {
 		fo.dead = true
 		dropped, fo.queue = fo.queue, nil
 		delete(h.fanouts.live, fo.stream)
+		stop = fo.stop
 	}
 	fo.mu.Unlock()
 	h.fanouts.mu.Unlock()
 	release(dropped)
-	if kill {
-		fo.stop()
+	if stop != nil {
+		stop()
 	}
 }
 
@@ -158,52 +202,47 @@ func release(dropped []work) {
 // from here, on the log's goroutine: sending only queues frames on sessions, so the log
 // (which holds the stream's lock meanwhile, as Ring does) is held up by no page, and a
 // publication costs no goroutine of the fan-out's. Otherwise, and for the followers it must
-// reset (the baseline is the application's, and may call Publish), it is queued for run.
+// reset (the baseline is the application's, and may call Publish), it is queued for round.
 func (fo *fanout) deliver(ev Event) {
 	fo.mu.Lock()
 	defer fo.mu.Unlock()
 	switch {
 	case fo.dead:
-	case fo.running || len(fo.queue) > 0:
+	case fo.running.Running() || len(fo.queue) > 0:
 		fo.enqueueLocked(work{ev: ev})
 	case fo.sendLocked(ev):
-		// run resets the rest; those sent it now hold it, and are passed over.
+		// round resets the rest; those sent it now hold it, and are passed over.
 		fo.enqueueLocked(work{ev: ev})
 	}
 }
 
 func (fo *fanout) enqueueLocked(w work) {
 	fo.queue = append(fo.queue, w)
-	if !fo.running {
-		fo.running = true
-		go fo.runFn()
-	}
+	fo.running.Start()
 }
 
-// run does the queued work in order until there is none, then exits.
-func (fo *fanout) run() {
-	for {
-		fo.mu.Lock()
-		batch := fo.queue
-		fo.queue = nil
-		if len(batch) == 0 || fo.dead {
-			fo.running = false
-			fo.mu.Unlock()
-			release(batch)
-			return
-		}
-		fo.mu.Unlock()
-		for _, w := range batch {
-			if w.catchUp != nil {
-				fo.catchUp(w.catchUp, w.from)
-				if w.done != nil { // a retried catch-up has nobody waiting
-					close(w.done)
-				}
-			} else {
-				fo.fanOut(w.ev)
+// round does the work queued so far, in order, on the fan-out's goroutine; with none left (or
+// the fan-out dead) the goroutine exits. fo.mu is held, and released while the work is done.
+func (fo *fanout) round() bool {
+	batch := fo.queue
+	fo.queue = nil
+	if len(batch) == 0 || fo.dead {
+		release(batch)
+		return false
+	}
+	fo.mu.Unlock()
+	for _, w := range batch {
+		if w.catchUp != nil {
+			fo.catchUp(w.catchUp, w.from)
+			if w.done != nil { // a retried catch-up has nobody waiting
+				close(w.done)
 			}
+		} else {
+			fo.fanOut(w.ev)
 		}
 	}
+	fo.mu.Lock()
+	return true
 }
 
 // follows reports whether f is still the subscription of its session. fo.mu is held.
@@ -302,7 +341,7 @@ func (fo *fanout) fanOut(ev Event) {
 	if !resets {
 		return
 	}
-	// The baseline is the application's: it runs with no lock held. Only run moves cursors
+	// The baseline is the application's: it runs with no lock held. Only round moves cursors
 	// while it runs, so the followers to reset are the same afterwards, less those that left
 	// or subscribed again.
 	at := Cursor{Epoch: ev.Epoch, Seq: ev.Seq}

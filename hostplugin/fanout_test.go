@@ -224,3 +224,57 @@ func churn(conn *websocket.Conn) error {
 	}
 	return nil
 }
+
+// slowFollowLog is a Ring whose Follow of one stream blocks until release is closed, as a log
+// shared over a network does while it makes round trips.
+type slowFollowLog struct {
+	*hostplugin.Ring
+	slow    string
+	entered chan struct{} // closed when the slow Follow has begun
+	release chan struct{}
+}
+
+func (l *slowFollowLog) Follow(stream string, fn func(hostplugin.Event)) func() {
+	if stream == l.slow {
+		close(l.entered)
+		<-l.release
+	}
+	return l.Ring.Follow(stream, fn)
+}
+
+// The log's Follow is called under no lock another session needs: while the Follow of one
+// stream waits on its log, another session subscribes to another stream and is served at once;
+// the session that made the slow Follow gets its reset once the Follow returns.
+func TestASlowFollowHoldsUpNoOtherStream(t *testing.T) {
+	log := &slowFollowLog{Ring: hostplugin.NewRing(16), slow: "slow", entered: make(chan struct{}), release: make(chan struct{})}
+	f := newFixtureWith(t, `{}`, true, hostplugin.Options{Log: log})
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(log.release)
+		}
+	}
+	t.Cleanup(release) // before the fixture's: its sessions end only once the Follow returns
+
+	slow := f.Dial(t)
+	slow.Expect(wire.TypeReady)
+	slow.Send(`{"t":"sub","stream":"slow"}`)
+	select {
+	case <-log.entered:
+	case <-time.After(bound):
+		t.Fatalf("the Follow of stream slow did not begin within %v", bound)
+	}
+
+	other := f.Dial(t)
+	other.Expect(wire.TypeReady)
+	other.Send(`{"t":"sub","stream":"other"}`)
+	if r := other.Expect(wire.TypeReset); r.Stream != "other" {
+		t.Fatalf("the other session got %+v, want its reset of stream other", r)
+	}
+
+	release()
+	if r := slow.Expect(wire.TypeReset); r.Stream != "slow" {
+		t.Fatalf("after the Follow returned the first session got %+v, want its reset of stream slow", r)
+	}
+}

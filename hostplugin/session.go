@@ -14,6 +14,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/lifeline-go/lifeline/internal/serial"
 	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
@@ -90,16 +91,16 @@ type session struct {
 	remote    string
 	identity  string // as Options.Authenticate returned it
 
-	// flushFn and runFn are s.flush and s.run, bound once: a go statement of a method value
-	// allocates each time.
+	// flushFn and runFn are s.writing.Run and s.run, bound once: a go statement of a method
+	// value allocates each time.
 	flushFn, runFn func()
 
-	mu      sync.Mutex // guards the fields below
-	ready   bool       // the ready frame is queued; frames flow
-	dedup   string     // the dedup epoch the ready frame announced
-	doomed  bool       // never becomes ready: drained before it, or opened under fault stall-ready
-	closed  bool       // no frame is written any more: ended, shed, finished or its socket failed
-	writing bool
+	mu      sync.Mutex  // guards the fields below
+	ready   bool        // the ready frame is queued; frames flow
+	dedup   string      // the dedup epoch the ready frame announced
+	doomed  bool        // never becomes ready: drained before it, or opened under fault stall-ready
+	closed  bool        // no frame is written any more: ended, shed, finished or its socket failed
+	writing serial.Loop // writes queue (flushRound), on a goroutine only while there is any
 	// queue holds the messages to write (net.Buffers: the writer hands it to writev as it
 	// is); spare is the array of the writer's last batch, for the next queue.
 	queue, spare net.Buffers
@@ -133,7 +134,8 @@ func newSession(h *Host, c carrier, cfg Config, remote string) *session {
 		remote:    remote,
 	}
 	s.acc.slot = -1
-	s.flushFn, s.runFn = s.flush, s.run
+	s.writing.Init(&s.mu, s.flushRound)
+	s.flushFn, s.runFn = s.writing.Run, s.run
 	return s
 }
 
@@ -335,7 +337,7 @@ func (s *session) onIdle() {
 		return
 	}
 	switch quiet := time.Since(s.wrote); {
-	case s.writing:
+	case s.writing.Running():
 		// A write is under way: the page is not left in silence.
 		s.hbTimer.Reset(s.heartbeat)
 		s.mu.Unlock()
@@ -350,7 +352,7 @@ func (s *session) onIdle() {
 	s.mu.Unlock()
 	s.h.obs.Heartbeat()
 	if start {
-		s.flush()
+		s.writing.Run() // on the timer's goroutine: no new one
 		s.c.idle()
 	}
 	// Set from the end of the write, which is when the writer noted it wrote: set from before
@@ -373,7 +375,7 @@ func (s *session) send(m message) {
 }
 
 // queueLocked queues m, shedding the session if its page reads too slowly, and reports
-// whether the caller must start the writer (s.flush).
+// whether the caller must start the writer (s.flushFn: the writing loop).
 func (s *session) queueLocked(m message) (start bool) {
 	if s.closed {
 		return false
@@ -397,52 +399,44 @@ func (s *session) queueLocked(m message) (start bool) {
 // startWriterLocked marks the writer running if it is not and there is something to write,
 // and reports whether the caller must start it.
 func (s *session) startWriterLocked() bool {
-	if s.writing || len(s.queue) == 0 {
-		return false
-	}
-	s.writing = true
-	return true
+	return len(s.queue) > 0 && s.writing.Claim()
 }
 
-// flush writes the queue until it is empty, then exits. Each round writes all that is queued
-// in one batch, so a page that many frames wait for gets them in few writes.
-func (s *session) flush() {
-	for {
-		s.mu.Lock()
-		if s.closed || len(s.queue) == 0 || s.expired() {
-			// An expired session writes nothing, whether or not its end has run yet.
-			s.writing = false
-			s.mu.Unlock()
-			return
-		}
-		batch := s.queue
-		s.queue, s.spare = s.spare, nil
-		s.mu.Unlock()
-
-		n := 0
-		for _, m := range batch {
-			n += len(m)
-		}
-		err := s.c.write(batch)
-		s.h.obs.Sent(s.c.kind(), n)
-
-		s.mu.Lock()
-		s.wrote = time.Now()
-		if cap(batch) <= maxSpare {
-			s.spare = batch[:0]
-		}
-		if err != nil {
-			s.writing, s.closed, s.queue = false, true, nil
-		}
-		s.mu.Unlock()
-		if err != nil {
-			if !errors.Is(err, errCloseSent) {
-				// The reader sees the connection end and releases the session.
-				s.c.drop()
-			}
-			return
-		}
+// flushRound writes all that is queued in one batch, so a page that many frames wait for gets
+// them in few writes; with nothing queued (or the session closed) the writer exits. s.mu is
+// held, and released while the batch is written.
+func (s *session) flushRound() bool {
+	if s.closed || len(s.queue) == 0 || s.expired() {
+		// An expired session writes nothing, whether or not its end has run yet.
+		return false
 	}
+	batch := s.queue
+	s.queue, s.spare = s.spare, nil
+	s.mu.Unlock()
+
+	n := 0
+	for _, m := range batch {
+		n += len(m)
+	}
+	err := s.c.write(batch)
+	s.h.obs.Sent(s.c.kind(), n)
+
+	s.mu.Lock()
+	s.wrote = time.Now()
+	if cap(batch) <= maxSpare {
+		s.spare = batch[:0]
+	}
+	if err != nil {
+		s.closed, s.queue = true, nil
+		if !errors.Is(err, errCloseSent) {
+			// The reader sees the connection end and releases the session.
+			s.mu.Unlock()
+			s.c.drop()
+			s.mu.Lock()
+		}
+		return false
+	}
+	return true
 }
 
 // goAway tells the page to leave. A session that never got its ready frame is not connected

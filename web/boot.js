@@ -128,10 +128,15 @@
     // visit the page starts the bytes moving now, and the worker's fetch joins this one in the
     // HTTP cache; the page's copy is dropped as it comes. Not once a hub has run here with this
     // wasm (the tab script notes it, seen): it is cached, and a tab of a running hub needs none.
+    // Not in Apple's WebKit (Safari, every browser on iOS, WebKitGTK): its HTTP cache joins no
+    // request to one in flight, so the worker would fetch the wasm a second time beside this
+    // copy, the two sharing the link (bench/RESULTS.md, engines: WebKit's shared first visit
+    // over 4G).
     function warm() {
       let seen = null;
       try { seen = localStorage.getItem(SEEN); } catch (_) { /* no storage: warm */ }
-      if (seen === b.wasm || typeof fetch !== 'function' || typeof WritableStream !== 'function') return;
+      if (seen === b.wasm || navigator.vendor === 'Apple Computer, Inc.') return;
+      if (typeof fetch !== 'function' || typeof WritableStream !== 'function') return;
       fetch(b.wasm).then((r) => r.body && r.body.pipeTo(new WritableStream()).catch(() => {}), () => {});
     }
     // openEarly BEGIN: web/boot.js and web/worker.js have this same function (hostplugin/internal/client's

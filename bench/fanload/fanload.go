@@ -1,6 +1,7 @@
 //go:build !js
 
-// Package fanload is the fan-out workload of issue 26 as the bench's fanout and sessions
+// Package fanload is the fan-out workload (Lifeline's Host set against Centrifuge's on the
+// same load) as the bench's fanout and sessions
 // scenarios run it, shared by the server (bench/cmd/fanout-server), the pages
 // (bench/cmd/fanout-pages) and the harness: N pages, page i following its personal channel
 // and its group's (groups of 10); publishes half to each kind, from the server's process,

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// The carriers scenario (issue 33): the fan-out workload on Lifeline's Host at 2,000 pages,
+// The carriers scenario (what a page pays for the HTTP carrier, beside a WebSocket): the fan-out workload on Lifeline's Host at 2,000 pages,
 // once with every page on a WebSocket and once with every page on the HTTP carrier's stream
 // (bench/cmd/fanout-pages -kind lifeline-http): publications per second sustained, p50 and p99
 // delivery latency at each rate, and what a session costs the Host, in memory and, idle, in CPU.

@@ -11,7 +11,7 @@ import (
 	"github.com/lifeline-go/lifeline/bench/fanload"
 )
 
-// The fanout scenario (issue 26): Lifeline's Host and Centrifuge, one after the other on the
+// The fanout scenario (how many events per second a Host carries, beside Centrifuge): Lifeline's Host and Centrifuge, one after the other on the
 // same machine, each serving N pages that follow a personal channel and a group channel of
 // 10, with publications at rate R from the server's own process, half to each kind, 100
 // bytes each. R goes up a ladder until p99 passes 200 ms or delivery falls behind.

@@ -46,6 +46,7 @@ var scenarios = []scenario{
 	{"sessions", "idle sessions on one Host", (*env).sSessions, true},
 	{"networks", "behind a proxy that refuses WebSockets (squid), beside socket.io", (*env).sNetworks, false},
 	{"carriers", "the Host's fan-out on a WebSocket and on the HTTP carrier", (*env).sCarriers, true},
+	{"engines", "the page in Chromium, Firefox and WebKit, beside socket.io", (*env).sEngines, false},
 	{"access", "access that ends, fleet-wide; the cost of expiries", (*env).sAccess, false}, // access.go
 }
 

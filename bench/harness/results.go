@@ -78,7 +78,7 @@ func (e *env) writeResults(path string, rep *report, started time.Time, chosen [
 	fmt.Fprintf(&b, "# Lifeline benchmarks\n\n")
 	// Whatever is measured by hand or by another program has a file of its own, so that this
 	// one can be rewritten whole: the fleet's is FLEET.md, the page-load levers' PAGELOAD.md,
-	// the fan-out's and Append's tails, profiled (issue 37), TAILS.md.
+	// the fan-out's and Append's tails, profiled by hand, TAILS.md.
 	fmt.Fprintf(&b, "Written by `make bench` (`go run ./bench/harness`); do not edit by hand, run it again. The\n")
 	fmt.Fprintf(&b, "fleet's figures (`go run ./e2e/fleet`, `go run ./bench/cmd/streamlogs`) are in [FLEET.md](FLEET.md),\n")
 	fmt.Fprintf(&b, "what each page-load lever did in [PAGELOAD.md](PAGELOAD.md), and where the fan-out's and Append's\n")

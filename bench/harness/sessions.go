@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// The sessions scenario (issue 26): as many idle sessions on one Host as this machine
+// The sessions scenario (what an idle session costs a Host): as many idle sessions on one Host as this machine
 // allows, toward 100,000, through several loopback source addresses; what each costs in
 // memory, and what their heartbeats cost in CPU.
 

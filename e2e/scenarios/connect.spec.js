@@ -64,7 +64,7 @@ for (const [lang, label] of [['en', 'Connection settings are invalid'], ['zh', '
   });
 }
 
-// Issue 1/6, point 2: no engine is a different product. A browser without SharedWorker (Chrome
+// No engine is a different product. A browser without SharedWorker (Chrome
 // on Android; here it is removed before the loader runs) gets the in-page hub by itself, and the
 // page says so once on its console. The page chooses: the suite's mode is not set.
 test('without SharedWorker the page falls back to in-page by itself and says so once', async ({ browse, hosts }) => {

@@ -1,4 +1,4 @@
-// The page's edges (issue 11) in every engine: embedder code can never kill the page, misuse of
+// The page's edges in every engine: embedder code can never kill the page, misuse of
 // the API is reported and harmless, and a program that ends anyway is shown as failed, never as
 // connected.
 const { test, expect, waitFor, gapsIn } = require('./fixtures');

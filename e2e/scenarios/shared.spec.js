@@ -1,4 +1,4 @@
-// Shared mode (issue 17) in every engine that has SharedWorker: every tab of an origin shares
+// Shared mode (one socket per browser, not per tab) in every engine that has SharedWorker: every tab of an origin shares
 // one Lifeline in a SharedWorker, and the Host's own session count is the witness. In an in-page
 // run these are skipped, as they are about the shared hub; in an engine without SharedWorker
 // they are skipped with that reason (the fallback is scenarios/connect.spec.js's).

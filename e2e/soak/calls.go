@@ -19,7 +19,7 @@ import (
 	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
-// The calls (issue 23): every client makes the soak's calls, every other one keyed, through
+// The calls (exactly once for a keyed call, at most once otherwise, through any fault): every client makes the soak's calls, every other one keyed, through
 // the faults; bin/host -ledger counts the handler's runs in a file all the soak's Hosts share,
 // which survives their kills and handoffs. Each call is then held to what its Promise said:
 //

@@ -1,4 +1,4 @@
-// What the Settings indicator says to a person (issue 16): a change of state is announced once
+// What the Settings indicator says to a person: a change of state is announced once
 // and the countdown never; each kind of failure is a short sentence in the page's language,
 // with the raw error kept for developers (the detail's title, the console, lifeline.state()).
 //

@@ -1,6 +1,6 @@
 // Chromium only: these freeze the page's JavaScript with the debugger over DevTools, which no
 // other engine's driver here offers (scenarios/lifecycle.spec.js holds what every engine can).
-// Real browsers (issue 15): a page that was frozen, hidden or asleep while its link went
+// Real browsers: a page that was frozen, hidden or asleep while its link went
 // half-open finds out in seconds, by probing, instead of at the watchdog (37.5 s); a hidden
 // page adds no dials; a probe on a healthy link changes nothing.
 //

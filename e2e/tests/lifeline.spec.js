@@ -1,5 +1,5 @@
 // The localized presentation in Chromium only: its pictures of the indicator in each state are
-// the ones the suite keeps, from one engine. The other scenarios of issue 5 run in every engine:
+// the ones the suite keeps, from one engine. The other scenarios run in every engine:
 // scenarios/ (connect, faults, restart, lifecycle).
 const { test, expect, waitState } = require('./fixtures');
 

@@ -1,4 +1,4 @@
-// Presence in the browser (issue 34): lifeline.presence against bin/host, whose room.* streams
+// Presence in the browser: lifeline.presence against bin/host, whose room.* streams
 // carry presence and whose pages are who the cookie lifeline-demo-user says (cmd/host/presence.go).
 // Each browser context is a browser of its own: its own cookie, its own shared hub.
 const { test, expect, mode, withMode, waitState, waitFor } = require('./fixtures');

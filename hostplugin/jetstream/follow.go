@@ -15,6 +15,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/internal/serial"
 	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
@@ -37,7 +38,9 @@ import (
 // answer are kept and delivered from the older of the two.
 func (l *Log) Follow(stream string, fn func(hostplugin.Event)) (stop func()) {
 	pl := l.layout.place(stream)
-	f := &follower{l: l, stream: stream, pl: pl, fn: fn, running: true}
+	f := &follower{l: l, stream: stream, pl: pl, fn: fn}
+	f.running.Init(&f.mu, f.round)
+	f.running.Claim() // begin's: nothing is read before the head is, then begin runs the loop
 	rt := l.routers[maphash.String(routerSeed, pl.live)%routerCount]
 	f.rt = rt
 	if err := rt.add(f); err != nil {
@@ -70,12 +73,12 @@ type follower struct {
 
 	mu      sync.Mutex // guards the fields below; held while fn runs
 	stopped bool
-	running bool   // a goroutine of its own is reading the stream or working through pending
-	based   bool   // last is known: the follow has its start
-	last    uint64 // shard seq of the last event delivered (or of the head at the start); 0: none
-	epoch   string // the epoch of that event
-	target  uint64 // the stream holds events up to this shard seq that fn was not given: read them
-	misses  int    // reads in a row that came back short of target
+	running serial.Loop // reads the stream and works through pending (round), on a goroutine only while there is work
+	based   bool        // last is known: the follow has its start
+	last    uint64      // shard seq of the last event delivered (or of the head at the start); 0: none
+	epoch   string      // the epoch of that event
+	target  uint64      // the stream holds events up to this shard seq that fn was not given: read them
+	misses  int         // reads in a row that came back short of target
 	pending []liveCopy
 }
 
@@ -136,9 +139,7 @@ func (f *follower) begin(answer <-chan *nats.Msg, cancel func(), err error) {
 		cancel()
 	}
 	if err != nil {
-		f.mu.Lock()
-		f.running = false
-		f.mu.Unlock()
+		f.running.Run() // not based: it finds nothing to do, and leaves the loop idle
 		if l.ctx.Err() == nil {
 			l.logger.Debug("jetstream: cannot read a followed stream's head; trying again", "stream", wire.Truncate(f.stream), "err", err)
 			// Disconnected: the reconnection re-checks every follower.
@@ -149,9 +150,9 @@ func (f *follower) begin(answer <-chan *nats.Msg, cancel func(), err error) {
 		return
 	}
 	f.mu.Lock()
-	f.running = false
 	f.applyLocked(h)
 	f.mu.Unlock()
+	f.running.Run() // what the start and the copies heard meanwhile ask for, on this goroutine
 }
 
 // parseDirect reads the answer to a direct get: nil when the stream holds no event.
@@ -181,7 +182,7 @@ func (f *follower) heard(c liveCopy) {
 	if f.stopped {
 		return
 	}
-	if !f.running && f.based && len(f.pending) == 0 {
+	if !f.running.Running() && f.based && len(f.pending) == 0 {
 		switch f.placeLocked(c) {
 		case copyDelivered, copyDuplicate:
 			return
@@ -263,11 +264,10 @@ func (f *follower) applyLocked(h *stored) {
 
 // runLocked starts the follower's goroutine if it has work and none runs.
 func (f *follower) runLocked() {
-	if f.running || f.stopped || !f.based || f.target <= f.last && len(f.pending) == 0 {
+	if f.stopped || !f.based || f.target <= f.last && len(f.pending) == 0 {
 		return
 	}
-	f.running = true
-	go f.run()
+	f.running.Start()
 }
 
 // followRetry is how soon a follower reads the stream again after NATS failed a read, or
@@ -279,65 +279,54 @@ const followRetry = 250 * time.Millisecond
 // misses them.
 const maxMisses = 8
 
-// run reads what the stream holds up to target and works through the copies kept meanwhile,
-// in order, until there is nothing left to do.
-func (f *follower) run() {
+// round reads what the stream holds up to target, or works through the next copy kept
+// meanwhile, in order, on the follower's goroutine; with nothing left to do (or a read to try
+// again later) the goroutine exits. f.mu is held, and released while NATS is read.
+func (f *follower) round() bool {
 	l := f.l
-	for {
+	if f.stopped || !f.based {
+		return false
+	}
+	if f.target > f.last {
+		from, target := f.last+1, f.target
+		f.mu.Unlock()
+		got, err := l.readFrom(l.ctx, f.pl, from, readBatch)
+		if err != nil && l.ctx.Err() == nil {
+			l.logger.Debug("jetstream: cannot read a followed stream; trying again", "stream", wire.Truncate(f.stream), "from", from, "to", target, "err", err)
+		}
 		f.mu.Lock()
 		if f.stopped {
-			f.running = false
-			f.mu.Unlock()
-			return
+			return false
 		}
-		if f.target > f.last {
-			from, target := f.last+1, f.target
-			f.mu.Unlock()
-			got, err := l.readFrom(l.ctx, f.pl, from, readBatch)
-			f.mu.Lock()
-			if f.stopped {
-				f.running = false
-				f.mu.Unlock()
-				return
+		if err != nil {
+			if l.ctx.Err() == nil {
+				time.AfterFunc(followRetry, f.retry)
 			}
-			if err != nil {
-				f.running = false
-				f.mu.Unlock()
-				if l.ctx.Err() == nil {
-					l.logger.Debug("jetstream: cannot read a followed stream; trying again", "stream", wire.Truncate(f.stream), "from", from, "to", target, "err", err)
-					time.AfterFunc(followRetry, f.retry)
-				}
-				return
-			}
-			for _, s := range got {
-				if s.jseq > f.last {
-					f.deliverLocked(s)
-				}
-			}
-			if f.last < target && len(got) < readBatch {
-				if f.misses++; f.misses < maxMisses {
-					f.running = false
-					f.mu.Unlock()
-					time.AfterFunc(followRetry, f.retry)
-					return
-				}
-				f.last = target
-			}
-			f.misses = 0
-			f.mu.Unlock()
-			continue
+			return false
 		}
-		if len(f.pending) == 0 {
-			f.running = false
-			f.mu.Unlock()
-			return
+		for _, s := range got {
+			if s.jseq > f.last {
+				f.deliverLocked(s)
+			}
 		}
-		c := f.pending[0]
-		if f.placeLocked(c) != copyGap {
-			f.pending = f.pending[1:]
+		if f.last < target && len(got) < readBatch {
+			if f.misses++; f.misses < maxMisses {
+				time.AfterFunc(followRetry, f.retry)
+				return false
+			}
+			f.last = target
 		}
-		f.mu.Unlock()
+		f.misses = 0
+		return true
 	}
+	if len(f.pending) == 0 {
+		return false
+	}
+	c := f.pending[0]
+	if f.placeLocked(c) != copyGap {
+		f.pending = f.pending[1:]
+	}
+	return true
 }
 
 // retry starts the follower's goroutine again after a read that failed or came back short.

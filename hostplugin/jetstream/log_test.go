@@ -374,6 +374,9 @@ func republishTo(t testing.TB, ns *natsServer, log *jetstream.Log, stream string
 // when one comes (its Nats-Last-Sequence shows the gap), and when the stream has been quiet
 // for a while (5 s) when none does.
 func TestJetStreamFollowReadsTheEventsWhoseLiveCopiesWereLost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for the quiet check, 5 s after the last event, to find copies lost with nothing after them (make test runs it)")
+	}
 	ns := startNATS(t)
 	a, b := ns.connect(t, nil), ns.connect(t, nil)
 	jsAppendN(t, a, "s", 0, 1)
@@ -481,6 +484,9 @@ func TestAppendUniqueStoresOneEventPerIDAcrossHosts(t *testing.T) {
 }
 
 func TestJetStreamLogDegradesToResetsWhileNATSIsDownAndRecovers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stops and restarts a NATS server and waits out the client's real reconnect: about 5 s (make test runs it)")
+	}
 	ns := startNATS(t)
 	l := &logs{}
 	log := ns.connect(t, l)

@@ -290,11 +290,15 @@ func TestSessionsAndBytesAreCountedByCarrier(t *testing.T) {
 		t.Fatalf("the stream's first bytes: %q, %v", buf[:n], err)
 	}
 	w.want(1, "lifeline_sessions_by_carrier", "carrier", wire.CarrierStream)
-	if n := w.value("lifeline_sent_bytes_total", "carrier", wire.CarrierStream); n <= 0 {
-		t.Fatalf("sent bytes on the stream %v, want its ready frame's", n)
-	}
-	if n := w.value("lifeline_sent_bytes_total", "carrier", wire.CarrierWebSocket); n <= 0 {
-		t.Fatalf("sent bytes on the socket %v, want its ready frame's", n)
+	// Bytes are counted once the write returns, which may be after the page has read them.
+	for _, carrier := range []string{wire.CarrierStream, wire.CarrierWebSocket} {
+		deadline := time.Now().Add(bound)
+		for w.value("lifeline_sent_bytes_total", "carrier", carrier) <= 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("sent bytes on carrier %s %v after %v, want its ready frame's", carrier, w.value("lifeline_sent_bytes_total", "carrier", carrier), bound)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
 	}
 	resp.Body.Close()
 	w.want(0, "lifeline_sessions_by_carrier", "carrier", wire.CarrierStream)

@@ -1,6 +1,6 @@
 //go:build !js
 
-// Command fanout-server serves the fan-out workload of package fanload (issue 26's) with
+// Command fanout-server serves the fan-out workload of package fanload (set against Centrifuge's) with
 // Lifeline's Host or with github.com/centrifugal/centrifuge, publishing from its own process:
 // the bench's fanout and sessions scenarios run it. It prints "ADDR <host:port>" once it
 // listens, and serves beside the WebSocket endpoint (Lifeline's /_lifeline/events,

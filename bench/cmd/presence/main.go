@@ -1,7 +1,8 @@
 //go:build !js
 
-// Command presence measures presence on one server over loopback, in one process (issue 34's
-// first two rows), for Lifeline's Host (-kind lifeline) or github.com/centrifugal/centrifuge
+// Command presence measures presence on one server over loopback, in one process (2,000 pages
+// joining one stream at once, and steady churn on it: the rows that need no NATS cluster), for
+// Lifeline's Host (-kind lifeline) or github.com/centrifugal/centrifuge
 // with its in-memory presence and its join/leave pushes on (-kind centrifuge: a page subscribes
 // with join_leave, then asks for the channel's presence, and applies the joins and leaves):
 //

@@ -80,7 +80,8 @@ started.runner.catch(() => {}); // the tab script reports it
 function warm() {
 let seen = null;
 try { seen = localStorage.getItem(SEEN); } catch (_) { /* no storage: warm */ }
-if (seen === b.wasm || typeof fetch !== 'function' || typeof WritableStream !== 'function') return;
+if (seen === b.wasm || navigator.vendor === 'Apple Computer, Inc.') return;
+if (typeof fetch !== 'function' || typeof WritableStream !== 'function') return;
 fetch(b.wasm).then((r) => r.body && r.body.pipeTo(new WritableStream()).catch(() => {}), () => {});
 }
 function openEarly(url) {
