@@ -240,14 +240,29 @@ func TestGoAwayToATargetThatCannotBeReachedComesHome(t *testing.T) {
 	})
 }
 
+// TestARestartingHostIsSeenAsOne: the Host stops with no successor: it says so in an error
+// frame (all a browser page can read) and closes with 1012. The page waits at least the hint,
+// then comes back. How the socket's end is reported differs by engine (issue 32): Firefox and
+// Chromium report the Host's 1012, WebKitGTK reports 1006 (no close frame) for the same stop.
+// What the page concludes must not depend on it: each ending is tried, and each must give the
+// same conclusion and the same wait.
 func TestARestartingHostIsSeenAsOne(t *testing.T) {
+	for _, end := range []struct {
+		name string
+		step ts.Step
+	}{
+		{"1012 (Firefox, Chromium)", ts.Step{Close: wire.CloseServiceRestart, Reason: "service-restart retry-after=300"}},
+		{"1006, no close frame (WebKitGTK)", ts.Step{Drop: true}},
+	} {
+		t.Run(end.name, func(t *testing.T) { testARestartingHostIsSeenAsOne(t, end.step) })
+	}
+}
+
+func testARestartingHostIsSeenAsOne(t *testing.T, end ts.Step) {
 	inBubble(t, func(t *testing.T) {
-		// The Host stops with no successor: it says so in an error frame (all a browser page can
-		// read) and closes with 1012. The page waits at least the hint, then comes back.
 		sc := newScenario(t)
 		script(t, sc, "a",
-			[]ts.Step{{Ready: true}, {Serve: true}, {SleepMs: 50}, {Send: `{"t":"error","message":"service-restart retry-after=300"}`},
-				{Close: wire.CloseServiceRestart, Reason: "service-restart retry-after=300"}},
+			[]ts.Step{{Ready: true}, {Serve: true}, {SleepMs: 50}, {Send: `{"t":"error","message":"service-restart retry-after=300"}`}, end},
 			[]ts.Step{{Reject: 503}}) // the port is closed while the Host restarts
 		// (A short deadline: Node's WebSocket leaves a refused upgrade pending; see above.)
 		r := newRig(t, sc.URL("a"), controller.Recovery{InitialDelayMs: new(100.0), DeadlineMs: new(1000.0)}, nil)

@@ -9,7 +9,7 @@
 #            proxy that refuses WebSocket tunnels, for the suite's carrier tests
 #   fleet    nginx, the fleet's WebSocket load balancer
 #   metrics  Prometheus and promtool, which scrape the fleet and check deploy/'s rules
-#   networks squid, the stock corporate proxy that refuses WebSockets (e2e networks.spec.js, bench)
+#   networks squid, the stock corporate proxy that refuses WebSockets (e2e scenarios/networks.spec.js, in every engine; bench)
 set -euo pipefail
 
 # One line a package: its group, its Debian name, and what shows it is installed (an absolute

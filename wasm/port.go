@@ -29,7 +29,9 @@ import (
 // {t:"reply", id, data (JSON text)} or {t:"reply", id, error, kind, sent, code,
 // retryAfter (ms)} (gateway.CallError's fields), {t:"presence", id, stream, first, total,
 // limit, reason, joined, updated, left} (joined and updated: [{id, count, meta (JSON text, ""
-// for none)}], left: [id]; first: the tab's first for id, whose joined lists every member).
+// for none)}], left: [id]; first: the tab's first for id, whose joined lists every member),
+// {t:"pong"} (the answer to a ping, at once: the tab's check that its hub is alive,
+// web/lifeline.js).
 type port struct {
 	v    js.Value
 	conn *hub.Conn
@@ -43,6 +45,9 @@ func attach(h *hub.Hub, v js.Value) {
 		defer contain("reading a message from the page")
 		in := inbound(args[0].Get("data"))
 		sweep.heard(p)
+		if in.T == hub.MsgPing {
+			p.post(map[string]any{"t": "pong"})
+		}
 		p.conn.Handle(in)
 		return nil
 	})

@@ -42,10 +42,14 @@ class Engine {
   constructor() {
     this.name = 'chromium';
     // offline: 'browser' — the driver cuts the page's network and fires offline/online.
-    this.can = { initScripts: true, offline: 'browser' };
+    // proxyWebSockets: 'connect' — a ws:// goes through an HTTP proxy as a CONNECT tunnel.
+    this.can = { initScripts: true, offline: 'browser', proxyWebSockets: 'connect' };
   }
   async launch() { this.browser = await chromium.launch(launchOptions); }
-  async newSession() { return new Session(await this.browser.newContext()); }
+  // A proxy applies to loopback too ('<-loopback>' drops Chromium's implicit bypass of it).
+  async newSession({ proxy } = {}) {
+    return new Session(await this.browser.newContext(proxy ? { proxy: { server: proxy, bypass: '<-loopback>' } } : {}));
+  }
   async close() { if (this.browser) await this.browser.close(); }
 }
 

@@ -72,17 +72,22 @@ class Session {
 class Engine {
   constructor() {
     this.name = 'firefox';
-    this.can = { initScripts: true, offline: 'browser' };
+    this.can = { initScripts: true, offline: 'browser', proxyWebSockets: 'connect' };
   }
   async launch() {
     this.browser = await puppeteer.launch({
       browser: 'firefox', protocol: 'webDriverBiDi', executablePath: '/usr/bin/firefox-esr', headless: true,
       // The real users' preferences stay as they are (network.websocket.delay-failed-reconnects
       // among them); only what keeps a test browser quiet is set.
-      extraPrefsFirefox: { 'browser.shell.checkDefaultBrowser': false },
+      // allow_hijacking_localhost: a session's proxy (newSession) applies to loopback, where
+      // the test Hosts are; without a proxy it changes nothing.
+      extraPrefsFirefox: { 'browser.shell.checkDefaultBrowser': false, 'network.proxy.allow_hijacking_localhost': true },
     });
   }
-  async newSession() { return new Session(await this.browser.createBrowserContext()); }
+  // A proxy is the BiDi user context's (browser.createUserContext's proxy, manual, host:port).
+  async newSession({ proxy } = {}) {
+    return new Session(await this.browser.createBrowserContext(proxy ? { proxyServer: new URL(proxy).host } : {}));
+  }
   async close() { if (this.browser) await this.browser.close(); }
 }
 

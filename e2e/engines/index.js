@@ -1,7 +1,10 @@
 // The engines the end-to-end scenarios run in, each behind one interface:
 //
-//   engine.name, engine.can ({initScripts, offline: 'browser' | 'events'})
-//   engine.launch(), engine.newSession() → session, engine.close()
+//   engine.name, engine.can ({initScripts, offline: 'browser' | 'events',
+//     proxyWebSockets: 'connect' | 'get': how a ws:// goes through an HTTP proxy})
+//   engine.launch(), engine.newSession({proxy}) → session, engine.close()
+//     proxy: 'http://host:port', an HTTP proxy every request and WebSocket of the session
+//     goes through, loopback included (a ws:// as a CONNECT tunnel)
 //   session.newTab() → tab, session.setOffline(bool) (offline 'browser' only), session.close()
 //   tab.addInitScript(fn, arg)   run fn(arg) before the page's own scripts, on every later load
 //   tab.goto(url), tab.reload(), tab.back(), tab.close()

@@ -154,14 +154,19 @@ class Engine {
     this.name = 'webkit';
     // offline: 'events' — no driver can cut this browser's network: the scenario cuts the Host
     // and dispatches offline/online in the page.
-    this.can = { initScripts: true, offline: 'events' };
+    // proxyWebSockets: 'get' — WebKitGTK (libsoup) asks an HTTP proxy for a ws:// upgrade with a
+    // GET of the ws:// URL, never a CONNECT; a proxy that does not upgrade itself (squid: 501)
+    // never carries its WebSockets, whatever its CONNECT rules.
+    this.can = { initScripts: true, offline: 'events', proxyWebSockets: 'get' };
   }
   async launch() {
     const x = startXvfb();
     this.xvfb = x.proc;
     this.display = await x.display;
   }
-  async newSession() {
+  // A proxy is WebDriver's proxy capability (manual, host:port), which WebKitWebDriver hands to
+  // its browser's network session.
+  async newSession({ proxy } = {}) {
     const port = await freePort();
     const proc = spawn('WebKitWebDriver', [`--port=${port}`], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, DISPLAY: this.display } });
     const errors = [];
@@ -171,6 +176,7 @@ class Engine {
       const driver = await new Builder().usingServer(`http://127.0.0.1:${port}`).withCapabilities({
         browserName: 'MiniBrowser',
         'webkitgtk:browserOptions': { binary: miniBrowser, args: ['--automation'] },
+        ...(proxy ? { proxy: { proxyType: 'manual', httpProxy: new URL(proxy).host } } : {}),
       }).build();
       // evaluate's scripts are bounded by the scenarios' own waits, not by WebDriver's 30 s.
       await driver.manage().setTimeouts({ script: 120_000, pageLoad: 60_000 });

@@ -81,3 +81,28 @@ test('without SharedWorker the page falls back to in-page by itself and says so 
   const said = (await tab.console()).filter((l) => l.text.startsWith('lifeline:') && /SharedWorker/.test(l.text));
   expect(said.map((l) => l.text), 'the console lines of Lifeline naming SharedWorker').toHaveLength(1);
 });
+
+// Point 2 again: a browser that fires no online/offline events (here they are removed before
+// the loader runs, and navigator.onLine says offline, which no event would ever correct) gets
+// a page that takes itself as online, says so once, and rides an outage on its ladder alone.
+test('without online/offline events the page takes itself as online, says so once, and rides an outage on its ladder', async ({ browse, hosts }) => {
+  const host = await hosts.start({ recovery: { initialDelayMs: 200, maxDelayMs: 1000 } });
+  const tab = await browse.tab();
+  await tab.addInitScript(() => {
+    for (const o of [Window.prototype, window]) {
+      delete o.ononline;
+      delete o.onoffline;
+    }
+    Object.defineProperty(Navigator.prototype, 'onLine', { configurable: true, get: () => false });
+  });
+  await tab.goto(host.url('/'));
+  await waitState(tab, 'connected');
+  expect(await tab.evaluate(() => ['ononline' in window, navigator.onLine])).toEqual([false, false]);
+  const said = (await tab.console()).filter((l) => l.text.startsWith('lifeline:') && /online\/offline events/.test(l.text));
+  expect(said.map((l) => l.text), 'the console lines of Lifeline naming the missing events').toHaveLength(1);
+  await host.fault('outage');
+  await waitState(tab, 'reconnecting');
+  await host.fault('up');
+  await waitState(tab, 'connected', 5000); // the ladder's top cap (1 s) and a handshake
+  await waitPage(tab, () => Number(document.getElementById('ticks').dataset.n) > 0, undefined, { what: 'a tick' });
+});

@@ -3,7 +3,8 @@
 // (playwright.config.js: chromium, firefox, webkit) behind one interface (engines/index.js).
 //
 //   browse.tab()        a tab in the test's first session, opened in the suite's mode
-//   browse.session()    another isolated session (its own cookies, storage, SharedWorkers)
+//   browse.session(opts) another isolated session (its own cookies, storage, SharedWorkers);
+//                       opts.proxy: an HTTP proxy for all of it (engines/index.js)
 //   browse.engine       the engine: its name and what it can do (engine.can)
 //
 // After a failure every open tab's screenshot and console are attached to the report. A
@@ -44,8 +45,8 @@ const test = base.test.extend({
   browse: async ({ engine }, use, testInfo) => {
     const sessions = [];
     const tabs = [];
-    const open = async () => {
-      const s = await engine.newSession();
+    const open = async (opts) => {
+      const s = await engine.newSession(opts);
       sessions.push(s);
       return {
         // newTab opens a tab in the suite's mode; { mode: false } leaves the page to choose.

@@ -121,3 +121,73 @@ test('a tab in the back-forward cache leaves the hub and rejoins when shown', as
   expect(gapsIn(await got(b))).toEqual([]);
   expect((await host.health()).sessions).toBe(1);
 });
+
+// muteableHubs wraps SharedWorker so that the test can make a hub fall silent for this tab, as
+// a hub that ends without a word does (WebKitGTK ends one when one of several windows closes:
+// no error event, no message). window.__hubs lists every hub the page made, by name.
+function muteableHubs() {
+  const Real = globalThis.SharedWorker;
+  if (typeof Real !== 'function') return;
+  window.__hubs = [];
+  globalThis.SharedWorker = function SharedWorker(url, opts) {
+    const w = new Real(url, opts);
+    const hub = { name: (opts && opts.name) || '', muted: false };
+    window.__hubs.push(hub);
+    const real = w.port;
+    let handler = null;
+    real.onmessage = (e) => { if (!hub.muted && handler) handler(e); };
+    const port = {
+      postMessage(m) { if (!hub.muted) real.postMessage(m); },
+      set onmessage(f) { handler = f; },
+      get onmessage() { return handler; },
+      start() { real.start(); },
+      close() { real.close(); },
+    };
+    return {
+      port,
+      set onerror(f) { w.onerror = f; },
+      get onerror() { return w.onerror; },
+    };
+  };
+}
+
+test('a hub that ends without a word is noticed within two pings, and its tabs meet in one fresh hub', async ({ browse, hosts }) => {
+  test.setTimeout(60_000);
+  const host = await hosts.start({});
+  const session = await browse.session();
+  const tabs = [];
+  for (let i = 0; i < 2; i++) {
+    const tab = await session.newTab();
+    await tab.addInitScript(muteableHubs);
+    await tab.goto(host.url('/'));
+    if (i === 0 && !(await tab.evaluate(() => typeof SharedWorker === 'function'))) {
+      test.skip(true, `${browse.engine.name} has no SharedWorker: every page is in-page`);
+    }
+    tabs.push(tab);
+  }
+  for (const t of tabs) await waitState(t, 'connected');
+  expect((await host.health()).sessions).toBe(1);
+  // A ping round has been answered in each tab (the check judges only a hub that answered).
+  await new Promise((r) => setTimeout(r, 10_500));
+  for (const t of tabs) await follow(t);
+  const silentAt = Date.now();
+  for (const t of tabs) await t.evaluate(() => { window.__hubs[0].muted = true; });
+  // The next round's ping goes unanswered; the one after judges: 10–20 s.
+  for (const t of tabs) {
+    await waitPage(t, () => window.__hubs.length === 2, undefined, { timeout: 25_000, what: 'a fresh hub' });
+  }
+  console.log(`[${browse.engine.name}] a silent hub noticed, and a fresh one made, ${Date.now() - silentAt} ms after it fell silent`);
+  const names = await Promise.all(tabs.map((t) => t.evaluate(() => window.__hubs.map((h) => h.name))));
+  expect(names[0][1]).not.toBe(names[0][0]);
+  expect(names[1]).toEqual(names[0]); // one fresh hub for both
+  for (const t of tabs) {
+    await waitState(t, 'connected');
+    const n = (await got(t)).length;
+    await waitFor(async () => (await got(t)).length >= n + 2, { what: 'ticks from the fresh hub' });
+    const lines = (await t.console()).filter((l) => l.type === 'error' && l.text.startsWith('lifeline: the shared hub stopped: it stopped answering'));
+    expect(lines).toHaveLength(1);
+  }
+  // The silent hub still holds its session until it drops its silent tabs (wasm/scope.go);
+  // the fresh one has one of its own, shared by both tabs.
+  expect((await host.health()).sessions).toBe(2);
+});

@@ -30,8 +30,10 @@ function stopper(proc) {
 }
 
 // startSquid runs squid with /etc/squid/squid.conf unchanged but for where it listens and
-// writes. server is the proxy's URL for a browser context; connects() counts the CONNECT
-// requests it logged (each a WebSocket the browser tried to tunnel).
+// writes. server is the proxy's URL for a browser context; sockets() counts the WebSockets
+// the browser tried through it, which it refused: a CONNECT (Chromium, Firefox tunnel ws://
+// so), or a GET of a ws:// URL (WebKitGTK asks the proxy for the upgrade itself; squid answers
+// 501).
 async function startSquid() {
   const port = await freePort();
   const dir = tmpdir('lifeline-squid-');
@@ -55,7 +57,7 @@ async function startSquid() {
   const log = () => { try { return fs.readFileSync(path.join(dir, 'access.log'), 'utf8'); } catch { return ''; } };
   return {
     server: `http://127.0.0.1:${port}`,
-    connects: () => log().split('\n').filter((l) => / CONNECT 127\.0\.0\.1:/.test(l)).length,
+    sockets: () => log().split('\n').filter((l) => / (CONNECT 127\.0\.0\.1:|GET ws:\/\/127\.0\.0\.1:)/.test(l)).length,
     log,
     // allowConnect(port) is the administrator adding port to the ports CONNECT may reach
     // (the stock config's SSL_ports), and squid reloading its config.

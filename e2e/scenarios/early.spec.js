@@ -1,10 +1,12 @@
 // The first socket opens while the wasm loads (PROTOCOL.md §6.5): the loader opens it at the URL
 // the hub dials (web/boot.js in-page, web/worker.js for a shared hub), and the hub's first dial
-// takes it, with the ready frame that waited for it, instead of opening another.
-const { test, expect, mode, waitState, waitFor } = require('./fixtures');
+// takes it, with the ready frame that waited for it, instead of opening another. In every engine.
+const { test, expect, mode, waitFor } = require('./fixtures');
+const { waitState } = require('./page');
 
-test('the first socket opens while the wasm loads, and the hub takes it: one socket at the Host', async ({ page, hosts }) => {
+test('the first socket opens while the wasm loads, and the hub takes it: one socket at the Host', async ({ browse, hosts }) => {
   const host = await hosts.start({});
+  const page = await browse.tab();
   // Every WebSocket the page makes, and when (in-page the hub's are the page's own).
   await page.addInitScript(() => {
     window.__sockets = [];
@@ -31,6 +33,6 @@ test('the first socket opens while the wasm loads, and the hub takes it: one soc
     expect(goReady).toBeGreaterThan(sockets[0].at); // opened before the program ran
   }
   // Still one a while later: the early socket was taken, not left to time out beside another.
-  await page.waitForTimeout(500);
+  await new Promise((r) => setTimeout(r, 500));
   await waitFor(async () => (await host.health()).accepted === 1, { what: 'one socket at the Host' });
 });
