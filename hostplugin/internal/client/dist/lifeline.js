@@ -688,6 +688,7 @@
   }
 
   function onHubMessage(e) {
+    heardAt = Date.now();
     const m = e.data;
     if (!m || typeof m !== 'object') return;
     switch (m.t) {
@@ -729,6 +730,8 @@
         try { sub.fn(d); } catch (err) { report('the lifeline.subscribe("' + short(sub.stream) + '") handler', err); }
         break;
       }
+      case 'pong': // shared mode: the hub is alive (the ping's round, below)
+        break;
       case 'presence': {
         const sub = subs.get(m.id);
         if (!sub || !sub.presence) return; // unsubscribed meanwhile
@@ -830,6 +833,8 @@
   // interrupted by what started there.
   function connect(p) {
     port = p;
+    pingAt = 0;
+    heardAt = 0;
     port.onmessage = onHubMessage;
     if (helloMsg) port.postMessage(helloMsg);
     if (renewer) port.postMessage({ t: 'renewer', on: true });
@@ -1063,8 +1068,17 @@
   // was not looking (shown again, resumed after a freeze, a new network, a machine that
   // slept), the hub probes its link: a dead one is found in seconds, not at the watchdog.
   const life = (event) => send({ t: 'life', event });
-  window.addEventListener('online', () => send({ t: 'online', online: true }));
-  window.addEventListener('offline', () => send({ t: 'online', online: false }));
+  //
+  // Offline, the hub dials nothing until the browser says it is online again. A browser that
+  // fires no online/offline events would never say so: there the page takes itself as online
+  // whatever navigator.onLine says (a wrong "offline" would hold it off the Host for good; a
+  // wrong "online" costs only the ladder's retries), and says so once.
+  const onlineEvents = 'ononline' in window && 'onoffline' in window;
+  const isOnline = () => !onlineEvents || navigator.onLine !== false;
+  if (onlineEvents) {
+    window.addEventListener('online', () => send({ t: 'online', online: true }));
+    window.addEventListener('offline', () => send({ t: 'online', online: false }));
+  }
   // On hide the page lets go, so it can enter the back-forward cache: in-page it stops its
   // connection; shared, it leaves the hub (the other tabs keep it). Shown again, it starts a
   // fresh sequence, or rejoins the hub (fresh baselines for its streams).
@@ -1102,8 +1116,29 @@
     lastTick = now;
   }, TICK);
   // Shared mode: a tab that closes without a word (a crash) is dropped by the hub once it
-  // has been silent long enough (wasm/scope.go); a live one says so every 10 s.
-  setInterval(() => { if (mode === 'shared' && port) port.postMessage({ t: 'ping' }); }, 10000);
+  // has been silent long enough (wasm/scope.go); a live one says so every 10 s, and the hub
+  // answers at once (pong). A hub that has answered this tab before and leaves a ping
+  // unanswered for a whole round ended without a word: WebKitGTK ends a SharedWorker when one
+  // of several windows closes, with no error event and no message. The tab moves to a fresh hub
+  // rather than show a connection nobody serves. Not before the hub's first word (a worker
+  // still loading its wasm cannot answer), and not on a round that fired late (a frozen or
+  // throttled tab: the answer may be queued behind the timer).
+  const PING = 10000;
+  let pingAt = 0; // when the unanswered ping went, 0 for none
+  let heardAt = 0; // when this port last heard from its hub, 0 for not yet
+  let lastRound = Date.now();
+  setInterval(() => {
+    const now = Date.now();
+    const onTime = now - lastRound < PING * 1.5;
+    lastRound = now;
+    if (mode !== 'shared' || !port) return;
+    if (pingAt && heardAt && heardAt < pingAt && onTime) {
+      hubFailed('it stopped answering (no reply to a ping in ' + Math.round((now - pingAt) / 1000) + ' s)', nextGeneration());
+      return;
+    }
+    if (!pingAt || heardAt >= pingAt || !onTime) pingAt = now;
+    port.postMessage({ t: 'ping' });
+  }, PING);
 
   // ---- start
 
@@ -1120,7 +1155,8 @@
       return false;
     }
     if (boot.optionsError) misuse('lifelineOptions cannot be read as JSON; ignored:', boot.optionsError);
-    helloMsg = { t: 'hello', bootstrap: boot.bootstrap, options: boot.options, href: location.href, online: navigator.onLine, carrier: remembered() };
+    if (!onlineEvents) console.info('lifeline: this browser fires no online/offline events; the page takes itself as online and retries on its ladder while the network is down');
+    helloMsg = { t: 'hello', bootstrap: boot.bootstrap, options: boot.options, href: location.href, online: isOnline(), carrier: remembered() };
     try {
       const ms = JSON.parse(boot.bootstrap).callTimeoutMs;
       if (typeof ms === 'number' && ms > 0 && ms <= MAX_CALL_TIMEOUT) defaultCallTimeout = ms;
@@ -1144,6 +1180,9 @@
 
   // The shared hub's generation: a hub that ended names the fresh one (boot.hubName).
   let generation = '';
+  // nextGeneration names the successor of a hub that ended without naming one, alike in
+  // every tab it served, so that they meet in one fresh hub.
+  const nextGeneration = () => (generation ? generation + '.' : '') + 'silent';
   const failures = []; // when shared hubs ended, for the fallback to in-page
 
   function startShared() {
