@@ -208,7 +208,7 @@ func (e *env) presenceIdle(r *report) error {
 	} else {
 		defer nc.stop()
 		args = append(args, "-nats", strings.Join(nc.urls[:], ","), "-nats-replicas", "3")
-		r.note(t, "on NATS: one Host (the command's process) with presence's fleet link on a 3-node NATS cluster (bench/.bin/natsnode, JetStream log R3; the stream log itself in memory, so the row is presence's); a fleet of several Hosts on it is not measured here (the fleet tests hold presence across Hosts)")
+		r.note(t, "on NATS: one Host (the command's process) with presence's fleet link on a 3-node NATS cluster (bench/.bin/natsnode, JetStream log R3; the stream log itself in memory, so the row is presence's); NATS's CPU is the three nodes' over the same window, their own idle work (routes, the log's Raft) included, which a fleet pays without presence too; a fleet of several Hosts on it is not measured here (the fleet tests hold presence across Hosts)")
 	}
 	// NATS's CPU over the idle window: sampled every half second while the command runs, then
 	// read at the window's ends (its result says when the window was).
