@@ -42,6 +42,7 @@ type presenceRun struct {
 		MaxFrames     int     `json:"max_frames"`
 		BytesPerPage  float64 `json:"bytes_per_page"`
 		WaitMs        float64 `json:"wait_ms"`
+		Closed        int     `json:"closed"`
 	} `json:"join"`
 	Churn *struct {
 		Rate    int     `json:"rate"`
@@ -148,6 +149,10 @@ func (e *env) sPresence(r *report) error {
 		joined := fmt.Sprintf("%s / %s / %s", fmtMs(j.P50Ms), fmtMs(j.P99Ms), fmtMs(j.MaxMs))
 		if !j.Full {
 			joined = fmt.Sprintf("not after %.0f s: %d of %d pages full, a page showed %.0f members on average", j.WaitMs/1000, j.FullPages, j.Pages, j.MeanShown)
+		}
+		if j.Closed > 0 {
+			// A page whose socket the server ended leaves: every other page then lacks it.
+			joined += fmt.Sprintf("; the server ended %d pages' sockets", j.Closed)
 		}
 		r.row(t, kind, joined, fmt.Sprintf("%.1f (%d)", j.FramesPerPage, j.MaxFrames), fmtKiB(j.BytesPerPage),
 			fmt.Sprintf("%s / %s / %s", fmtMs(c.P50Ms), fmtMs(c.P99Ms), fmtMs(c.MaxMs)),

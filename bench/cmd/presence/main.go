@@ -38,6 +38,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -80,6 +81,7 @@ type joinResult struct {
 	MaxFrames     int     `json:"max_frames"`
 	BytesPerPage  float64 `json:"bytes_per_page"`
 	WaitMs        float64 `json:"wait_ms"`
+	Closed        int64   `json:"closed"` // pages whose socket ended by the end of the join
 }
 
 type churnRes struct {
@@ -106,6 +108,9 @@ type idleResult struct {
 }
 
 var res result
+
+// closed counts the pages whose socket ended during the run (a server that drops a slow page).
+var closed atomic.Int64
 
 var joinWait time.Duration
 
@@ -235,7 +240,8 @@ func run(n, churn int, dur time.Duration) error {
 	}
 	slices.Sort(took)
 	j := &joinResult{Pages: n, Full: complete, FullPages: fullPages, MeanShown: float64(shown) / float64(n),
-		FramesPerPage: float64(frames) / float64(n), MaxFrames: maxFrames, BytesPerPage: float64(bytes) / float64(n), WaitMs: ms(joinWait)}
+		FramesPerPage: float64(frames) / float64(n), MaxFrames: maxFrames, BytesPerPage: float64(bytes) / float64(n), WaitMs: ms(joinWait),
+		Closed: closed.Load()}
 	res.Join = j
 	if complete {
 		j.MaxMs, j.P50Ms, j.P99Ms = ms(took[len(took)-1]), ms(took[len(took)/2]), ms(took[min(len(took)-1, len(took)*99/100)])
@@ -243,8 +249,8 @@ func run(n, churn int, dur time.Duration) error {
 			kind, n, n, took[len(took)-1].Round(time.Millisecond), took[len(took)/2].Round(time.Millisecond),
 			j.FramesPerPage, maxFrames, j.BytesPerPage)
 	} else {
-		fmt.Printf("%s join: %d pages at once: after %v %d of %d pages show all %d members; a page shows %.0f on average; presence frames per page so far %.1f (max %d), bytes per page %.0f\n",
-			kind, n, joinWait, fullPages, n, n, j.MeanShown, j.FramesPerPage, maxFrames, j.BytesPerPage)
+		fmt.Printf("%s join: %d pages at once: after %v %d of %d pages show all %d members; a page shows %.0f on average; presence frames per page so far %.1f (max %d), bytes per page %.0f; %d pages' sockets ended\n",
+			kind, n, joinWait, fullPages, n, n, j.MeanShown, j.FramesPerPage, maxFrames, j.BytesPerPage, j.Closed)
 	}
 
 	if churn <= 0 {
@@ -405,6 +411,7 @@ func (p *page) read() {
 	for {
 		_, b, err := p.conn.Read(context.Background())
 		if err != nil {
+			closed.Add(1)
 			return
 		}
 		f, err := wire.DecodeHost(b)
@@ -458,6 +465,7 @@ func (p *page) readCentrifuge() {
 	for {
 		_, b, err := p.conn.Read(context.Background())
 		if err != nil {
+			closed.Add(1)
 			return
 		}
 		now := time.Now()
