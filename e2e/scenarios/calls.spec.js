@@ -179,6 +179,21 @@ test('two tabs calling at once each get their own replies, never the other\'s', 
   for (const t of tabs) await waitState(t, 'connected');
   const shared = mode !== 'in-page' && (await tabs[0].evaluate(() => typeof SharedWorker === 'function'));
   if (shared) expect((await host.health()).sessions).toBe(1); // shared: one hub, one session
+  // Each tab's board follows the stream from its subscription on: wait until both subscriptions
+  // have their baseline (a second subscriber of the stream in the tab gets its reset once the
+  // one on the wire has it), or a post made before one of them would rightly not reach it.
+  for (const t of tabs) {
+    const based = await t.evaluate(() => new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), 5000);
+      const off = globalThis.lifeline.subscribe('board', (d) => {
+        if (!d.reset) return;
+        clearTimeout(timer);
+        setTimeout(off);
+        resolve(true);
+      });
+    }));
+    expect(based).toBe(true);
+  }
   const n = 10;
   // Both tabs number their calls from 1: the hub tells them apart by tab.
   const replies = await Promise.all(tabs.map((t, i) => t.evaluate(([t, n]) => Promise.all(Array.from({ length: n }, (_, i) =>
