@@ -48,6 +48,7 @@ var scenarios = []scenario{
 	{"carriers", "the Host's fan-out on a WebSocket and on the HTTP carrier", (*env).sCarriers, true},
 	{"engines", "the page in Chromium, Firefox and WebKit, beside socket.io", (*env).sEngines, false},
 	{"access", "access that ends, fleet-wide; the cost of expiries", (*env).sAccess, false}, // access.go
+	{"presence", "who is here: 2,000 pages joining, churn and idle streams, beside centrifuge", (*env).sPresence, true},
 }
 
 func main() {

@@ -14,6 +14,14 @@
 //     until every page shows it (p50, p99, max), and the process's CPU over the churn.
 //
 //     go run ./bench/cmd/presence -pages 2000 -churn 100 -for 10s
+//
+// -idle N instead puts N streams of 10 members on one Lifeline Host (with -nats, its presence
+// carried by a JetStream fleet link on that NATS, as a fleet's Hosts carry it), every page
+// watching, and measures the process's CPU and heap while nothing happens.
+//
+// -json ends the output with one line, {"result": …}, the figures for a harness
+// (bench/harness's presence scenario) to read; a join in which not every page became full
+// within -wait is reported there (full false), and the churn still runs.
 package main
 
 import (
@@ -30,6 +38,7 @@ import (
 	"runtime/pprof"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -37,6 +46,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/lifeline-go/lifeline/hostplugin"
+	"github.com/lifeline-go/lifeline/hostplugin/jetstream"
 	"github.com/lifeline-go/lifeline/internal/wire"
 )
 
@@ -45,6 +55,67 @@ const stream = "room.bench"
 // kind is the server under test (-kind).
 var kind string
 
+// natsURL and natsReplicas: -idle's presence fleet (-nats, -nats-replicas).
+var (
+	natsURL      string
+	natsReplicas int
+)
+
+// result is what -json prints: the figures of one run, in milliseconds and percents.
+type result struct {
+	Kind  string      `json:"kind"`
+	Join  *joinResult `json:"join,omitempty"`
+	Churn *churnRes   `json:"churn,omitempty"`
+	Idle  *idleResult `json:"idle,omitempty"`
+}
+
+type joinResult struct {
+	Pages         int     `json:"pages"`
+	Full          bool    `json:"full"`       // every page showed every member within -wait
+	FullPages     int     `json:"full_pages"` // pages that did
+	MeanShown     float64 `json:"mean_shown"` // members a page showed on average at the end
+	MaxMs         float64 `json:"max_ms"`     // the last page full (with Full)
+	P50Ms         float64 `json:"p50_ms"`
+	P99Ms         float64 `json:"p99_ms"`
+	FramesPerPage float64 `json:"frames_per_page"`
+	MaxFrames     int     `json:"max_frames"`
+	BytesPerPage  float64 `json:"bytes_per_page"`
+	WaitMs        float64 `json:"wait_ms"`
+	Closed        int64   `json:"closed"` // pages whose socket ended by the end of the join
+}
+
+type churnRes struct {
+	Rate    int     `json:"rate"`
+	ForMs   float64 `json:"for_ms"`
+	Joins   int     `json:"joins"`
+	P50Ms   float64 `json:"p50_ms"`
+	P99Ms   float64 `json:"p99_ms"`
+	MaxMs   float64 `json:"max_ms"`
+	Missing int     `json:"missing"` // (join, page) sightings that never came
+	CPUPct  float64 `json:"cpu_pct"` // the process's CPU (Host and pages), % of one core
+}
+
+type idleResult struct {
+	Streams  int     `json:"streams"`
+	Members  int     `json:"members"`
+	Sessions int     `json:"sessions"`
+	NATS     bool    `json:"nats"`
+	ForMs    float64 `json:"for_ms"`
+	CPUPct   float64 `json:"cpu_pct"`
+	HeapMB   float64 `json:"heap_mb"`
+	StartMs  int64   `json:"start_unix_ms"` // the idle window, for a harness to read NATS's CPU over it
+	EndMs    int64   `json:"end_unix_ms"`
+}
+
+var res result
+
+// closed counts the pages whose socket ended during the run (a server that drops a slow page).
+var closed atomic.Int64
+
+var joinWait time.Duration
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
 func main() {
 	pages := flag.Int("pages", 2000, "pages joining at once")
 	churn := flag.Int("churn", 100, "joins a second in the churn phase (0: none)")
@@ -52,6 +123,10 @@ func main() {
 	flag.StringVar(&kind, "kind", "lifeline", "lifeline or centrifuge")
 	idle := flag.Int("idle", 0, "lifeline only: instead, this many streams of 10 members each (sessions following 64 streams each), then the idle CPU and heap over -for")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to `file`")
+	asJSON := flag.Bool("json", false, "end with one line {\"result\": …} of the figures, for bench/harness")
+	flag.DurationVar(&joinWait, "wait", 60*time.Second, "how long the join may take before it is reported incomplete")
+	flag.StringVar(&natsURL, "nats", "", "-idle: carry presence over NATS at `urls` (comma-separated), as a fleet's Hosts do")
+	flag.IntVar(&natsReplicas, "nats-replicas", 1, "-idle with -nats: replicas of the JetStream log (3 on a 3-node cluster)")
 	flag.Parse()
 	if *profile != "" {
 		f, err := os.Create(*profile)
@@ -66,10 +141,15 @@ func main() {
 	if *idle > 0 {
 		run = func(int, int, time.Duration) error { return runIdle(*idle, *dur) }
 	}
+	res.Kind = kind
 	if err := run(*pages, *churn, *dur); err != nil {
 		fmt.Fprintln(os.Stderr, "presence:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
+	}
+	if *asJSON {
+		b, _ := json.Marshal(map[string]result{"result": res})
+		fmt.Println(string(b))
 	}
 }
 
@@ -135,36 +215,43 @@ func run(n, churn int, dur time.Duration) error {
 		wg.Go(func() { _ = p.conn.Write(context.Background(), websocket.MessageText, sub) })
 	}
 	wg.Wait()
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(joinWait)
+	complete := true
 	for !allFull(ps) {
 		if time.Now().After(deadline) {
-			full, shown := 0, 0
-			for _, p := range ps {
-				p.mu.Lock()
-				if !p.full.IsZero() {
-					full++
-				}
-				shown += len(p.shows)
-				p.mu.Unlock()
-			}
-			return fmt.Errorf("%s: after 60 s %d of %d pages show all %d members; a page shows %.0f on average", kind, full, n, n, float64(shown)/float64(n))
+			complete = false
+			break
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	var took []time.Duration
-	frames, bytes, maxFrames := 0, 0, 0
+	frames, bytes, maxFrames, fullPages, shown := 0, 0, 0, 0, 0
 	for _, p := range ps {
 		p.mu.Lock()
-		took = append(took, p.full.Sub(start))
+		if !p.full.IsZero() {
+			took = append(took, p.full.Sub(start))
+			fullPages++
+		}
+		shown += len(p.shows)
 		frames += p.frames
 		bytes += p.bytes
 		maxFrames = max(maxFrames, p.frames)
 		p.mu.Unlock()
 	}
 	slices.Sort(took)
-	fmt.Printf("%s join: %d pages at once: every page shows all %d members after %v (p50 %v); presence frames per page %.1f (max %d), bytes per page %.0f\n",
-		kind, n, n, took[len(took)-1].Round(time.Millisecond), took[len(took)/2].Round(time.Millisecond),
-		float64(frames)/float64(n), maxFrames, float64(bytes)/float64(n))
+	j := &joinResult{Pages: n, Full: complete, FullPages: fullPages, MeanShown: float64(shown) / float64(n),
+		FramesPerPage: float64(frames) / float64(n), MaxFrames: maxFrames, BytesPerPage: float64(bytes) / float64(n), WaitMs: ms(joinWait),
+		Closed: closed.Load()}
+	res.Join = j
+	if complete {
+		j.MaxMs, j.P50Ms, j.P99Ms = ms(took[len(took)-1]), ms(took[len(took)/2]), ms(took[min(len(took)-1, len(took)*99/100)])
+		fmt.Printf("%s join: %d pages at once: every page shows all %d members after %v (p50 %v); presence frames per page %.1f (max %d), bytes per page %.0f\n",
+			kind, n, n, took[len(took)-1].Round(time.Millisecond), took[len(took)/2].Round(time.Millisecond),
+			j.FramesPerPage, maxFrames, j.BytesPerPage)
+	} else {
+		fmt.Printf("%s join: %d pages at once: after %v %d of %d pages show all %d members; a page shows %.0f on average; presence frames per page so far %.1f (max %d), bytes per page %.0f; %d pages' sockets ended\n",
+			kind, n, joinWait, fullPages, n, n, j.MeanShown, j.FramesPerPage, maxFrames, j.BytesPerPage, j.Closed)
+	}
 
 	if churn <= 0 {
 		return nil
@@ -188,8 +275,11 @@ func run(n, churn int, dur time.Duration) error {
 	time.Sleep(2 * time.Second)
 	cpuUsed := cpu() - cpu0
 	wall := time.Since(t0)
+	// A join some page never showed counts as known at the end of the measure: its latency is
+	// a lower bound, and missing says how many sightings it lacked.
 	var lat []time.Duration
 	missing := 0
+	end := time.Now()
 	for id, at := range joins {
 		var last time.Time
 		for _, p := range ps {
@@ -198,7 +288,7 @@ func run(n, churn int, dur time.Duration) error {
 			p.mu.Unlock()
 			if !ok {
 				missing++
-				continue
+				s = end
 			}
 			if s.After(last) {
 				last = s
@@ -210,6 +300,8 @@ func run(n, churn int, dur time.Duration) error {
 	pct := func(q float64) time.Duration {
 		return lat[min(len(lat)-1, int(q*float64(len(lat))))].Round(time.Millisecond)
 	}
+	res.Churn = &churnRes{Rate: churn, ForMs: ms(dur), Joins: len(joins), P50Ms: ms(pct(0.5)), P99Ms: ms(pct(0.99)),
+		MaxMs: ms(lat[len(lat)-1]), Missing: missing, CPUPct: 100 * cpuUsed.Seconds() / wall.Seconds()}
 	fmt.Printf("%s churn: %d joins/s for %v on a stream of %d: join → every one of the %d first pages shows it: p50 %v, p99 %v, max %v (%d sightings missing); process CPU (Host and every page) %.1f%% of a core\n",
 		kind, churn, dur, n, n, pct(0.5), pct(0.99), lat[len(lat)-1].Round(time.Millisecond), missing, 100*cpuUsed.Seconds()/wall.Seconds())
 	return nil
@@ -221,7 +313,17 @@ func run(n, churn int, dur time.Duration) error {
 func runIdle(streams int, dur time.Duration) error {
 	const members, perSession = 10, 64
 	sessions := streams * members / perSession
-	h, err := lifeline(members)
+	var fleet hostplugin.PresenceFleet
+	if natsURL != "" {
+		// The stream log stays in memory: the row is presence's, and presence alone goes over NATS.
+		log, err := jetstream.Connect(natsURL, &jetstream.Options{Replicas: natsReplicas, Name: "presence-bench"})
+		if err != nil {
+			return err
+		}
+		defer log.Close()
+		fleet = jetstream.NewPresence(log)
+	}
+	h, err := lifelineWith(members, fleet)
 	if err != nil {
 		return err
 	}
@@ -258,6 +360,10 @@ func runIdle(streams int, dur time.Duration) error {
 	cpu0, t0 := cpu(), time.Now()
 	time.Sleep(dur)
 	used := cpu() - cpu0
+	t1 := time.Now()
+	res.Idle = &idleResult{Streams: streams, Members: members, Sessions: sessions, NATS: natsURL != "", ForMs: ms(t1.Sub(t0)),
+		CPUPct: 100 * used.Seconds() / t1.Sub(t0).Seconds(), HeapMB: float64(after.HeapInuse-before.HeapInuse) / 1e6,
+		StartMs: t0.UnixMilli(), EndMs: t1.UnixMilli()}
 	fmt.Printf("idle: %d streams × %d members (%d sessions × %d streams, every page watching): process CPU over %v idle %.2f%% of a core; heap %.1f MB in use (sessions, sockets and pages included)\n",
 		streams, members, sessions, perSession, dur, 100*used.Seconds()/time.Since(t0).Seconds(), float64(after.HeapInuse-before.HeapInuse)/1e6)
 	return nil
@@ -305,6 +411,7 @@ func (p *page) read() {
 	for {
 		_, b, err := p.conn.Read(context.Background())
 		if err != nil {
+			closed.Add(1)
 			return
 		}
 		f, err := wire.DecodeHost(b)
@@ -358,6 +465,7 @@ func (p *page) readCentrifuge() {
 	for {
 		_, b, err := p.conn.Read(context.Background())
 		if err != nil {
+			closed.Add(1)
 			return
 		}
 		now := time.Now()
@@ -423,7 +531,10 @@ func (p *page) join(in centrifugeInfo, now time.Time) {
 	}
 }
 
-func lifeline(maxMembers int) (*hostplugin.Host, error) {
+func lifeline(maxMembers int) (*hostplugin.Host, error) { return lifelineWith(maxMembers, nil) }
+
+// lifelineWith is a Host whose presence goes over fleet (nil: one Host).
+func lifelineWith(maxMembers int, fleet hostplugin.PresenceFleet) (*hostplugin.Host, error) {
 	doc := `{"maxSessions":1000000,"acceptRate":1000000,"acceptBurst":1000000,"perIPRate":1000000,"perIPBurst":1000000,"heartbeatMs":15000}`
 	cfg, err := hostplugin.ParseConfig([]byte(doc))
 	if err != nil {
@@ -434,7 +545,7 @@ func lifeline(maxMembers int) (*hostplugin.Host, error) {
 		Authorize:    hostplugin.PublicStreams,
 		NoClient:     true,
 		Authenticate: func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil },
-		Presence:     &hostplugin.Presence{Streams: func(string) bool { return true }, MaxMembers: maxMembers},
+		Presence:     &hostplugin.Presence{Streams: func(string) bool { return true }, MaxMembers: maxMembers, Fleet: fleet},
 	})
 	if err != nil {
 		return nil, err
