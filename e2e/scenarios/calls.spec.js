@@ -56,9 +56,15 @@ test('a keyed call in flight across a graceful restart (SIGUSR2) resolves, and i
 // postFromForm types text into the board's form and sends it; it returns the message's key
 // (the page puts the newest first, and each entry carries its key).
 async function postFromForm(tab, text) {
+  const before = await tab.evaluate(() => document.querySelectorAll('#board-mine li').length);
   await tab.evaluate((t) => { document.getElementById('board-text').value = t; }, text);
   await tab.click('#board-send');
-  return tab.evaluate(() => document.querySelector('#board-mine li').dataset.key);
+  // A driver's click may return before the page has handled it (WebKitWebDriver does): the key
+  // is read once the form has listed the message, newest first.
+  return waitPage(tab, (n) => {
+    const all = document.querySelectorAll('#board-mine li');
+    return all.length > n ? all[0].dataset.key : false;
+  }, before, { what: 'the form to list the message' });
 }
 // entry reads a message of the form's by its key, once fn(entry) holds.
 function entry(tab, key, want, what) {

@@ -39,6 +39,9 @@ for (const fault of ['stall-open', 'stall-ready']) {
     // once: timed in the page, from the click to the controller's next attempt (the driver's own
     // round trip for the click is no part of the promise, and over BiDi it can take 100s of ms).
     await waitState(tab, 'connecting', 5000);
+    // The attempt's socket at the Host first (held there by the fault): a browser may dial a
+    // moment after it says connecting (Firefox delays a WebSocket after failures).
+    await waitFor(async () => (await host.health()).open >= 1, { timeout: 3000, interval: 20, what: "the attempt's socket at the Host" });
     await tab.evaluate(() => {
       window.__clicked = 0;
       window.__attempts = [];
