@@ -52,11 +52,15 @@ func newSignIns(path string) (*signIns, error) {
 	return &signIns{path: path, out: map[string]bool{}}, nil
 }
 
-// authenticate is the demo's Authenticate: the cookie's user, unless signed out.
+// authenticate is the demo's Authenticate: the cookie's user, unless signed out; without
+// one, demoAuthenticate's.
 func (s *signIns) authenticate(r *http.Request) (string, error) {
 	c, err := r.Cookie(userCookie)
 	if err != nil || !demoUser.MatchString(c.Value) {
-		return "", nil // anonymous: the demo's streams are public
+		// No sign-in: who the presence demo's cookie says, else anonymous (the demo's streams
+		// are public). The fleet runs its Hosts with -signouts, and its presence pages name
+		// themselves by that cookie.
+		return demoAuthenticate(r)
 	}
 	if s.signedOut(c.Value) {
 		return "", fmt.Errorf("%w: %s signed out", hostplugin.ErrUnauthenticated, c.Value)
