@@ -63,6 +63,17 @@ func TestTheDemoSignOutRefusesTheUserOnEveryHostSharingTheFileAndEndsTheirPages(
 		t.Fatal(err)
 	}
 	defer anon.CloseNow()
+	// The Host counts a session from just after the upgrade's 101, which is when Dial returns:
+	// its ready frame is the sign that it is counted (the sign-out asked sooner ends nothing).
+	for _, c := range []*websocket.Conn{alice, anon} {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, err := wire.DecodeHost(b); err != nil || f.T != "ready" {
+			t.Fatalf("the first frame: %s %v, want ready", b, err)
+		}
+	}
 
 	res, err := http.Post(srvs[0].URL+signoutPath+"?user=alice&reason=bye", "", nil)
 	if err != nil {
