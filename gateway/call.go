@@ -63,7 +63,8 @@ type CallError struct {
 	// certainly not run; one sent and not answered (Kind interrupted, timeout, closed) may
 	// have run, at most once.
 	Sent bool
-	// Code is the Host's code for a failed reply (wire.Code*); "" when the Host said nothing.
+	// Code is the Host's code for a failed reply, one of the Call* constants (the wire carries
+	// the same strings); "" when the Host said nothing.
 	Code string
 	// Message is the Host's words (a handler's error's first line), or the gateway's.
 	Message string

@@ -1,9 +1,9 @@
 // Package wire names the parts of Lifeline's protocol that an embedder types: the value a
-// delivery's data is, the codes of a call's failure, the kinds of failure a page reports, the
-// page modes and carriers, the events endpoint's default path. Everything else of the protocol
-// (frames, their encoding, refusals, limits) is internal/wire's, which this package repeats
-// only by name: the values are the same, and so is the error ErrStreamName.
-// docs/PROTOCOL.md is the protocol's account.
+// delivery's data is, the kinds of failure a page reports, the page modes and carriers, the
+// events endpoint's default path. A call's outcome is gateway's to name (its Call* constants,
+// the strings the wire carries). Everything else of the protocol (frames, their encoding,
+// refusals, limits) is internal/wire's, which this package repeats only by name: the values
+// are the same, and so is the error ErrStreamName. docs/PROTOCOL.md is the protocol's account.
 package wire
 
 import (
@@ -23,18 +23,6 @@ const MaxStreamName = wire.MaxStreamName
 
 // DefaultPath is the events endpoint's path when the config names none.
 const DefaultPath = wire.DefaultPath
-
-// The codes of a call that failed (a reply's code, gateway.CallError's Code).
-const (
-	CodeApp         = wire.CodeApp
-	CodeInternal    = wire.CodeInternal
-	CodeUnknown     = wire.CodeUnknown
-	CodeBadRequest  = wire.CodeBadRequest
-	CodeBusy        = wire.CodeBusy
-	CodeInterrupted = wire.CodeInterrupted
-	CodeTimeout     = wire.CodeTimeout
-	CodeAccessEnded = wire.CodeAccessEnded
-)
 
 // The kinds of failure a page reports after a reconnect (ReportKinds lists them in order).
 const (
