@@ -9,6 +9,18 @@
 const { defineConfig } = require('@playwright/test');
 const { launchOptions } = require('./engines/chromium');
 
+// Chromium's run is the longest (every scenario and the Chromium-only specs), so scripts/e2e.sh
+// runs it in two parts side by side, of about equal time: LIFELINE_E2E_PART=a is the
+// engine-neutral scenarios but the faults, b the faults and the Chromium-only specs (tests/).
+// Unset, the project is the whole run.
+const chromiumParts = {
+  '': { testMatch: ['scenarios/**/*.spec.js', 'tests/**/*.spec.js'], testIgnore: ['scenarios/chromium-only.spec.js'] },
+  a: { testMatch: ['scenarios/**/*.spec.js'], testIgnore: ['scenarios/chromium-only.spec.js', 'scenarios/faults.spec.js'] },
+  b: { testMatch: ['scenarios/faults.spec.js', 'tests/**/*.spec.js'], testIgnore: ['scenarios/chromium-only.spec.js'] },
+};
+const part = process.env.LIFELINE_E2E_PART || '';
+if (!(part in chromiumParts)) throw new Error(`LIFELINE_E2E_PART=${part}: want a, b or nothing`);
+
 module.exports = defineConfig({
   testDir: '.',
   // One worker: every test runs its own Host processes and a browser on a 2-core machine.
@@ -23,7 +35,7 @@ module.exports = defineConfig({
     launchOptions,
   },
   projects: [
-    { name: 'chromium', testMatch: ['scenarios/**/*.spec.js', 'tests/**/*.spec.js'], testIgnore: 'scenarios/chromium-only.spec.js', use: { engineName: 'chromium' } },
+    { name: 'chromium', ...chromiumParts[part], use: { engineName: 'chromium' } },
     { name: 'firefox', testMatch: ['scenarios/**/*.spec.js'], use: { engineName: 'firefox' } },
     { name: 'webkit', testMatch: ['scenarios/**/*.spec.js'], use: { engineName: 'webkit' } },
   ],

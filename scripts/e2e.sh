@@ -5,14 +5,16 @@
 # core over WebDriver BiDi) and WebKitGTK (WebKitWebDriver, MiniBrowser under Xvfb) run the
 # engine-neutral scenarios (e2e/scenarios/). See e2e/playwright.config.js.
 #
-# The runs wait on outages, ladders and freezes far more than they compute (all six side by side
-# keep 2 cores about 40% busy), so each engine and mode is its own lane, all six side by side:
-# the suite takes as long as its longest run (Chromium shared: every scenario, the freezes and
-# the Chromium-only specs), where Firefox's and WebKit's two modes one after the other took
-# longer than that (~570-600 s against ~540 s). Each run has its own results folder (e2e/test-results/<engine>-<mode>) and its own range of ports,
-# below the kernel's ephemeral ones (e2e/tests/host.js), so that no run can be handed a port
-# another picked a moment ago. Each line of a run's output is prefixed with [engine mode]; each
-# run's wall time is printed at its end.
+# The runs wait on outages, ladders and freezes far more than they compute (six side by side
+# keep 2 cores about 40% busy), so they all go side by side, and the suite takes as long as its
+# longest lane. Firefox and WebKit: a lane per mode (~270-370 s each). Chromium runs every
+# scenario and the Chromium-only specs (~490-540 s a mode in one run), so each of its modes is
+# two lanes, of about equal time (playwright.config.js's LIFELINE_E2E_PART: a, the scenarios but
+# the faults; b, the faults and tests/). Each run has its own results folder
+# (e2e/test-results/<engine>-<mode>[-<part>]) and its own range of ports, below the kernel's
+# ephemeral ones (e2e/tests/host.js), so that no run can be handed a port another picked a
+# moment ago. Each line of a run's output is prefixed with [engine mode part]; each run's wall
+# time is printed at its end.
 #
 #   scripts/e2e.sh                     every engine and mode
 #   E2E_ENGINES="firefox webkit" scripts/e2e.sh   some engines only
@@ -23,17 +25,18 @@ cd "$(dirname "$0")/../e2e"
 
 engines=${E2E_ENGINES:-chromium firefox webkit}
 declare -A ports=(
-  [chromium-shared]=20000-21999 [chromium-in-page]=22000-23999
+  [chromium-shared-a]=20000-20999 [chromium-shared-b]=21000-21999
+  [chromium-in-page-a]=22000-22999 [chromium-in-page-b]=23000-23999
   [firefox-shared]=24000-25999 [firefox-in-page]=26000-27999
   [webkit-shared]=28000-29999 [webkit-in-page]=30000-31999
 )
 
-run() { # engine mode: one run, its lines prefixed, its wall time at its end
-  local t0=$SECONDS rc
-  LIFELINE_MODE=$2 LIFELINE_E2E_PORTS=${ports[$1-$2]} npx playwright test --project="$1" --output "test-results/$1-$2" 2>&1 |
-    sed -u "s/^/[$1 $2] /"
+run() { # engine mode [part]: one run, its lines prefixed, its wall time at its end
+  local t0=$SECONDS rc lane=$1-$2${3:+-$3} name="$1 $2${3:+ $3}"
+  LIFELINE_MODE=$2 LIFELINE_E2E_PART=${3:-} LIFELINE_E2E_PORTS=${ports[$lane]} npx playwright test --project="$1" --output "test-results/$lane" 2>&1 |
+    sed -u "s/^/[$name] /"
   rc=${PIPESTATUS[0]}
-  echo "[$1 $2] ended with $rc after $((SECONDS - t0)) s"
+  echo "[$name] ended with $rc after $((SECONDS - t0)) s"
   return "$rc"
 }
 
@@ -43,8 +46,11 @@ pids=() names=()
 for e in $engines; do
   case $e in
   chromium)
-    run chromium shared & pids+=($!) names+=("chromium shared")
-    run chromium in-page & pids+=($!) names+=("chromium in-page")
+    for m in shared in-page; do
+      for part in a b; do
+        run chromium "$m" "$part" & pids+=($!) names+=("chromium $m $part")
+      done
+    done
     ;;
   firefox | webkit)
     run "$e" shared & pids+=($!) names+=("$e shared")
@@ -59,6 +65,6 @@ for i in "${!pids[@]}"; do
 done
 echo "end to end: $((SECONDS - t0)) s for ${engines// /, }"
 if [ ${#failed[@]} -gt 0 ]; then
-  echo "end to end: failed in: ${failed[*]} (results in e2e/test-results/<engine>-<mode>)" >&2
+  echo "end to end: failed in: ${failed[*]} (results in e2e/test-results/<engine>-<mode>[-<part>])" >&2
   exit 1
 fi
