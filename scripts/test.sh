@@ -37,10 +37,20 @@ fi
 step "go test under js/wasm (Node and Chromium)"
 ./scripts/wasmtest.sh
 
-# The end-to-end suite waits on outages, ladders and freezes far more than it computes (its six
-# runs keep the 2 cores about 40% busy over its ~10 minutes), so it runs in the background from
-# here, in a session of its own, and the steps that follow run beside it. Its output goes to a
-# log printed whole when it ends, so that its lines do not interleave with the steps' here.
+# The fleets too: each is three NATS nodes, three Hosts, nginx, 200 clients and Chromium pages,
+# enough to slow the e2e runs' browsers past their bounds when beside them (in a run that had
+# them there, a Firefox page took 3.9 s to follow a restart's goaway; the test allows 2 s).
+step "fleet (short): 3 Hosts on NATS JetStream behind nginx, 200 clients + 2 pages, rolling restart and kills"
+go run ./e2e/fleet
+
+step "fleet presence: pages on 3 Hosts see each other; a Host SIGKILL, a NATS leader kill, a rolling restart"
+go run ./e2e/fleet -presence
+
+# The end-to-end suite waits on outages, ladders and freezes far more than it computes (six of
+# its runs side by side keep the 2 cores about 40% busy), so it runs in the background from
+# here, in a session of its own, and the steps that follow run beside it: they compute and hold
+# no tight real-time bound, or (the soak) held them beside it. Its output goes to a log printed
+# whole when it ends, so that its lines do not interleave with the steps' here.
 # Chromium, firefox-esr and WebKitGTK, each in both page modes (scripts/e2e.sh says why and how).
 step "end to end, in the background: Chromium (Playwright), Firefox (puppeteer-core, BiDi) and WebKitGTK (WebKitWebDriver), shared and in-page mode"
 e2e_log=$(mktemp)
@@ -60,12 +70,6 @@ step "installable: the README's go get, from a module outside the repository, ag
 
 step "chaos soak (60 s smoke): 50 clients making 100 calls each + 1 page under randomized faults"
 SOAK_BUILD=0 SOAK_FLEET=0 SOAK_DURATION=60s SOAK_CLIENTS=50 SOAK_CALLS=100 SOAK_PAGES=1 ./scripts/soak.sh
-
-step "fleet (short): 3 Hosts on NATS JetStream behind nginx, 200 clients + 2 pages, rolling restart and kills"
-go run ./e2e/fleet
-
-step "fleet presence: pages on 3 Hosts see each other; a Host SIGKILL, a NATS leader kill, a rolling restart"
-go run ./e2e/fleet -presence
 
 step "end to end: waiting for the background runs"
 e2e_rc=0
