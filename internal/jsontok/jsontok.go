@@ -64,6 +64,23 @@ func (t Token) String() string {
 	return s
 }
 
+// Name returns a string token's value as String does, but as the input's own bytes when it has
+// no escape (almost every object key), so that a caller comparing it (switch string(name))
+// allocates nothing; they are valid until the decoder's input changes.
+func (t Token) Name() []byte {
+	if t.Kind != '"' {
+		return t.Raw
+	}
+	s := t.Raw[1 : len(t.Raw)-1]
+	for _, c := range s {
+		if c == '\\' {
+			u, _ := unquote(t.Raw) // the decoder checked the string already
+			return []byte(u)
+		}
+	}
+	return s
+}
+
 // Bool returns whether the token is true.
 func (t Token) Bool() bool { return t.Kind == 't' }
 

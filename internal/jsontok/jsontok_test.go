@@ -289,3 +289,22 @@ func BenchmarkFrame(b *testing.B) {
 		}
 	}
 }
+
+// Name is String's value, as the input's own bytes where nothing needed unescaping.
+func TestNameIsTheStringsValue(t *testing.T) {
+	for _, in := range []string{`"id"`, `"\u0069d"`, `"a\"b"`, `""`, `"é"`, `12`} {
+		d := NewDecoder([]byte(in))
+		tok, err := d.ReadToken()
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if got := string(tok.Name()); got != tok.String() {
+			t.Errorf("%s: Name %q, String %q", in, got, tok.String())
+		}
+	}
+	raw := []byte(`"plain"`)
+	tok, _ := NewDecoder(raw).ReadToken()
+	if n := tok.Name(); &n[0] != &raw[1] {
+		t.Errorf("Name of a string with no escape is a copy, want the input's bytes")
+	}
+}

@@ -121,16 +121,16 @@ func readMembers(d *jsontok.Decoder, dst *[]PresenceMember) error {
 			if err != nil {
 				return frameErr(err)
 			}
-			key := tok.String()
+			key := tok.Name() // compared without a copy: a frame of 1,000 members has 2,000 keys
 			dup := false
-			switch key {
+			switch string(key) {
 			case "id":
 				dup, seenID = seenID, true
 				if !dup {
 					if d.PeekKind() != '"' {
 						return wrongKind(d, "a member's id", "a string")
 					}
-					err = readString(d, key, &m.ID)
+					err = readString(d, "id", &m.ID)
 				}
 			case "count":
 				dup, seenCount = seenCount, true
@@ -151,7 +151,7 @@ func readMembers(d *jsontok.Decoder, dst *[]PresenceMember) error {
 				err = frameErr(d.SkipValue())
 			}
 			if dup {
-				return tinyfmt.Errorf("%w: a member gives %s twice", ErrFrame, key)
+				return tinyfmt.Errorf("%w: a member gives %s twice", ErrFrame, string(key))
 			}
 			if err != nil {
 				return err

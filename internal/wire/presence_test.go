@@ -41,6 +41,8 @@ var presenceCases = []struct {
 		wire.HostFrame{T: "presence", Stream: "r", Seq: 1, Epoch: "E", Snapshot: true, Total: 1, Members: []wire.PresenceMember{{ID: "a", Count: 1}}}, ""},
 	{"a member's unknown fields are skipped", `{"t":"presence","stream":"r","seq":1,"epoch":"E","snapshot":true,"total":1,"members":[{"id":"a","count":1,"since":1234}]}`,
 		wire.HostFrame{T: "presence", Stream: "r", Seq: 1, Epoch: "E", Snapshot: true, Total: 1, Members: []wire.PresenceMember{{ID: "a", Count: 1}}}, ""},
+	{"a member's keys written with escapes are its keys", `{"t":"presence","stream":"r","seq":1,"epoch":"E","snapshot":true,"total":1,"members":[{"\u0069d":"a","c\u006funt":2}]}`,
+		wire.HostFrame{T: "presence", Stream: "r", Seq: 1, Epoch: "E", Snapshot: true, Total: 1, Members: []wire.PresenceMember{{ID: "a", Count: 2}}}, ""},
 	{"a ready carrying presence decodes", `{"t":"ready","session":"s","heartbeatMs":100,"presence":true}`,
 		wire.HostFrame{T: "ready", Session: "s", HeartbeatMs: 100, HasPresence: true}, ""},
 
