@@ -22,7 +22,7 @@ import (
 
 func main() {
 	bin := flag.String("bin", "/tmp/fanbin", "dir of fanout-server and fanout-pages")
-	kind := flag.String("kind", "lifeline", "")
+	kind := flag.String("kind", "lifeline", "lifeline, lifeline-http (its pages on the HTTP carrier) or centrifuge")
 	pages := flag.Int("pages", 2000, "")
 	rates := flag.String("rates", "40000", "")
 	step := flag.Duration("step", 10*time.Second, "")
@@ -30,7 +30,11 @@ func main() {
 	srvArgs := flag.String("server-args", "", "extra server args, space separated")
 	reps := flag.Int("reps", 1, "times each rate")
 	flag.Parse()
-	args := []string{"-kind", *kind, "-pages", strconv.Itoa(*pages)}
+	server := *kind
+	if server == "lifeline-http" { // Lifeline's Host; its pages on the HTTP carrier
+		server = "lifeline"
+	}
+	args := []string{"-kind", server, "-pages", strconv.Itoa(*pages)}
 	if *kind == "centrifuge" {
 		args = append(args, "-history", "1024")
 	}
@@ -45,8 +49,11 @@ func main() {
 	for i := 0; i*9000 < *pages; i++ {
 		n := min(9000, *pages-i*9000)
 		url := "ws://" + addr + "/_lifeline/events"
-		if *kind == "centrifuge" {
+		switch *kind {
+		case "centrifuge":
 			url = "ws://" + addr + "/connection/websocket"
+		case "lifeline-http":
+			url = "http://" + addr + "/_lifeline/events"
 		}
 		p := exec.Command(filepath.Join(*bin, "fanout-pages"), "-kind", pk, "-url", url, "-first", strconv.Itoa(i*9000), "-n", strconv.Itoa(n),
 			"-laddrs", "127.0.0.1,127.0.0.2,127.0.0.3,127.0.0.4,127.0.0.5,127.0.0.6,127.0.0.7,127.0.0.8")
