@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make test: everything a change must pass, on a fresh machine too (it installs the Debian
-# packages and the e2e npm packages it needs when missing). 792 s on 2 cores with warm caches
-# (2026-12-04: 338 s to the e2e suite, which then takes 454 s with lint and the soak beside it).
+# packages and the e2e npm packages it needs when missing). About 14 minutes on 2 cores with warm
+# caches: everything but the soak before the e2e suite (about 6 minutes), then the suite (7-8).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
@@ -20,8 +20,20 @@ step "types: web/lifeline.d.ts against web/lifeline.usage.ts (tsc, pinned in e2e
 step "build: the client assets, bin/host, bin/swarm"
 ./scripts/build.sh
 
-# The Go tests first, with the machine to themselves: they hold real-time bounds (a NATS request
-# of 1 s under the race detector, loopback sockets), and beside the six e2e runs they get half of
+# Lint, the asset check and installable compile hard (staticcheck four times, the wasm): beside
+# the e2e suite they took half the machine for 230 s, and two of its runs missed bounds then (a
+# Firefox shared hub's next attempt 2 s after Reconnect now; a WebKit form's message in 10 s).
+step "lint: gofmt, go mod tidy, vet and staticcheck (native and js/wasm, without and with -tags lifeline_faults), the import rules"
+./scripts/lint.sh
+
+step "the committed client assets match a fresh build"
+./scripts/check-assets.sh
+
+step "installable: the README's go get, from a module outside the repository, against the checkout"
+./scripts/installable.sh
+
+# The Go tests, with the machine to themselves: they hold real-time bounds (a NATS request
+# of 1 s under the race detector, loopback sockets), and beside the e2e runs they get half of
 # the 2 cores at best (the kernel shares CPU between sessions, and the e2e runs are a session of
 # their own), which made such a bound miss (hostplugin/jetstream's epoch test, in a run that
 # started them beside the e2e suite).
@@ -49,9 +61,9 @@ go run ./e2e/fleet -presence
 
 # The end-to-end suite waits on outages, ladders and freezes far more than it computes (six of
 # its runs side by side keep the 2 cores about 40% busy), so it runs in the background from
-# here, in a session of its own, and the steps that follow run beside it: they compute and hold
-# no tight real-time bound, or (the soak) held them beside it. Its output goes to a log printed
-# whole when it ends, so that its lines do not interleave with the steps' here.
+# here, in a session of its own, and the soak runs beside it (60 s of 50 clients and one page,
+# which held its bounds there). Its output goes to a log printed whole when it ends, so that its
+# lines do not interleave with the soak's.
 # Chromium, firefox-esr and WebKitGTK, each in both page modes (scripts/e2e.sh says why and how).
 step "end to end, in the background: Chromium (Playwright), Firefox (puppeteer-core, BiDi) and WebKitGTK (WebKitWebDriver), shared and in-page mode"
 e2e_log=$(mktemp)
@@ -59,15 +71,6 @@ setsid ./scripts/e2e.sh >"$e2e_log" 2>&1 &
 e2e_pid=$!
 # A step that fails ends make test at once: the e2e runs (their own process group) go with it.
 trap 'kill -- -"$e2e_pid" 2>/dev/null || true; rm -f "$e2e_log"' EXIT
-
-step "lint: gofmt, go mod tidy, vet and staticcheck (native and js/wasm, without and with -tags lifeline_faults), the import rules"
-./scripts/lint.sh
-
-step "the committed client assets match a fresh build"
-./scripts/check-assets.sh
-
-step "installable: the README's go get, from a module outside the repository, against the checkout"
-./scripts/installable.sh
 
 step "chaos soak (60 s smoke): 50 clients making 100 calls each + 1 page under randomized faults"
 SOAK_BUILD=0 SOAK_FLEET=0 SOAK_DURATION=60s SOAK_CLIENTS=50 SOAK_CALLS=100 SOAK_PAGES=1 ./scripts/soak.sh
