@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lifeline-go/lifeline/bench/presload"
 	"github.com/lifeline-go/lifeline/internal/test/testbed"
 )
 
@@ -28,44 +29,7 @@ import (
 //     nothing happens, and NATS's CPU over the same window.
 
 // presenceRun is one run of bench/cmd/presence: what its -json line said.
-type presenceRun struct {
-	Kind string `json:"kind"`
-	Join *struct {
-		Pages         int     `json:"pages"`
-		Full          bool    `json:"full"`
-		FullPages     int     `json:"full_pages"`
-		MeanShown     float64 `json:"mean_shown"`
-		MaxMs         float64 `json:"max_ms"`
-		P50Ms         float64 `json:"p50_ms"`
-		P99Ms         float64 `json:"p99_ms"`
-		FramesPerPage float64 `json:"frames_per_page"`
-		MaxFrames     int     `json:"max_frames"`
-		BytesPerPage  float64 `json:"bytes_per_page"`
-		WaitMs        float64 `json:"wait_ms"`
-		Closed        int     `json:"closed"`
-	} `json:"join"`
-	Churn *struct {
-		Rate    int     `json:"rate"`
-		ForMs   float64 `json:"for_ms"`
-		Joins   int     `json:"joins"`
-		P50Ms   float64 `json:"p50_ms"`
-		P99Ms   float64 `json:"p99_ms"`
-		MaxMs   float64 `json:"max_ms"`
-		Missing int     `json:"missing"`
-		CPUPct  float64 `json:"cpu_pct"`
-	} `json:"churn"`
-	Idle *struct {
-		Streams  int     `json:"streams"`
-		Members  int     `json:"members"`
-		Sessions int     `json:"sessions"`
-		NATS     bool    `json:"nats"`
-		ForMs    float64 `json:"for_ms"`
-		CPUPct   float64 `json:"cpu_pct"`
-		HeapMB   float64 `json:"heap_mb"`
-		StartMs  int64   `json:"start_unix_ms"`
-		EndMs    int64   `json:"end_unix_ms"`
-	} `json:"idle"`
-}
+type presenceRun = presload.Result
 
 // presenceJoinWait is how long a join may take before the command reports it incomplete.
 const presenceJoinWait = 60 * time.Second

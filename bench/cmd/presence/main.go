@@ -45,6 +45,7 @@ import (
 	"github.com/centrifugal/centrifuge"
 	"github.com/coder/websocket"
 
+	"github.com/lifeline-go/lifeline/bench/presload"
 	"github.com/lifeline-go/lifeline/hostplugin"
 	"github.com/lifeline-go/lifeline/hostplugin/jetstream"
 	"github.com/lifeline-go/lifeline/internal/wire"
@@ -67,53 +68,7 @@ var (
 	churning atomic.Bool
 )
 
-// result is what -json prints: the figures of one run, in milliseconds and percents.
-type result struct {
-	Kind  string      `json:"kind"`
-	Join  *joinResult `json:"join,omitempty"`
-	Churn *churnRes   `json:"churn,omitempty"`
-	Idle  *idleResult `json:"idle,omitempty"`
-}
-
-type joinResult struct {
-	Pages         int     `json:"pages"`
-	Full          bool    `json:"full"`       // every page showed every member within -wait
-	FullPages     int     `json:"full_pages"` // pages that did
-	MeanShown     float64 `json:"mean_shown"` // members a page showed on average at the end
-	MaxMs         float64 `json:"max_ms"`     // the last page full (with Full)
-	P50Ms         float64 `json:"p50_ms"`
-	P99Ms         float64 `json:"p99_ms"`
-	FramesPerPage float64 `json:"frames_per_page"`
-	MaxFrames     int     `json:"max_frames"`
-	BytesPerPage  float64 `json:"bytes_per_page"`
-	WaitMs        float64 `json:"wait_ms"`
-	Closed        int64   `json:"closed"` // pages whose socket ended by the end of the join
-}
-
-type churnRes struct {
-	Rate    int     `json:"rate"`
-	ForMs   float64 `json:"for_ms"`
-	Joins   int     `json:"joins"`
-	P50Ms   float64 `json:"p50_ms"`
-	P99Ms   float64 `json:"p99_ms"`
-	MaxMs   float64 `json:"max_ms"`
-	Missing int     `json:"missing"` // (join, page) sightings that never came
-	CPUPct  float64 `json:"cpu_pct"` // the process's CPU (Host and pages), % of one core
-}
-
-type idleResult struct {
-	Streams  int     `json:"streams"`
-	Members  int     `json:"members"`
-	Sessions int     `json:"sessions"`
-	NATS     bool    `json:"nats"`
-	ForMs    float64 `json:"for_ms"`
-	CPUPct   float64 `json:"cpu_pct"`
-	HeapMB   float64 `json:"heap_mb"`
-	StartMs  int64   `json:"start_unix_ms"` // the idle window, for a harness to read NATS's CPU over it
-	EndMs    int64   `json:"end_unix_ms"`
-}
-
-var res result
+var res presload.Result
 
 // closed counts the pages whose socket ended during the run (a server that drops a slow page).
 var closed atomic.Int64
@@ -154,7 +109,7 @@ func main() {
 		os.Exit(1)
 	}
 	if *asJSON {
-		b, _ := json.Marshal(map[string]result{"result": res})
+		b, _ := json.Marshal(map[string]presload.Result{"result": res})
 		fmt.Println(string(b))
 	}
 }
@@ -247,7 +202,7 @@ func run(n, churn int, dur time.Duration) error {
 		p.mu.Unlock()
 	}
 	slices.Sort(took)
-	j := &joinResult{Pages: n, Full: complete, FullPages: fullPages, MeanShown: float64(shown) / float64(n),
+	j := &presload.Join{Pages: n, Full: complete, FullPages: fullPages, MeanShown: float64(shown) / float64(n),
 		FramesPerPage: float64(frames) / float64(n), MaxFrames: maxFrames, BytesPerPage: float64(bytes) / float64(n), WaitMs: ms(joinWait),
 		Closed: closed.Load()}
 	res.Join = j
@@ -309,7 +264,7 @@ func run(n, churn int, dur time.Duration) error {
 	pct := func(q float64) time.Duration {
 		return lat[min(len(lat)-1, int(q*float64(len(lat))))].Round(time.Millisecond)
 	}
-	res.Churn = &churnRes{Rate: churn, ForMs: ms(dur), Joins: len(joins), P50Ms: ms(pct(0.5)), P99Ms: ms(pct(0.99)),
+	res.Churn = &presload.Churn{Rate: churn, ForMs: ms(dur), Joins: len(joins), P50Ms: ms(pct(0.5)), P99Ms: ms(pct(0.99)),
 		MaxMs: ms(lat[len(lat)-1]), Missing: missing, CPUPct: 100 * cpuUsed.Seconds() / wall.Seconds()}
 	fmt.Printf("%s churn: %d joins/s for %v on a stream of %d: join → every one of the %d first pages shows it: p50 %v, p99 %v, max %v (%d sightings missing); process CPU (Host and every page) %.1f%% of a core\n",
 		kind, churn, dur, n, n, pct(0.5), pct(0.99), lat[len(lat)-1].Round(time.Millisecond), missing, 100*cpuUsed.Seconds()/wall.Seconds())
@@ -370,7 +325,7 @@ func runIdle(streams int, dur time.Duration) error {
 	time.Sleep(dur)
 	used := cpu() - cpu0
 	t1 := time.Now()
-	res.Idle = &idleResult{Streams: streams, Members: members, Sessions: sessions, NATS: natsURL != "", ForMs: ms(t1.Sub(t0)),
+	res.Idle = &presload.Idle{Streams: streams, Members: members, Sessions: sessions, NATS: natsURL != "", ForMs: ms(t1.Sub(t0)),
 		CPUPct: 100 * used.Seconds() / t1.Sub(t0).Seconds(), HeapMB: float64(after.HeapInuse-before.HeapInuse) / 1e6,
 		StartMs: t0.UnixMilli(), EndMs: t1.UnixMilli()}
 	fmt.Printf("idle: %d streams × %d members (%d sessions × %d streams, every page watching): process CPU over %v idle %.2f%% of a core; heap %.1f MB in use (sessions, sockets and pages included)\n",
