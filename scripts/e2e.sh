@@ -34,13 +34,14 @@ declare -A ports=(
 run() { # engine mode [part]: one run, its lines prefixed, its wall time at its end
   local t0=$SECONDS rc lane=$1-$2${3:+-$3} name="$1 $2${3:+ $3}"
   LIFELINE_MODE=$2 LIFELINE_E2E_PART=${3:-} LIFELINE_E2E_PORTS=${ports[$lane]} npx playwright test --project="$1" --output "test-results/$lane" 2>&1 |
-    sed -u "s/^/[$name] /"
+    sed -u "s/^/[$name] /" | tee "test-results/$lane.log"
   rc=${PIPESTATUS[0]}
   echo "[$name] ended with $rc after $((SECONDS - t0)) s"
   return "$rc"
 }
 
 rm -rf test-results
+mkdir -p test-results
 t0=$SECONDS
 pids=() names=()
 for e in $engines; do
@@ -65,6 +66,18 @@ for i in "${!pids[@]}"; do
 done
 echo "end to end: $((SECONDS - t0)) s for ${engines// /, }"
 if [ ${#failed[@]} -gt 0 ]; then
+  # What failed, again at the very end: the lanes' output is interleaved, and a reader (or CI,
+  # which keeps only the tail of a run) should not have to dig for it.
+  for n in "${failed[@]}"; do
+    lane=${n// /-}
+    echo "end to end: $n: what failed (all of it in e2e/test-results/$lane.log)" >&2
+    # Playwright's list reporter ends with the numbered errors ("  1) [engine] › file:line ›
+    # title", then the error and its attachments), then a summary ("1 failed", each test under
+    # it): both, without the attachments and blank lines.
+    awk '/^\[[^]]*\]   [0-9]+\) /{show=1} /^\[[^]]*\]   [0-9]+ (failed|flaky|passed|skipped)/{show=0} show' \
+      "test-results/$lane.log" | grep -vE 'attachment #|test-results/|───|Error Context|^\[[^]]*\] *$' | head -50 >&2
+    grep -E '^\[[^]]*\]   [0-9]+ (failed|flaky|did not run|interrupted)' -A 6 "test-results/$lane.log" | head -30 >&2
+  done
   echo "end to end: failed in: ${failed[*]} (results in e2e/test-results/<engine>-<mode>[-<part>])" >&2
   exit 1
 fi
