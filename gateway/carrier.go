@@ -48,3 +48,20 @@ func hostClose(err error) (code int, reason string, ok bool) {
 	}
 	return 0, "", false
 }
+
+// leavingWait is how long a failure waits before it asks whether the page is going away. A
+// browser may close the page's sockets and abort its requests as it starts to unload it, before
+// the page's pagehide (Firefox: the close event 15–25 ms after beforeunload and before
+// pagehide): by then either the page is gone, and nothing of its program runs any more, or its
+// pagehide has said so.
+const leavingWait = 100 * time.Millisecond
+
+// goingAwayWait is leavingWait for a socket closed with 1001, the code a browser gives the
+// sockets it closes as it unloads their page (Firefox). On a loaded machine the pagehide may
+// come well after the close (beyond 100 ms with both cores busy: the end-to-end suite saw a
+// reload logged as the Host's error), and a 1001 from the Host itself is rare enough (its drain,
+// after a goaway the page has acted on already) that a wait of a second costs nothing there.
+const goingAwayWait = time.Second
+
+// closeGoingAway is the close code of an endpoint going away (RFC 6455 §7.4.1).
+const closeGoingAway = 1001

@@ -66,19 +66,19 @@ func (e *closeError) Unwrap() error {
 	return nil
 }
 
-// leavingWait is how long a failure waits before it asks whether the page is going away. A
-// browser may close the page's sockets and abort its requests as it starts to unload it, before
-// the page's pagehide (Firefox: the close event 15–25 ms after beforeunload and before
-// pagehide): by then either the page is gone, and nothing of its program runs any more, or its
-// pagehide has said so.
-const leavingWait = 100 * time.Millisecond
-
-// pageLeaving reports, leavingWait after a failure, whether the page is going away (see
-// closeError.leaving). It sleeps: never call it from a listener, whose caller is the browser's
-// event loop.
-func pageLeaving() bool {
-	time.Sleep(leavingWait)
-	return js.Global().Get("__lifelinePageLeaving").Truthy()
+// pageLeaving reports whether the page is going away (see closeError.leaving), waiting up to
+// patience for its pagehide to say so. It sleeps: never call it from a listener, whose caller is
+// the browser's event loop.
+func pageLeaving(patience time.Duration) bool {
+	leaving := func() bool { return js.Global().Get("__lifelinePageLeaving").Truthy() }
+	const step = 20 * time.Millisecond
+	for waited := time.Duration(0); waited < patience; waited += step {
+		time.Sleep(step)
+		if leaving() {
+			return true
+		}
+	}
+	return leaving()
 }
 
 // closeAbnormal is the code a browser reports when no close frame came (RFC 6455 §7.1.5).
@@ -212,7 +212,11 @@ func open(url string) (k *wsCarrier, err error) {
 			// An open socket's end that the page did not ask for waits to see whether the
 			// page is going away.
 			go func() {
-				ce.leaving = pageLeaving()
+				patience := leavingWait
+				if ce.code == closeGoingAway {
+					patience = goingAwayWait
+				}
+				ce.leaving = pageLeaving(patience)
 				k.shut(ce)
 			}()
 		default:

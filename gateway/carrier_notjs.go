@@ -128,7 +128,7 @@ func (k *wsCarrier) settle(_ time.Duration, _ bool, done ...<-chan struct{}) {
 var checkBeforeRedial = false
 
 // pageLeaving: natively there is no page to go away.
-func pageLeaving() bool { return false }
+func pageLeaving(time.Duration) bool { return false }
 
 // dialOpaque: natively a failed dial says whether anything answered it (unanswered).
 const dialOpaque = false

@@ -183,7 +183,7 @@ func (c *httpCarrier) cause(err error) error {
 	if c.life.Err() != nil {
 		err = context.Cause(c.life)
 	}
-	if pageLeaving() && !errors.Is(err, errClosedByPage) {
+	if pageLeaving(leavingWait) && !errors.Is(err, errClosedByPage) {
 		return tinyfmt.Errorf("%w: %w", controller.ErrLeaving, err)
 	}
 	return err

@@ -54,8 +54,17 @@ test('a sign-out everywhere ends five tabs and a second browser at once with the
     // The button, in a sixth tab of the first browser.
     const button = await context.newPage();
     await button.goto(app.url('/'));
-    const clicked = Date.now();
+    // Timed from the click as the page handled it: the driver's own way to it (actionability
+    // checks, its round trip) is no part of the promise, and on a loaded machine it took a
+    // few hundred ms (one run counted 1,042 ms from before the driver's call). The button posts
+    // a form, so its page is gone after the click: the moment goes in the origin's storage,
+    // which the first tab reads.
+    await button.evaluate(() => {
+      document.getElementById('sign-out-everywhere').addEventListener('click', () => localStorage.setItem('test.clicked', String(Date.now())), { capture: true, once: true });
+    });
     await button.click('#sign-out-everywhere');
+    const clicked = await waitFor(async () => Number(await first.evaluate(() => localStorage.getItem('test.clicked'))) || null,
+      { what: 'the click as the page handled it' });
 
     for (const [i, p] of pages.entries()) {
       await expect(p.locator('#connection-status')).toHaveAttribute('data-state', 'unauthorized');
