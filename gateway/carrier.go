@@ -49,7 +49,7 @@ func hostClose(err error) (code int, reason string, ok bool) {
 	return 0, "", false
 }
 
-// leavingWait is how long a failure waits before it asks whether the page is going away. A
+// leavingWait is how long a failure waits at most for the page's word that it is going away. A
 // browser may close the page's sockets and abort its requests as it starts to unload it, before
 // the page's pagehide (Firefox: the close event 15–25 ms after beforeunload and before
 // pagehide): by then either the page is gone, and nothing of its program runs any more, or its

@@ -67,16 +67,36 @@ func (e *closeError) Unwrap() error {
 }
 
 // pageLeaving reports whether the page is going away (see closeError.leaving), waiting up to
-// patience for its pagehide to say so. It sleeps: never call it from a listener, whose caller is
-// the browser's event loop.
+// patience for its pagehide to say so. The pagehide ends the wait when it comes (a listener of
+// its own, after the tab script's, which sets the word): a loop of short sleeps would be clamped
+// to a second each in a background tab, where a browser throttles timers, and made a hidden
+// page notice a Host's restart seconds late. Where there is no document (the shared hub's
+// worker, Node) no page can go away under the program: no wait. It blocks: never call it from a
+// listener, whose caller is the browser's event loop.
 func pageLeaving(patience time.Duration) bool {
-	leaving := func() bool { return js.Global().Get("__lifelinePageLeaving").Truthy() }
-	const step = 20 * time.Millisecond
-	for waited := time.Duration(0); waited < patience; waited += step {
-		time.Sleep(step)
-		if leaving() {
-			return true
+	global := js.Global()
+	leaving := func() bool { return global.Get("__lifelinePageLeaving").Truthy() }
+	if leaving() || !global.Get("document").Truthy() {
+		return leaving()
+	}
+	hidden := make(chan struct{}, 1)
+	onHide := js.FuncOf(func(js.Value, []js.Value) any {
+		select {
+		case hidden <- struct{}{}:
+		default:
 		}
+		return nil
+	})
+	global.Call("addEventListener", "pagehide", onHide)
+	defer func() {
+		global.Call("removeEventListener", "pagehide", onHide)
+		onHide.Release()
+	}()
+	t := time.NewTimer(patience)
+	defer t.Stop()
+	select {
+	case <-hidden:
+	case <-t.C:
 	}
 	return leaving()
 }

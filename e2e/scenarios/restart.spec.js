@@ -17,6 +17,7 @@ test('a graceful restart (SIGUSR2), twice: the page stays connected, its ticks h
   for (let round = 1; round <= 2; round++) {
     const h = await host.handoff();
     expect(h.newPid).not.toBe(h.oldPid);
+    console.log(`[${browse.engine.name} ${mode || 'default'}] handoff ${round}: the old process left ${h.goneAt - h.readyAt} ms after the new one was ready`);
     expect(h.goneAt - h.readyAt).toBeLessThan(2000); // the old process leaves once its page moved
     await waitFor(async () => (await resets()).length === round + 1, { what: `the reset from process ${h.newPid}'s new log` });
     const n = await events(tab);

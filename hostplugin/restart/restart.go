@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -178,7 +179,7 @@ func (r *Restarter) Listen(network, addr string) (net.Listener, error) {
 		}
 		from = "new"
 	}
-	l := &listener{Listener: ln, closed: make(chan struct{})}
+	l := &listener{Listener: ln, closed: make(chan struct{}), unused: map[*conn]struct{}{}}
 	r.listeners = append(r.listeners, l)
 	r.logger.Info("restart: listening", "addr", ln.Addr().String(), "socket", from)
 	return l, nil
@@ -188,11 +189,17 @@ func (r *Restarter) Listen(network, addr string) (net.Listener, error) {
 // a request it reads after Shutdown began (it closes the connection unanswered), so a
 // connection accepted here just before the handoff must be read by a server still in its
 // normal mode; only then may the server be shut down.
+//
+// It also keeps the connections that have not sent a byte yet (closeUnused): a browser opens
+// spare ones to an origin ahead of need (Firefox's speculative connections), and
+// http.Server's Shutdown waits up to 5 s for a connection that has sent no request (Go issue
+// 22682), so an old process outlived its pages' move by seconds.
 type listener struct {
 	net.Listener
 	mu      sync.Mutex
-	stopped bool          // the socket is closed here: the successor (or nobody) accepts
-	closed  chan struct{} // Close was called, by the server's Shutdown
+	stopped bool               // the socket is closed here: the successor (or nobody) accepts
+	unused  map[*conn]struct{} // accepted connections that have not sent a byte
+	closed  chan struct{}      // Close was called, by the server's Shutdown
 	once    sync.Once
 }
 
@@ -208,8 +215,72 @@ func (l *listener) Accept() (net.Conn, error) {
 			<-l.closed
 			return nil, net.ErrClosed
 		}
+		return nil, err
 	}
-	return c, err
+	tc := &conn{Conn: c, l: l}
+	l.mu.Lock()
+	l.unused[tc] = struct{}{}
+	l.mu.Unlock()
+	return tc, nil
+}
+
+// closeUnused closes the connections that have sent nothing, and returns how many. Call it
+// once this process has stopped accepting and the accept grace has passed: a browser sends
+// its request at once on a connection it opened to use, and one it opened ahead of need
+// it opens again, to the successor, when the need comes (browsers retry a request on an
+// unused spare connection that turns out closed). A connection under TLS has sent its
+// handshake, and is left to the server's Shutdown.
+func (l *listener) closeUnused() int {
+	l.mu.Lock()
+	cs := make([]*conn, 0, len(l.unused))
+	for c := range l.unused {
+		cs = append(cs, c)
+	}
+	clear(l.unused)
+	l.mu.Unlock()
+	for _, c := range cs {
+		_ = c.Conn.Close()
+	}
+	return len(cs)
+}
+
+// conn is an accepted connection; its first byte read takes it off its listener's unused.
+type conn struct {
+	net.Conn
+	l    *listener
+	used atomic.Bool
+}
+
+func (c *conn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if n > 0 && !c.used.Load() {
+		c.used.Store(true)
+		c.l.mu.Lock()
+		delete(c.l.unused, c)
+		c.l.mu.Unlock()
+	}
+	return n, err
+}
+
+func (c *conn) Close() error {
+	if !c.used.Load() {
+		c.l.mu.Lock()
+		delete(c.l.unused, c)
+		c.l.mu.Unlock()
+	}
+	return c.Conn.Close()
+}
+
+// ReadFrom keeps the connection's own (sendfile for a file) behind the wrapper.
+func (c *conn) ReadFrom(r io.Reader) (int64, error) { return io.Copy(c.Conn, r) }
+
+// CloseWrite is the TCP connection's half-close, which http.Server uses to end a connection
+// gracefully after an error.
+func (c *conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // stopAccepting closes the socket in this process.
@@ -386,6 +457,12 @@ func (r *Restarter) Shutdown(ctx context.Context, srv *http.Server, h *hostplugi
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
+		}
+	}
+	// Connections that sent nothing in the grace: spares a browser opened ahead of need.
+	for _, l := range lns {
+		if n := l.closeUnused(); n > 0 {
+			r.logger.Debug("restart: closed connections that sent nothing", "addr", l.Addr().String(), "connections", n)
 		}
 	}
 	// The sessions have ended: h.Shutdown closes h (which releases upgrades still held, which
