@@ -185,11 +185,35 @@ func isCloseFrame(p []byte) bool {
 	return len(p) >= 2 && p[0] == 0x80|0x8 && int(p[1]) == len(p)-2
 }
 
+// vectorWriter is a connection that writes net.Buffers in one system call (a writev), as a TCP
+// connection does: hostplugin/restart's connections, which wrap the TCP connection they
+// accepted, say so by this method.
+type vectorWriter interface {
+	WriteBuffers(b *net.Buffers) (int64, error)
+}
+
+// vectors returns how c writes a batch in one system call, or nil where it cannot (TLS).
+func vectors(c net.Conn) vectorWriter {
+	switch c := c.(type) {
+	case *net.TCPConn, *net.UnixConn:
+		return plainVectors{c}
+	case vectorWriter:
+		return c
+	}
+	return nil
+}
+
+// plainVectors is a TCP or Unix connection's writev (net.Buffers.WriteTo).
+type plainVectors struct{ net.Conn }
+
+func (c plainVectors) WriteBuffers(b *net.Buffers) (int64, error) { return b.WriteTo(c.Conn) }
+
 // writeMessages writes batch, messages all, in as few system calls as the kernel takes: a
-// writev of the shared messages on a TCP connection, maxBatch at a time. Another connection
-// (TLS) gets a copy of them in one buffer, so that a batch is one TLS record and not one per
-// frame (and so does every connection under -race: race.go). It clears batch's elements: the messages are shared, and a session holds none of
-// them past their write.
+// writev of the shared messages on a TCP connection (or a wrapper of one: vectors), maxBatch at
+// a time. Another connection (TLS) gets a copy of them in one buffer, so that a batch is one
+// TLS record and not one per frame (and so does every connection under -race: race.go). It
+// clears batch's elements: the messages are shared, and a session holds none of them past
+// their write.
 func (s *socket) writeMessages(batch net.Buffers) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -198,15 +222,11 @@ func (s *socket) writeMessages(batch net.Buffers) error {
 		return errCloseSent
 	}
 	s.deadlineLocked()
-	switch s.conn.(type) {
-	case *net.TCPConn, *net.UnixConn:
-		if raceBuild {
-			break
-		}
+	if vw := vectors(s.conn); vw != nil && !raceBuild {
 		for len(batch) > 0 {
 			n := min(len(batch), maxBatch)
 			s.vec = batch[:n]
-			if _, err := s.vec.WriteTo(s.conn); err != nil {
+			if _, err := vw.WriteBuffers(&s.vec); err != nil {
 				return err
 			}
 			batch = batch[n:]

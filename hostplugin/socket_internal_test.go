@@ -98,3 +98,35 @@ func TestOnlyAWholeCloseFrameCountsAsOne(t *testing.T) {
 		}
 	}
 }
+
+// vectorConn is a connection wrapper that writes vectors (as hostplugin/restart's does).
+type vectorConn struct{ net.Conn }
+
+func (vectorConn) WriteBuffers(*net.Buffers) (int64, error) { return 0, nil }
+
+// A session's batch goes out in one writev on a TCP connection and on a wrapper of one that
+// says it can (hostplugin/restart's, under cmd/host): a wrapper must not turn every batch into
+// a copy. TLS, which cannot, gets the copy.
+func TestABatchIsOneWritevOnATCPConnectionOrAWrapperThatSaysItCan(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if vectors(c) == nil {
+		t.Error("a TCP connection: no writev")
+	}
+	if vw := vectors(vectorConn{c}); vw == nil {
+		t.Error("a wrapper with WriteBuffers: no writev")
+	} else if _, ok := vw.(vectorConn); !ok {
+		t.Errorf("a wrapper with WriteBuffers: %T, want the wrapper's own", vw)
+	}
+	if vectors(struct{ net.Conn }{c}) != nil {
+		t.Error("a wrapper without WriteBuffers (TLS is one): writev, want the copy")
+	}
+}

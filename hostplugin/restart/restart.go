@@ -271,6 +271,11 @@ func (c *conn) Close() error {
 	return c.Conn.Close()
 }
 
+// WriteBuffers writes b in one system call where the connection can (a TCP or Unix socket's
+// writev): hostplugin writes a session's batch of messages so (hostplugin/socket.go's
+// vectorWriter), which a wrapper would otherwise turn into a copy of the batch.
+func (c *conn) WriteBuffers(b *net.Buffers) (int64, error) { return b.WriteTo(c.Conn) }
+
 // ReadFrom keeps the connection's own (sendfile for a file) behind the wrapper.
 func (c *conn) ReadFrom(r io.Reader) (int64, error) { return io.Copy(c.Conn, r) }
 

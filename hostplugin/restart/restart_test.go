@@ -358,6 +358,43 @@ func TestShutdownClosesAConnectionThatSentNothing(t *testing.T) {
 	}
 }
 
+// The connections the Restarter's listener hands the server write a batch in one writev,
+// as the TCP connections they wrap do: hostplugin asks for WriteBuffers (its socket.go
+// vectors), and without it copies every batch.
+func TestAnAcceptedConnectionWritesVectors(t *testing.T) {
+	r, err := restart.New(&restart.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop()
+	ln, err := r.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+			defer c.Close()
+			_, _ = io.Copy(io.Discard, c)
+		}
+	}()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	vw, ok := c.(interface {
+		WriteBuffers(*net.Buffers) (int64, error)
+	})
+	if !ok {
+		t.Fatalf("an accepted connection (%T) has no WriteBuffers", c)
+	}
+	b := net.Buffers{[]byte("one "), []byte("two")}
+	if n, err := vw.WriteBuffers(&b); err != nil || n != 7 {
+		t.Fatalf("WriteBuffers = %d, %v; want 7 bytes", n, err)
+	}
+}
+
 func TestASecondRestarterInAProcessServesButCannotUpgrade(t *testing.T) {
 	first, err := restart.New(&restart.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
