@@ -5,6 +5,7 @@
 // the other ways real networks do and can open the path later.
 const { spawn } = require('child_process');
 const fs = require('fs');
+const net = require('net');
 const os = require('os');
 const path = require('path');
 const readline = require('readline');
@@ -50,9 +51,16 @@ async function startSquid() {
   const logs = [];
   const proc = spawn('/usr/sbin/squid', ['-N', '-f', path.join(dir, 'squid.conf')], { stdio: ['ignore', 'pipe', 'pipe'] });
   for (const s of [proc.stdout, proc.stderr]) readline.createInterface({ input: s }).on('line', (l) => logs.push(l));
+  // Listening, not just started: squid writes its pid file before it opens its port, and a
+  // browser sent to it in between fails (ERR_PROXY_CONNECTION_FAILED, once on a loaded machine).
+  const accepts = () => new Promise((ok) => {
+    const s = net.connect(port, '127.0.0.1');
+    s.once('connect', () => { s.destroy(); ok(true); });
+    s.once('error', () => ok(false));
+  });
   await waitFor(async () => {
     if (proc.exitCode !== null) throw new Error(`squid exited: ${logs.join('\n')}`);
-    return fs.existsSync(path.join(dir, 'squid.pid'));
+    return fs.existsSync(path.join(dir, 'squid.pid')) && accepts();
   }, { what: 'squid to listen' });
   const log = () => { try { return fs.readFileSync(path.join(dir, 'access.log'), 'utf8'); } catch { return ''; } };
   return {
