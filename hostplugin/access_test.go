@@ -754,3 +754,42 @@ func dialHTTPAs(f *fixture, t *testing.T, user string, poll bool) *httpPage {
 }
 
 func countGoroutines() int { return runtime.NumGoroutine() }
+
+// An ended session whose page never answers the close waits closeHandshake for it, but no
+// longer than the Host's Close: Close cuts the handshake at once, and nothing of the Host
+// outlives it (in the bubble, a goroutine left waiting on its timer would deadlock the end).
+// The page is on the poll carrier and polls no more after its first answer, so the close
+// frame waits unread.
+func TestCloseCutsTheCloseHandshakeOfAnEndedSessionWhosePageNeverAnswers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, client := accessHost(t, `{}`, hostplugin.Options{Access: expiring(time.Hour)})
+		req, err := http.NewRequest(http.MethodGet, "http://host.invalid"+wire.DefaultPath+"?"+
+			url.Values{wire.CarrierParam: {wire.CarrierPoll}}.Encode(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = cookie("alice")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(wire.TypeReady)) {
+			t.Fatalf("opening GET: %d %s, want 200 and the ready frame", resp.StatusCode, b)
+		}
+		if n, err := h.EndSessions(context.Background(), "alice", hostplugin.EndOptions{}); err != nil || n != 1 {
+			t.Fatalf("EndSessions = %d, %v; want the page's one session", n, err)
+		}
+		synctest.Wait()
+		if h.Sessions() != 1 {
+			t.Fatalf("%d sessions before Close, want the one in its close handshake", h.Sessions())
+		}
+		start := time.Now()
+		_ = h.Close()
+		synctest.Wait()
+		if n, d := h.Sessions(), time.Since(start); n != 0 || d != 0 {
+			t.Fatalf("%d sessions %v after Close, want none at once (not after the close handshake's wait)", n, d)
+		}
+	})
+}

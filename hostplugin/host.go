@@ -151,6 +151,10 @@ type Host struct {
 	closeOnce sync.Once
 	closed    atomic.Bool
 	done      chan struct{} // closed by Close
+	// released is closed as Close returns: a close handshake still waiting for its page then (one
+	// Close gave up on, or one an end of access began) is cut, so that nothing of the Host's
+	// outlives Close by up to closeHandshake.
+	released chan struct{}
 	// life ends with Close: the context of every call handler (which a page leaving does not
 	// end, so that a keyed re-send finds the outcome).
 	life    context.Context
@@ -216,6 +220,7 @@ func New(cfg Config, opts *Options) (*Host, error) {
 		logRetry:  time.Second,
 		fanouts:   fanouts{live: map[string]*fanout{}},
 		done:      make(chan struct{}),
+		released:  make(chan struct{}),
 		calls:     callHandlers{handlers: map[string]CallHandler{}},
 		callStore: o.Calls,
 		obs:       o.Observer,

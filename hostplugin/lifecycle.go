@@ -323,6 +323,7 @@ func (h *Host) Close() error {
 		if h.acc.stopBus != nil {
 			h.acc.stopBus()
 		}
+		close(h.released)
 	})
 	return nil
 }

@@ -480,7 +480,7 @@ func (s *session) finish(m message, code int, reason string) {
 }
 
 // closeWith closes the session with code and reason: it sends the close frame, waits at most
-// closeHandshake for the page's answer, then closes the connection. It is for goroutines
+// closeHandshake (and no longer than the Host's Close) for the page's answer, then closes the connection. It is for goroutines
 // other than run's, and leaves the handshake's reading to run (where coder/websocket answers
 // the page's close frame and closes the connection), so that only run ever reads the
 // connection: it waits on its reader between bursts, outside coder/websocket, which a Close
@@ -508,6 +508,9 @@ func (s *session) closeWith(code int, reason string) {
 	case <-ended:
 	case <-t.C:
 		s.c.drop() // the page never answered
+	case <-s.h.released:
+		s.c.drop() // the Host is closed: nothing of it waits on
+
 	}
 }
 
