@@ -295,7 +295,8 @@ const (
 )
 
 // Close disposes of the Host: the middleware passes pages through untouched, the events
-// endpoint refuses sockets, and every session is closed with 1001. It is idempotent. A
+// endpoint refuses sockets, and every session is closed with 1001. A close handshake still
+// waiting for its page when Close returns is cut then. It is idempotent. A
 // process that is going away calls [Host.Shutdown] instead, which first tells the pages
 // where to go, and closes the Host before it shuts the server down.
 func (h *Host) Close() error {

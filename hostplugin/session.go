@@ -480,12 +480,12 @@ func (s *session) finish(m message, code int, reason string) {
 }
 
 // closeWith closes the session with code and reason: it sends the close frame, waits at most
-// closeHandshake (and no longer than the Host's Close) for the page's answer, then closes the connection. It is for goroutines
-// other than run's, and leaves the handshake's reading to run (where coder/websocket answers
-// the page's close frame and closes the connection), so that only run ever reads the
-// connection: it waits on its reader between bursts, outside coder/websocket, which a Close
-// of coder/websocket's from here would read at the same time. (run itself, which may close
-// on a bad page, calls coder/websocket's Close.)
+// closeHandshake for the page's answer (and no longer than until the Host's Close returns),
+// then closes the connection. It is for goroutines other than run's, and leaves the
+// handshake's reading to run (where coder/websocket answers the page's close frame and closes
+// the connection), so that only run ever reads the connection: it waits on its reader between
+// bursts, outside coder/websocket, which a Close of coder/websocket's from here would read at
+// the same time. (run itself, which may close on a bad page, calls coder/websocket's Close.)
 func (s *session) closeWith(code int, reason string) {
 	s.watch.closing(code)
 	s.mu.Lock()
@@ -510,7 +510,6 @@ func (s *session) closeWith(code int, reason string) {
 		s.c.drop() // the page never answered
 	case <-s.h.released:
 		s.c.drop() // the Host is closed: nothing of it waits on
-
 	}
 }
 
