@@ -22,7 +22,10 @@ import (
 // ({"text": …}, with a fresh idempotency key per message); the handler checks the text and
 // publishes the message on the stream "board", which every page of the demo shows, and
 // replies with it. "board.slow" ({"text": …, "ms": …}) does the same after waiting ms, so
-// that a test can cut a call off while its handler runs.
+// that a test can cut a call off while its handler runs. With "untilDrain": true it posts as
+// soon as its Host begins to drain (a graceful restart's handoff), ms at the latest, and logs
+// "demo: board.slow held until the drain": a test keeps a call in flight across a handoff
+// without guessing how long the successor takes to start on a loaded machine.
 //
 // Every run is logged ("demo: board call ran", with the call, the key and, for a keyed call,
 // how often this process ran that key): the witness the end-to-end tests count, across a
@@ -104,11 +107,12 @@ func (b *board) post(ctx context.Context, c *hostplugin.Call) (json.RawMessage, 
 	return b.publish(ctx, text)
 }
 
-// slow is the handler of "board.slow": a post made after waiting ms.
+// slow is the handler of "board.slow": a post made after waiting ms, or until the Host drains.
 func (b *board) slow(ctx context.Context, c *hostplugin.Call) (json.RawMessage, error) {
 	var in struct {
-		Text *string `json:"text"`
-		Ms   int64   `json:"ms"`
+		Text       *string `json:"text"`
+		Ms         int64   `json:"ms"`
+		UntilDrain bool    `json:"untilDrain"`
 	}
 	if err := json.Unmarshal(c.Data, &in); err != nil {
 		return nil, errBoardSlowData
@@ -124,12 +128,39 @@ func (b *board) slow(ctx context.Context, c *hostplugin.Call) (json.RawMessage, 
 	b.ran(c)
 	t := time.NewTimer(wait)
 	defer t.Stop()
+	var drained <-chan struct{}
+	if in.UntilDrain {
+		watch, stop := context.WithCancel(ctx)
+		defer stop()
+		drained = b.drained(watch)
+	}
 	select {
 	case <-t.C:
+	case <-drained:
+		b.logger.Info("demo: board.slow held until the drain", "key", c.Key)
 	case <-ctx.Done():
 		return nil, errors.New("board: the Host is closing; the message was not posted")
 	}
 	return b.publish(ctx, text)
+}
+
+// drained is closed once the Host is draining, checked every 5 ms until ctx ends (the Host
+// signals no drain; a demo's handler can afford to look).
+func (b *board) drained(ctx context.Context) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for !b.h.Stats().Draining {
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+		close(ch)
+	}()
+	return ch
 }
 
 // ran counts and logs one run of c's handler. A keyed call that runs again in this process

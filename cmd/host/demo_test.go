@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -153,4 +154,34 @@ func TestTheBoardRefusesWhatItCannotPostAndRunsNothing(t *testing.T) {
 	if n := strings.Count(h.out.String(), "demo: board call ran"); n != 1 {
 		t.Fatalf("%d runs logged, want only the post after the refused ones:\n%s", n, h.out)
 	}
+}
+
+// A board.slow with untilDrain holds its call until the Host begins to drain, not for its
+// whole wait: the end-to-end tests keep a call in flight across a handoff with it, however
+// long the successor takes to start.
+func TestTheBoardsSlowCallWithUntilDrainPostsOnceItsHostDrains(t *testing.T) {
+	h := startHost(t, "-web", webDir(t), "-ticks=false", "-drain-on-stop", "-config", writeConfig(t, `{"drainTimeoutMs":5000}`))
+	c := boardPage(t, h)
+	send(t, c, `{"t":"call","id":1,"name":"board.slow","key":"held","data":{"text":"held","ms":10000,"untilDrain":true}}`)
+	h.waitLog(`msg="demo: board call ran" call=board.slow key=held `)
+	if strings.Contains(h.out.String(), "held until the drain") {
+		t.Fatalf("the call ended before the Host drained:\n%s", h.out)
+	}
+	_ = h.cmd.Process.Signal(syscall.SIGTERM)
+	var reply, event wire.HostFrame
+	for reply.T == "" || event.T == "" {
+		switch f := nextOf(t, c); {
+		case f.T == wire.TypeGoAway:
+		case f.T == wire.TypeReply && f.ID == 1:
+			reply = f
+		case f.T == wire.TypeEvent && f.Stream == "board":
+			event = f
+		default:
+			t.Fatalf("after SIGTERM: frame %+v, want a goaway, the call's reply and its board event", f)
+		}
+	}
+	if m := decodeMessage(t, reply.Data); m.Text != "held" || m.Seq != event.Seq {
+		t.Fatalf("board.slow replied %s with event %+v", reply.Data, event)
+	}
+	h.waitLog(`msg="demo: board.slow held until the drain" key=held`)
 }

@@ -35,7 +35,9 @@ test('a keyed call in flight across a graceful restart (SIGUSR2) resolves, and i
   await recordStates(tab);
   await tab.goto(host.url('/'));
   await waitState(tab, 'connected');
-  const slow = await callIn(tab, 'board.slow', { text: 'across the handoff', ms: 1500 }, { key: 'handoff-1' });
+  // Held at the Host until its process begins to drain to the successor (10 s at the most),
+  // however long the successor takes to start.
+  const slow = await callIn(tab, 'board.slow', { text: 'across the handoff', ms: 10000, untilDrain: true }, { key: 'handoff-1' });
   const behind = await callIn(tab, 'board.post', { text: 'behind it' });
   await started(tab, host, slow, 'board.slow', 'handoff-1');
   const handoff = host.handoff();
@@ -46,7 +48,8 @@ test('a keyed call in flight across a graceful restart (SIGUSR2) resolves, and i
   expect(a).toMatchObject({ state: 'resolved', value: { text: 'across the handoff' } });
   expect(await settled(tab, behind)).toMatchObject({ state: 'resolved', value: { text: 'behind it' } });
   expect(await settled(tab, during)).toMatchObject({ state: 'resolved', value: { text: 'during the handoff' } });
-  expect(a.at).toBeGreaterThan(h.readyAt); // the premise: still running when the old process began to drain
+  // The premise: still running when the old process began to drain (not ended by its 10 s).
+  await waitFor(() => host.logs.some((l) => l.includes('demo: board.slow held until the drain') && l.includes('handoff-1')), { what: "the old process's log that the call was held until the drain" });
   await ranOnce(host, 'board.slow', 'handoff-1');
   await ranOnce(host, 'board.post', 'handoff-2');
   await ranOnce(host, 'board.post', '');

@@ -6,8 +6,8 @@
 // WebKitGTK's WebDriver has no such command. The page's code is told as the browser would tell
 // it: document.visibilityState and its event, emulated. Freezing a page (the debugger, over
 // DevTools) is Chromium's alone: tests/lifecycle.spec.js.
-const { test, expect, mode, waitFor } = require('./fixtures');
-const { waitState, recordStates, states, lifelineErrors } = require('./page');
+const { test, expect, mode } = require('./fixtures');
+const { waitState, waitPage, recordStates, states, lifelineErrors } = require('./page');
 
 test('back-forward navigation: connected again within 1 s of going back', async ({ browse, hosts }) => {
   const host = await hosts.start({});
@@ -36,10 +36,10 @@ test('back-forward navigation: connected again within 1 s of going back', async 
   await tab.back();
   // Not the indicator: a page the cache kept shows what it showed when hidden (connected) for
   // a moment, before its program runs again.
-  const back = await waitFor(async () => {
-    const b = await tab.evaluate(() => window.__back);
+  const back = await waitPage(tab, () => {
+    const b = window.__back;
     return b && b.connected ? b : null;
-  }, { timeout: 3000, interval: 20, what: 'the page connected after going back' });
+  }, undefined, { timeout: 3000, what: 'the page connected after going back' });
   const took = Math.max(0, Math.round(back.connected - back.from));
   const persisted = await tab.evaluate(() => sessionStorage.getItem('__persisted'));
   console.log(`[${browse.engine.name} ${mode || 'default'}] connected ${took} ms after going back (pageshow persisted: ${persisted})`);

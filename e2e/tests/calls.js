@@ -4,6 +4,7 @@
 // call and key: cmd/host/demo.go).
 const { expect } = require('@playwright/test');
 const { waitFor } = require('./host');
+const { waitPage } = require('../scenarios/page');
 
 // runs counts the runs the Host logged of call with key ('' for unkeyed calls).
 function runs(host, call, key) {
@@ -51,10 +52,10 @@ async function started(page, host, i, call, key) {
 }
 
 async function settled(page, i, timeout = 10_000) {
-  return waitFor(async () => {
-    const o = await page.evaluate((i) => window.__calls[i], i);
+  return waitPage(page, (i) => {
+    const o = window.__calls[i];
     return o.state !== 'pending' ? o : null;
-  }, { timeout, interval: 20, what: `call ${i} to settle` });
+  }, i, { timeout, what: `call ${i} to settle` });
 }
 
 module.exports = { runs, ranOnce, callIn, started, settled };

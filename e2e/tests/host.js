@@ -75,8 +75,15 @@ async function freePort() {
   }
 }
 
-async function waitFor(fn, { timeout = 10_000, interval = 50, what = 'condition' } = {}) {
-  const deadline = Date.now() + timeout;
+// waitFor checks fn every interval ms until it is true (and resolves with its value) or timeout
+// ms have passed. Without an interval it checks every 50 ms for a second, then less and less
+// often, to every 250 ms: fn is often a round trip to a page (5-10 ms of CPU for the browser, its
+// driver and this process), and a long wait at 50 ms kept a lane's CPU busy for nothing. A caller
+// that times something from here gives its interval.
+async function waitFor(fn, { timeout = 10_000, interval, what = 'condition' } = {}) {
+  const start = Date.now();
+  const deadline = start + timeout;
+  let every = interval || 50;
   let last;
   while (Date.now() < deadline) {
     try {
@@ -85,7 +92,8 @@ async function waitFor(fn, { timeout = 10_000, interval = 50, what = 'condition'
     } catch (e) {
       last = e;
     }
-    await new Promise((r) => setTimeout(r, interval));
+    await new Promise((r) => setTimeout(r, Math.min(every, Math.max(0, deadline - Date.now()))));
+    if (!interval && Date.now() - start > 1000) every = Math.min(250, every * 1.5);
   }
   throw new Error(`timed out after ${timeout} ms waiting for ${what}${last ? ': ' + last.message : ''}`);
 }
