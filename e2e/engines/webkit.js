@@ -178,8 +178,11 @@ class Engine {
         'webkitgtk:browserOptions': { binary: miniBrowser, args: ['--automation'] },
         ...(proxy ? { proxy: { proxyType: 'manual', httpProxy: new URL(proxy).host } } : {}),
       }).build();
-      // evaluate's scripts are bounded by the scenarios' own waits, not by WebDriver's 30 s.
-      await driver.manage().setTimeouts({ script: 120_000, pageLoad: 60_000 });
+      // A script bounded by 10 s, not WebDriver's 30 s: one lost in a navigation never answers,
+      // and it holds the session's lock (every tab's commands) until it times out. The
+      // scenarios' in-page waits take a second at a time (scenarios/page.js waitPage), and no
+      // script of theirs waits in the page for longer than 5 s.
+      await driver.manage().setTimeouts({ script: 10_000, pageLoad: 60_000 });
       return new Session(driver, proc);
     } catch (e) {
       proc.kill('SIGKILL');
