@@ -57,11 +57,14 @@ for (const fault of ['stall-open', 'stall-ready']) {
       });
       const h0 = await host.health();
       await tab.click('#reconnect-now');
+      let seen = null;
       const next = await waitFor(async () => {
-        const { clicked, attempts } = await tab.evaluate(() => ({ clicked: window.__clicked, attempts: window.__attempts }));
-        const a = clicked && attempts.find((x) => x.attempt > clicked.attempt);
-        return a ? { clicked, at: a.at } : null;
-      }, { timeout: 2000, interval: 20, what: 'the next attempt after the click' });
+        seen = await tab.evaluate(() => ({ clicked: window.__clicked, attempts: window.__attempts, now: globalThis.lifeline.state() }));
+        const a = seen.clicked && seen.attempts.find((x) => x.attempt > seen.clicked.attempt);
+        return a ? { clicked: seen.clicked, at: a.at } : null;
+      }, { timeout: 2000, interval: 20, what: 'the next attempt after the click' }).catch((e) => {
+        throw new Error(`${e.message}: the page saw ${JSON.stringify(seen)}`);
+      });
       if (next.clicked.state !== 'connecting' || next.clicked.attempt !== before) {
         expect(round, `the click landed after the stall of attempt ${before} had ended (${JSON.stringify(next.clicked)}), in every round`).toBeLessThan(3);
         continue;
