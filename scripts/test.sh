@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make test: everything a change must pass, on a fresh machine too (it installs the Debian
-# packages and the e2e npm packages it needs when missing). About 14 minutes on 2 cores with warm
-# caches: everything but the soak before the e2e suite (about 6 minutes), then the suite (7-8).
+# packages and the e2e npm packages it needs when missing). About 24 minutes on a 2-core AMD
+# EPYC machine with warm caches: everything but the soak before the e2e suite (about 10
+# minutes), then the suite (about 14).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
