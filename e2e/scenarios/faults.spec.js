@@ -40,6 +40,10 @@ for (const fault of ['stall-open', 'stall-ready']) {
     // round trip for the click is no part of the promise, and over BiDi it can take 100s of ms).
     // The premise, checked in the page as the click lands: the stall is still under way. On a
     // loaded machine the driver's steps can outlast the stall's 3 s; then the next one is used.
+    await tab.evaluate(() => {
+      window.__attempts = [];
+      window.addEventListener('lifeline:state', (e) => window.__attempts.push({ attempt: e.detail.attempt, at: e.detail.at }));
+    });
     for (let round = 1; ; round++) {
       await waitState(tab, 'connecting', 5000);
       // The attempt's socket at the Host first (held there by the fault): a browser may dial a
@@ -53,7 +57,6 @@ for (const fault of ['stall-open', 'stall-ready']) {
           const s = globalThis.lifeline.state();
           window.__clicked = { at: Date.now(), state: s.state, attempt: s.attempt };
         }, { capture: true, once: true });
-        window.addEventListener('lifeline:state', (e) => window.__attempts.push({ attempt: e.detail.attempt, at: e.detail.at }));
       });
       const h0 = await host.health();
       await tab.click('#reconnect-now');
