@@ -13,6 +13,9 @@ import (
 // HoldMax is the longest an upgrade is held for its accept-rate slot.
 const HoldMax = holdMax
 
+// PresenceFlush is the longest a presence change waits for its batch.
+const PresenceFlush = presenceFlush
+
 // CapRetryFloor is the least retry-after of a page refused by the session cap.
 const CapRetryFloor = capRetryFloor
 

@@ -3,6 +3,7 @@
 package hostplugin_test
 
 import (
+	"cmp"
 	"context"
 	"io"
 	"log/slog"
@@ -120,6 +121,11 @@ func dialPres(t *testing.T, h *hostplugin.Host, user string) *ppage {
 			}
 			if f.T == wire.TypePresence {
 				f.Data = wire.RawJSON(b) // its size, for the bytes a page is sent
+				// A page checks a frame for an id named twice in one pass when the Host
+				// lists its members and its left in order (wire's namedTwice).
+				if !slices.IsSortedFunc(f.Members, func(a, b wire.PresenceMember) int { return cmp.Compare(a.ID, b.ID) }) || !slices.IsSorted(f.Left) {
+					t.Errorf("page %s: a presence frame out of order of id: %s", user, b)
+				}
 			}
 			p.frames <- readFrame{f, time.Now()}
 		}

@@ -17,7 +17,7 @@ import (
 )
 
 // flushBound is the longest a change waits for its batch (hostplugin's presenceFlush).
-const flushBound = 50 * time.Millisecond
+const flushBound = hostplugin.PresenceFlush
 
 // grace is the default grace window.
 const grace = hostplugin.DefaultPresenceGrace
@@ -56,6 +56,35 @@ func TestAPageSeesWhoIsHereThenWhoJoinsAndWhoLeaves(t *testing.T) {
 		}
 		if got := members(t, h, "room.1"); fmt.Sprint(got) != "map[alice:1]" {
 			t.Errorf("Host.Members = %v, want alice", got)
+		}
+	})
+}
+
+// TestAPresenceFrameListsItsMembersInOrderOfID: the page checks a frame for an id named twice
+// in one pass when the frame is in order (wire's namedTwice); the helper's reader fails any
+// presence frame that is not, so this batch, made in the order of the joins and leaves, must
+// be sorted by the Host.
+func TestAPresenceFrameListsItsMembersInOrderOfID(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, _ := presHost(t, quietHost, nil, nil)
+		watcher := dialPres(t, h, "w")
+		watcher.sub("room.1", true)
+		var pages []*ppage
+		for _, who := range []string{"carol", "alice", "dave", "bob"} {
+			p := dialPres(t, h, who)
+			p.sub("room.1", false)
+			pages = append(pages, p)
+		}
+		time.Sleep(flushBound)
+		watcher.expectWho("room.1", map[string]int{"w": 1, "alice": 1, "bob": 1, "carol": 1, "dave": 1})
+		for _, p := range []*ppage{pages[2], pages[0], pages[3]} { // dave, carol, bob
+			p.close()
+		}
+		time.Sleep(grace + flushBound)
+		watcher.expectWho("room.1", map[string]int{"w": 1, "alice": 1})
+		ch := watcher.changes["room.1"]
+		if last := ch[len(ch)-1]; !slices.Equal(last.left, []string{"bob", "carol", "dave"}) {
+			t.Errorf("the leaves reached the page as %+v, want bob, carol and dave in one batch, in order", last)
 		}
 	})
 }

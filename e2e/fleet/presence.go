@@ -43,7 +43,7 @@ const (
 	// presenceHeartbeat is the fleet's heartbeat (hostplugin's presenceHeartbeat).
 	presenceHeartbeat = time.Second
 	// presenceSeen bounds a join reaching every page of the fleet: the Host's batches (20 ms
-	// to the fleet, 50 ms to its pages) on a loaded machine.
+	// to the fleet, 20 ms to its pages) on a loaded machine.
 	presenceSeen = 2 * time.Second
 )
 

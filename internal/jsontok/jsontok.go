@@ -122,6 +122,26 @@ func (d *Decoder) Reset(b []byte) {
 // InputOffset is the offset of the next byte to read.
 func (d *Decoder) InputOffset() int64 { return int64(d.pos) }
 
+// Advance moves past the next value: the first n bytes of Unread, which the caller has
+// checked form one complete value (its fast path over a shape it knows, falling back to
+// tokens for anything else). Called anywhere but before a value (PeekKind having returned
+// the value's kind), or past the input, it fails the decoder.
+func (d *Decoder) Advance(n int) error {
+	if d.err != nil {
+		return d.err
+	}
+	if d.st != stValue || n <= 0 || n > len(d.b)-d.pos {
+		return d.fail(d.pos, "jsontok: Advance(%d) not before a value of that length", n)
+	}
+	d.pos += n
+	d.afterValue()
+	return nil
+}
+
+// Unread is the input not read yet (the caller must not modify it): a reader can bound what
+// the rest of the input holds before it reads it, to size what it decodes into.
+func (d *Decoder) Unread() []byte { return d.b[d.pos:] }
+
 func (d *Decoder) fail(off int, format string, args ...any) error {
 	if d.err == nil {
 		d.err = &SyntaxError{Offset: off, Msg: tinyfmt.Sprintf(format, args...)}

@@ -256,6 +256,33 @@ func TestReadValueAndOffset(t *testing.T) {
 	}
 }
 
+func TestAdvanceMovesPastAValueTheCallerChecked(t *testing.T) {
+	d := NewDecoder([]byte(`[{"a":1}, 2]`))
+	d.ReadToken()
+	if k := d.PeekKind(); k != '{' || string(d.Unread()) != `{"a":1}, 2]` {
+		t.Fatalf("before the value: PeekKind %q, Unread %q", k, d.Unread())
+	}
+	if err := d.Advance(len(`{"a":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := d.ReadToken(); err != nil || tok.String() != "2" {
+		t.Fatalf("after Advance: %q, %v; want the next element 2", tok.Raw, err)
+	}
+	if err := d.Advance(1); err == nil || !strings.Contains(err.Error(), "Advance(1) not before a value") {
+		t.Fatalf("Advance after a value = %v, want an error naming the misuse", err)
+	}
+	if _, err := d.ReadToken(); err == nil {
+		t.Fatal("the decoder reads on after a misused Advance")
+	}
+
+	d.Reset([]byte(`[1]`))
+	d.ReadToken()
+	d.PeekKind()
+	if err := d.Advance(3); err == nil {
+		t.Fatal("Advance past the input succeeds")
+	}
+}
+
 func TestAppendQuote(t *testing.T) {
 	for _, s := range []string{"", "plain", `q"b\s`, "\n\r\t\b\f\x00\x1f", "é😀", "bad\xffutf8", "<&>", "\u2028"} {
 		got := AppendQuote([]byte("x"), s)

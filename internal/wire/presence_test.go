@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -63,6 +64,19 @@ var presenceCases = []struct {
 	{"left that is no array of strings is refused", `{"t":"presence","stream":"r","seq":2,"from":1,"epoch":"E","left":[1]}`, wire.HostFrame{}, "each of left must be a string, got a number"},
 	{"more members than the limit are refused", `{"t":"presence","stream":"r","seq":1,"epoch":"E","snapshot":true,"limit":1,"total":2,"members":[{"id":"a","count":1},{"id":"b","count":1}]}`, wire.HostFrame{}, "lists 2 members, over its limit 1"},
 	{"a total that no int holds is refused", `{"t":"presence","stream":"r","seq":1,"epoch":"E","snapshot":true,"total":99999999999}`, wire.HostFrame{}, "total must be in 0..1073741824"},
+	{"a plain member's id with an escape is read by the tokens", `{"t":"presence","stream":"r","seq":1,"epoch":"E","snapshot":true,"total":1,"members":[{"id":"a\"b","count":12}]}`,
+		wire.HostFrame{T: "presence", Stream: "r", Seq: 1, Epoch: "E", Snapshot: true, Total: 1, Members: []wire.PresenceMember{{ID: `a"b`, Count: 12}}}, ""},
+	{"a plain member's id beyond ASCII is read by the tokens", `{"t":"presence","stream":"r","seq":1,"epoch":"E","snapshot":true,"total":1,"members":[{"id":"Zoë","count":1073741824}]}`,
+		wire.HostFrame{T: "presence", Stream: "r", Seq: 1, Epoch: "E", Snapshot: true, Total: 1, Members: []wire.PresenceMember{{ID: "Zoë", Count: 1 << 30}}}, ""},
+	{"a count with a leading zero is refused", `{"t":"presence","stream":"r","seq":1,"epoch":"E","snapshot":true,"members":[{"id":"a","count":01}]}`, wire.HostFrame{}, "invalid"},
+	{"a count over the bound is refused", `{"t":"presence","stream":"r","seq":1,"epoch":"E","snapshot":true,"members":[{"id":"a","count":1073741825}]}`, wire.HostFrame{}, "a member's count must be in 1..1073741824, got 1073741825"},
+	{"a count of eleven digits is refused", `{"t":"presence","stream":"r","seq":1,"epoch":"E","snapshot":true,"members":[{"id":"a","count":12345678901}]}`, wire.HostFrame{}, "a member's count must be in 1..1073741824, got 12345678901"},
+	{"a member given twice in order is refused", `{"t":"presence","stream":"r","seq":1,"epoch":"E","snapshot":true,"members":[{"id":"a","count":1},{"id":"a","count":2}]}`, wire.HostFrame{}, `names "a" twice`},
+	{"a member given twice out of order is refused", `{"t":"presence","stream":"r","seq":1,"epoch":"E","snapshot":true,"members":[{"id":"b","count":1},{"id":"a","count":1},{"id":"b","count":2}]}`, wire.HostFrame{}, `names "b" twice`},
+	{"a member that also left, all in order, is refused", `{"t":"presence","stream":"r","seq":2,"from":1,"epoch":"E","members":[{"id":"a","count":1},{"id":"c","count":1}],"left":["b","c"]}`, wire.HostFrame{}, `names "c" twice`},
+	{"a frame out of order of id decodes", `{"t":"presence","stream":"r","seq":2,"from":1,"epoch":"E","total":2,"members":[{"id":"c","count":1},{"id":"a","count":1}],"left":["z","b"]}`,
+		wire.HostFrame{T: "presence", Stream: "r", Seq: 2, From: 1, Epoch: "E", Total: 2,
+			Members: []wire.PresenceMember{{ID: "c", Count: 1}, {ID: "a", Count: 1}}, Left: []string{"z", "b"}}, ""},
 	{"members ending too soon are refused", `{"t":"presence","stream":"r","members":[{"id":"a","count":1}`, wire.HostFrame{}, "the document ends too soon"},
 }
 
@@ -196,4 +210,67 @@ func FuzzDecodePresence(f *testing.F) {
 			t.Fatalf("round trip of %q is not stable: %s then %s", b, enc, enc2)
 		}
 	})
+}
+
+// TestPlainMembersReadAsTheTokensReadThem: a member in the form a Host writes is read by a
+// fast path (plainMember); a space after its '{' sends the same member through the tokens.
+// Both must agree, member by member, and on what they refuse.
+func TestPlainMembersReadAsTheTokensReadThem(t *testing.T) {
+	for _, m := range plainMemberCases {
+		checkPlainMember(t, []byte(m))
+	}
+}
+
+var plainMemberCases = []string{
+	`{"id":"user-00001","count":1}`, `{"id":"","count":7}`, `{"id":"a","count":1073741824}`,
+	`{"id":"a","count":1073741825}`, `{"id":"a","count":0}`, `{"id":"a","count":01}`,
+	`{"id":"a","count":9999999999}`, `{"id":"a","count":12345678901}`, `{"id":"a","count":-1}`,
+	`{"id":"a","count":1.5}`, `{"id":"a","count":1e3}`, `{"id":"a","count":1,"meta":{}}`,
+	`{"id":"a\u0062","count":1}`, `{"id":"a\"b","count":1}`, `{"id":"Zoë","count":1}`,
+	`{"id":"a` + "\x01" + `","count":1}`, `{"id":"a","count":1 }`, `{"id":"a","count":"1"}`,
+	`{"id":"a","count":1`, `{"id":"a","count":`, `{"id":"a`, `{"id":"` + strings.Repeat("x", 300) + `","count":1}`,
+}
+
+func checkPlainMember(t *testing.T, m []byte) {
+	if len(m) == 0 || m[0] != '{' {
+		return
+	}
+	const head = `{"t":"presence","stream":"r","seq":2,"from":1,"epoch":"E","total":1,"members":[`
+	fast := []byte(head + string(m) + `]}`)
+	slow := []byte(head + "{ " + string(m[1:]) + `]}`)
+	ff, ferr := wire.DecodeHost(fast)
+	sf, serr := wire.DecodeHost(slow)
+	if (ferr == nil) != (serr == nil) || !reflect.DeepEqual(ff, sf) {
+		t.Errorf("member %q: read as written %+v, %v; read by the tokens %+v, %v", m, ff, ferr, sf, serr)
+	}
+}
+
+// FuzzPlainMember: the fast path and the tokens agree on any member.
+func FuzzPlainMember(f *testing.F) {
+	for _, m := range plainMemberCases {
+		f.Add([]byte(m))
+	}
+	f.Fuzz(func(t *testing.T, m []byte) { checkPlainMember(t, m) })
+}
+
+// BenchmarkDecodePresence decodes a full presence frame (as many members of 30 bytes as
+// wire.MaxPresenceFrame holds): a page joining a stream of 2,000 reads two of them, and the
+// 2,000-page join of make bench is bound by this decoding.
+func BenchmarkDecodePresence(b *testing.B) {
+	f := wire.HostFrame{T: wire.TypePresence, Stream: "room", Epoch: "e.1", Seq: 2, From: 1, Total: 2000}
+	for i := range (wire.MaxPresenceFrame - 100) / 30 {
+		f.Members = append(f.Members, wire.PresenceMember{ID: fmt.Sprintf("user-%05d", i), Count: 1})
+	}
+	frame, err := f.Append(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(frame)))
+	b.ReportAllocs()
+	for b.Loop() {
+		g, err := wire.DecodeHost(frame)
+		if err != nil || len(g.Members) != len(f.Members) {
+			b.Fatalf("decoded %d members, %v; want %d", len(g.Members), err, len(f.Members))
+		}
+	}
 }
