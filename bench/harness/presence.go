@@ -5,8 +5,10 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -157,8 +159,11 @@ func joinFigure(run *presenceRun) string {
 	return fmt.Sprintf("p99 %s (last %s)", fmtMs(j.P99Ms), fmtMs(j.MaxMs))
 }
 
-// presenceIdle is the idle row: 10,000 streams × 10 members (× scale), on a 3-node NATS
-// cluster if it starts, else on one Host without NATS.
+// presenceIdle is the idle rows: 10,000 streams × 10 members (× scale), on a 3-node NATS
+// cluster if it starts, else on one Host without NATS; and the control, the same sessions on
+// the same streams without presence (NATS running, unused), so that presence's own cost is
+// the difference: the sessions' heartbeats and NATS's own idle work (routes, Raft) are paid
+// without presence too, and on a noisy machine they alone came near the aim.
 func (e *env) presenceIdle(r *report) error {
 	streams := e.n(10000, 640)
 	idle := e.d(20*time.Second, 5*time.Second)
@@ -166,6 +171,7 @@ func (e *env) presenceIdle(r *report) error {
 		"idle presence under 2% of a core per 10,000 streams",
 		"where", "sessions (64 streams each)", "process CPU (Host and pages), % of a core", "NATS's CPU (3 nodes)", "per 10,000 streams", "heap (Host and pages)", "over")
 	r.note(t, "bench/cmd/presence -idle: sessions of 64 streams each, each stream with 10 members, every page watching (presence on), then nothing for %v; the CPU is the whole process's (the Host's presence, but also every session's heartbeat every 15 s and the pages reading it, which cost the same without presence); the heap is after a GC, less before the pages", idle)
+	r.note(t, "the control (bench/cmd/presence -idle -no-presence): the same sessions subscribed to the same streams, on a Host without presence and without NATS, over the same window, NATS's three nodes running beside it; presence's own cost is the row with it less the control")
 	args := []string{"-idle", strconv.Itoa(streams), "-for", idle.String()}
 	var nc *natsCluster
 	natsErr := e.buildNATSNode()
@@ -176,11 +182,65 @@ func (e *env) presenceIdle(r *report) error {
 		r.note(t, "the 3-node NATS cluster did not start (%v): the row is one Host without NATS", natsErr)
 	} else {
 		defer nc.stop()
-		args = append(args, "-nats", strings.Join(nc.urls[:], ","), "-nats-replicas", "3")
-		r.note(t, "on NATS: one Host (the command's process) with presence's fleet link on a 3-node NATS cluster (bench/.bin/natsnode, JetStream log R3; the stream log itself in memory, so the row is presence's); NATS's CPU is the three nodes' over the same window, their own idle work (routes, the log's Raft) included, which a fleet pays without presence too; a fleet of several Hosts on it is not measured here (the fleet tests hold presence across Hosts)")
+		r.note(t, "on NATS: one Host (the command's process) with presence's fleet link on a 3-node NATS cluster (bench/.bin/natsnode, JetStream log R3; the stream log itself in memory, so the row is presence's); NATS's CPU is the three nodes' over the same window, their own idle work (routes, the log's Raft) included; a fleet of several Hosts on it is not measured here (the fleet tests hold presence across Hosts)")
 	}
-	// NATS's CPU over the idle window: sampled every 200 ms while the command runs, then
-	// read at the window's ends (its result says when the window was).
+	control, err := e.presenceIdleRun("presence-idle-control", nc, idle, append(slices.Clone(args), "-no-presence"))
+	if err != nil {
+		return err
+	}
+	if nc != nil {
+		args = append(args, "-nats", strings.Join(nc.urls[:], ","), "-nats-replicas", "3")
+	}
+	with, err := e.presenceIdleRun("presence-idle", nc, idle, args)
+	if err != nil {
+		return err
+	}
+	per := func(run idleRun) float64 { return (run.CPUPct + run.natsPct) * 10000 / float64(run.Streams) }
+	for _, run := range []idleRun{control, with} {
+		where := "one Host, no NATS"
+		switch {
+		case !run.Presence:
+			where = "the control: the same sessions, no presence"
+		case run.NATS:
+			where = "one Host, presence on 3 NATS nodes"
+		}
+		natsCell := "–"
+		if run.natsRead {
+			natsCell = fmt.Sprintf("%.2f%%", run.natsPct)
+		}
+		r.row(t, where, fmtN(float64(run.Sessions)), fmt.Sprintf("%.2f%%", run.CPUPct), natsCell,
+			fmt.Sprintf("%.2f%%", per(run)), fmt.Sprintf("%.1f MB", run.HeapMB), fmt.Sprintf("%.0f s", run.ForMs/1000))
+	}
+	own := per(with) - per(control)
+	r.row(t, "presence's own: the row with it less the control", "", fmtDelta(with.CPUPct-control.CPUPct),
+		map[bool]string{true: fmtDelta(with.natsPct - control.natsPct), false: "–"}[with.natsRead && control.natsRead],
+		fmtDelta(own), fmt.Sprintf("%.1f MB", with.HeapMB-control.HeapMB), "")
+	r.judge("presence", "idle presence under 2% of a core per 10,000 streams", own < 2,
+		fmt.Sprintf("%s (%.2f%% with presence, %.2f%% for the same sessions without: the process's CPU with its sessions' heartbeats%s)",
+			fmtDelta(own), per(with), per(control), map[bool]string{true: ", plus NATS's", false: ""}[with.natsRead]),
+		"profile the idle Host (presence -idle -cpuprofile): presence keeps no timer per stream, so look at the heartbeats and the fleet link's beats")
+	return nil
+}
+
+// fmtDelta is a difference of two CPU figures in % of a core, signed; one that rounds to
+// nothing is 0.00% (not -0.00%: within the machine's noise either way).
+func fmtDelta(pct float64) string {
+	if math.Abs(pct) < 0.005 {
+		return "0.00%"
+	}
+	return fmt.Sprintf("%+.2f%%", pct)
+}
+
+// idleRun is one -idle run's figures, with NATS's CPU over its window (natsRead: read).
+type idleRun struct {
+	presload.Idle
+	natsPct  float64
+	natsRead bool
+}
+
+// presenceIdleRun runs bench/cmd/presence -idle with args, sampling NATS's CPU (nc, if any)
+// every 200 ms while it runs, then reading it over the command's idle window.
+func (e *env) presenceIdleRun(name string, nc *natsCluster, idle time.Duration, args []string) (idleRun, error) {
 	type sample struct {
 		at  time.Time
 		cpu time.Duration
@@ -207,7 +267,7 @@ func (e *env) presenceIdle(r *report) error {
 			}
 		})
 	}
-	run, err := e.runPresence("presence-idle", 4*time.Minute+idle, args...)
+	run, err := e.runPresence(name, 4*time.Minute+idle, args...)
 	close(stop)
 	wg.Wait()
 	if nc != nil {
@@ -217,16 +277,14 @@ func (e *env) presenceIdle(r *report) error {
 		}
 	}
 	if err != nil {
-		return err
+		return idleRun{}, err
 	}
 	if run.Idle == nil {
-		return fmt.Errorf("presence -idle: the result has no idle")
+		return idleRun{}, fmt.Errorf("%s: the result has no idle", name)
 	}
-	in := run.Idle
-	natsCell := "–"
-	natsPct, natsRead := 0.0, false
-	if in.NATS {
-		from, to := time.UnixMilli(in.StartMs), time.UnixMilli(in.EndMs)
+	out := idleRun{Idle: *run.Idle}
+	if nc != nil {
+		from, to := time.UnixMilli(out.StartMs), time.UnixMilli(out.EndMs)
 		var a, b *sample
 		for i := range samples {
 			s := &samples[i]
@@ -238,19 +296,8 @@ func (e *env) presenceIdle(r *report) error {
 			}
 		}
 		if a != nil && b != nil && b.at.After(a.at) {
-			natsPct = 100 * (b.cpu - a.cpu).Seconds() / b.at.Sub(a.at).Seconds()
-			natsCell, natsRead = fmt.Sprintf("%.2f%%", natsPct), true
+			out.natsPct, out.natsRead = 100*(b.cpu-a.cpu).Seconds()/b.at.Sub(a.at).Seconds(), true
 		}
 	}
-	where := "one Host, no NATS"
-	if in.NATS {
-		where = "one Host, presence on 3 NATS nodes"
-	}
-	per := (in.CPUPct + natsPct) * 10000 / float64(in.Streams)
-	r.row(t, where, fmtN(float64(in.Sessions)), fmt.Sprintf("%.2f%%", in.CPUPct), natsCell,
-		fmt.Sprintf("%.2f%%", per), fmt.Sprintf("%.1f MB", in.HeapMB), fmt.Sprintf("%.0f s", in.ForMs/1000))
-	r.judge("presence", "idle presence under 2% of a core per 10,000 streams", per < 2,
-		fmt.Sprintf("%.2f%% (%s, the process's CPU with its sessions' heartbeats%s)", per, where, map[bool]string{true: ", plus NATS's", false: ""}[natsRead]),
-		"profile the idle Host (presence -idle -cpuprofile): presence keeps no timer per stream, so look at the heartbeats and the fleet link's beats")
-	return nil
+	return out, nil
 }

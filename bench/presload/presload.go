@@ -46,6 +46,7 @@ type Idle struct {
 	Streams  int     `json:"streams"`
 	Members  int     `json:"members"`
 	Sessions int     `json:"sessions"`
+	Presence bool    `json:"presence"` // false: the control, the same sessions without presence
 	NATS     bool    `json:"nats"`
 	ForMs    float64 `json:"for_ms"`
 	CPUPct   float64 `json:"cpu_pct"`

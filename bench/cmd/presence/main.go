@@ -88,6 +88,7 @@ func main() {
 	flag.DurationVar(&joinWait, "wait", 60*time.Second, "how long the join may take before it is reported incomplete")
 	flag.StringVar(&natsURL, "nats", "", "-idle: carry presence over NATS at `urls` (comma-separated), as a fleet's Hosts do")
 	flag.IntVar(&natsReplicas, "nats-replicas", 1, "-idle with -nats: replicas of the JetStream log (3 on a 3-node cluster)")
+	noPresence := flag.Bool("no-presence", false, "-idle: the control, the same sessions and subscriptions on a Host without presence (and without NATS)")
 	flag.Parse()
 	if *profile != "" {
 		f, err := os.Create(*profile)
@@ -100,7 +101,7 @@ func main() {
 	}
 	run := run
 	if *idle > 0 {
-		run = func(int, int, time.Duration) error { return runIdle(*idle, *dur) }
+		run = func(int, int, time.Duration) error { return runIdle(*idle, *dur, !*noPresence) }
 	}
 	res.Kind = kind
 	if err := run(*pages, *churn, *dur); err != nil {
@@ -273,12 +274,14 @@ func run(n, churn int, dur time.Duration) error {
 
 // runIdle: streams × 10 members on one Host, every page watching; then nothing happens for
 // dur, and the process's CPU and heap are what presence costs idle (the pages' sockets and
-// sessions included, which cost the same without presence).
-func runIdle(streams int, dur time.Duration) error {
+// sessions included, which cost the same without presence). Without presence (the control):
+// the same sessions subscribed to the same streams, on a Host without presence or NATS, so
+// that presence's own cost is the difference.
+func runIdle(streams int, dur time.Duration, presence bool) error {
 	const members, perSession = 10, 64
 	sessions := streams * members / perSession
 	var fleet hostplugin.PresenceFleet
-	if natsURL != "" {
+	if natsURL != "" && presence {
 		// The stream log stays in memory: the row is presence's, and presence alone goes over NATS.
 		log, err := jetstream.Connect(natsURL, &jetstream.Options{Replicas: natsReplicas, Name: "presence-bench"})
 		if err != nil {
@@ -287,7 +290,13 @@ func runIdle(streams int, dur time.Duration) error {
 		defer log.Close()
 		fleet = jetstream.NewPresence(log)
 	}
-	h, err := lifelineWith(members, fleet)
+	var h *hostplugin.Host
+	var err error
+	if presence {
+		h, err = lifelineWith(members, fleet)
+	} else {
+		h, err = lifelineWithout()
+	}
 	if err != nil {
 		return err
 	}
@@ -311,7 +320,7 @@ func runIdle(streams int, dur time.Duration) error {
 		// Session i follows streams i*64/10 … : each stream gets about 10 members.
 		first := i * perSession / members
 		for j := range perSession {
-			b, _ := wire.PageFrame{T: wire.TypeSub, Stream: fmt.Sprintf("room.%06d", (first+j)%streams), Presence: true}.Encode()
+			b, _ := wire.PageFrame{T: wire.TypeSub, Stream: fmt.Sprintf("room.%06d", (first+j)%streams), Presence: presence}.Encode()
 			if err := p.conn.Write(context.Background(), websocket.MessageText, b); err != nil {
 				return err
 			}
@@ -325,11 +334,11 @@ func runIdle(streams int, dur time.Duration) error {
 	time.Sleep(dur)
 	used := cpu() - cpu0
 	t1 := time.Now()
-	res.Idle = &presload.Idle{Streams: streams, Members: members, Sessions: sessions, NATS: natsURL != "", ForMs: ms(t1.Sub(t0)),
+	res.Idle = &presload.Idle{Streams: streams, Members: members, Sessions: sessions, Presence: presence, NATS: natsURL != "" && presence, ForMs: ms(t1.Sub(t0)),
 		CPUPct: 100 * used.Seconds() / t1.Sub(t0).Seconds(), HeapMB: float64(after.HeapInuse-before.HeapInuse) / 1e6,
 		StartMs: t0.UnixMilli(), EndMs: t1.UnixMilli()}
-	fmt.Printf("idle: %d streams × %d members (%d sessions × %d streams, every page watching): process CPU over %v idle %.2f%% of a core; heap %.1f MB in use (sessions, sockets and pages included)\n",
-		streams, members, sessions, perSession, dur, 100*used.Seconds()/time.Since(t0).Seconds(), float64(after.HeapInuse-before.HeapInuse)/1e6)
+	fmt.Printf("idle (presence %v): %d streams × %d members (%d sessions × %d streams, every page watching): process CPU over %v idle %.2f%% of a core; heap %.1f MB in use (sessions, sockets and pages included)\n",
+		presence, streams, members, sessions, perSession, dur, 100*used.Seconds()/time.Since(t0).Seconds(), float64(after.HeapInuse-before.HeapInuse)/1e6)
 	return nil
 }
 
@@ -377,8 +386,9 @@ func dial(url, user string, want int) (*page, error) {
 }
 
 func (p *page) read() {
+	var buf bytes.Buffer
 	for {
-		_, b, err := p.conn.Read(context.Background())
+		b, err := readMessage(p.conn, &buf)
 		if err != nil {
 			closed.Add(1)
 			return
@@ -407,6 +417,22 @@ func (p *page) read() {
 	}
 }
 
+// readMessage reads the next message into buf, which it reuses: a browser reads a frame
+// for its page, and 2,000 pages in one process each allocating every frame they read (as
+// Conn.Read does) made the bench's heap grow by a third of a gigabyte in the join, which
+// then measured the machine's page faults as much as the servers. Both kinds read this way.
+func readMessage(c *websocket.Conn, buf *bytes.Buffer) ([]byte, error) {
+	_, r, err := c.Reader(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	buf.Reset()
+	if _, err := buf.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
 // centrifugeReply is what a centrifuge page reads: a reply (id) to its subscribe or presence
 // request, a push of a join or leave, or a ping ({}).
 type centrifugeReply struct {
@@ -431,8 +457,9 @@ type centrifugeInfo struct {
 // join and leave pushed (joins pushed before the answer are in it as well: a page counts each
 // client once).
 func (p *page) readCentrifuge() {
+	var buf bytes.Buffer
 	for {
-		_, b, err := p.conn.Read(context.Background())
+		b, err := readMessage(p.conn, &buf)
 		if err != nil {
 			closed.Add(1)
 			return
@@ -504,6 +531,10 @@ func lifeline(maxMembers int) (*hostplugin.Host, error) { return lifelineWith(ma
 
 // lifelineWith is a Host whose presence goes over fleet (nil: one Host).
 func lifelineWith(maxMembers int, fleet hostplugin.PresenceFleet) (*hostplugin.Host, error) {
+	return lifelineOptions(&hostplugin.Presence{Streams: func(string) bool { return true }, MaxMembers: maxMembers, Fleet: fleet})
+}
+
+func lifelineOptions(presence *hostplugin.Presence) (*hostplugin.Host, error) {
 	doc := `{"maxSessions":1000000,"acceptRate":1000000,"acceptBurst":1000000,"perIPRate":1000000,"perIPBurst":1000000,"heartbeatMs":15000}`
 	cfg, err := hostplugin.ParseConfig([]byte(doc))
 	if err != nil {
@@ -514,13 +545,18 @@ func lifelineWith(maxMembers int, fleet hostplugin.PresenceFleet) (*hostplugin.H
 		Authorize:    hostplugin.PublicStreams,
 		NoClient:     true,
 		Authenticate: func(r *http.Request) (string, error) { return r.Header.Get("X-User"), nil },
-		Presence:     &hostplugin.Presence{Streams: func(string) bool { return true }, MaxMembers: maxMembers, Fleet: fleet},
+		Presence:     presence,
 	})
 	if err != nil {
 		return nil, err
 	}
 	h.SetReady(true)
 	return h, nil
+}
+
+// lifelineWithout is lifelineWith's Host without presence: the idle control.
+func lifelineWithout() (*hostplugin.Host, error) {
+	return lifelineOptions(nil)
 }
 
 // userKey carries the X-User header into centrifuge's OnConnecting.
