@@ -9,7 +9,8 @@
 // the subscriptions in a POST up, and a ping POSTed every heartbeat as a page's poster sends
 // one. It prints "CONTROL <host:port>" once its panel listens:
 //
-//	GET /stats   fanload.PagesStats (?take=1: and start the latency histogram again)
+//	GET /stats          fanload.PagesStats (?take=1: and start the latency histogram again)
+//	GET /debug/pprof/…  net/http/pprof: the pages' share of a run's latency is theirs to see too
 //
 // It ends when its stdin closes.
 package main
@@ -23,6 +24,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"sync"
@@ -87,6 +89,9 @@ func run() error {
 	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(p.stats(r.URL.Query().Get("take") == "1"))
 	})
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
