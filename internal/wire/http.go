@@ -170,31 +170,45 @@ type EventScanner struct {
 	// Limit is the largest event data Next returns, in bytes; 0 is none.
 	Limit int
 
-	buf  []byte // what Write gave that no line has taken yet
+	buf  []byte // what Write gave: buf[off:] is what no line has taken yet
+	off  int
 	data []byte // the data lines of the event being read
 	has  bool   // the event being read has a data line
 }
 
+// keepBuffer is the largest buffer a scanner keeps once it is empty: a burst's larger one goes,
+// so that an idle stream holds no more than this. Below it the buffer is used again, so that
+// a stream of small events makes no garbage (letting it go after each event made a page
+// allocate every piece the stream brought: 6.7 MB/s for 2,000 pages at 66,000 events/s).
+const keepBuffer = 16 << 10
+
 // Write adds what arrived of the stream.
-func (s *EventScanner) Write(p []byte) { s.buf = append(s.buf, p...) }
+func (s *EventScanner) Write(p []byte) {
+	if s.off > 0 && (s.off == len(s.buf) || len(s.buf)+len(p) > cap(s.buf)) {
+		n := copy(s.buf, s.buf[s.off:]) // what no line took yet, to the front
+		s.buf, s.off = s.buf[:n], 0
+	}
+	s.buf = append(s.buf, p...)
+}
 
 // Buffered is how many bytes wait for the end of their line.
-func (s *EventScanner) Buffered() int { return len(s.buf) }
+func (s *EventScanner) Buffered() int { return len(s.buf) - s.off }
 
 // Next returns the data of the next complete event, or nil when the stream has not brought
 // one yet. The bytes are the scanner's until the next call. An event whose data is over
 // Limit is an error.
 func (s *EventScanner) Next() ([]byte, error) {
 	for {
-		i := bytes.IndexByte(s.buf, '\n')
+		rest := s.buf[s.off:]
+		i := bytes.IndexByte(rest, '\n')
 		if i < 0 {
-			if s.Limit > 0 && len(s.buf) > s.Limit+16 {
+			if s.Limit > 0 && len(rest) > s.Limit+16 {
 				return nil, tinyfmt.Errorf("%w: a line of more than %d bytes", ErrEventTooLong, s.Limit)
 			}
 			return nil, nil
 		}
-		line := s.buf[:i]
-		s.buf = s.buf[i+1:]
+		line := rest[:i]
+		s.off += i + 1
 		line = bytes.TrimSuffix(line, []byte{'\r'})
 		if len(line) == 0 {
 			if !s.has {
@@ -202,8 +216,11 @@ func (s *EventScanner) Next() ([]byte, error) {
 			}
 			out := s.data
 			s.data, s.has = s.data[:0], false
-			if len(s.buf) == 0 {
-				s.buf = s.buf[:0:0] // let the stream's buffer go between events
+			if s.off == len(s.buf) {
+				s.buf, s.off = s.buf[:0], 0
+				if cap(s.buf) > keepBuffer {
+					s.buf = nil
+				}
 			}
 			return out, nil
 		}

@@ -115,6 +115,36 @@ func TestTheEventScannerReadsAStreamInAnyPieces(t *testing.T) {
 	}
 }
 
+// TestTheEventScannerMakesNoGarbage: a page reads every piece of its stream through the
+// scanner, so a stream of small events, in whatever pieces, must allocate nothing once the
+// scanner's buffer is grown (it was let go after each event, and every piece then allocated).
+func TestTheEventScannerMakesNoGarbage(t *testing.T) {
+	stream := wire.AppendEvent(nil, []byte(`{"t":"event","stream":"s","seq":1,"data":"0123456789"}`))
+	stream = wire.AppendEvent(stream, []byte(`{"t":"hb"}`))
+	var s wire.EventScanner
+	read := func() {
+		for i := 0; i < len(stream); i += 7 { // pieces that split lines and events
+			s.Write(stream[i:min(i+7, len(stream))])
+			for {
+				b, err := s.Next()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if b == nil {
+					break
+				}
+			}
+		}
+	}
+	read() // grows the buffers
+	if n := testing.AllocsPerRun(100, read); n != 0 {
+		t.Fatalf("reading a stream of small events allocates %v times a pass, want 0", n)
+	}
+	if s.Buffered() != 0 {
+		t.Fatalf("after whole events, %d bytes are still buffered", s.Buffered())
+	}
+}
+
 func TestTheEventScannerRefusesAnEventOverItsLimit(t *testing.T) {
 	s := wire.EventScanner{Limit: 16}
 	s.Write(wire.AppendEvent(nil, []byte(strings.Repeat("x", 17))))
