@@ -42,4 +42,24 @@ function recordConsole() {
   window.addEventListener('unhandledrejection', (e) => keep('pageerror', [e.reason]));
 }
 
-module.exports = { consoleType, source, recordConsole };
+// steady runs in the page and resolves once the element that selector names has kept its box
+// over two frames in a row (at most 2 s), as Playwright's click waits for a stable element. A
+// driver that aims a click and then presses (WebDriver's element click, puppeteer's) misses an
+// element that moved in between: the press lands where the element was. A frame is an
+// animation frame, or 50 ms where the page gets none (a tab in the background).
+async function steady(selector) {
+  const el = document.querySelector(selector);
+  if (!el) return;
+  const frame = () => new Promise((resolve) => { requestAnimationFrame(resolve); setTimeout(resolve, 50); });
+  const box = () => { const r = el.getBoundingClientRect(); return `${r.x},${r.y},${r.width},${r.height}`; };
+  const until = performance.now() + 2000;
+  let last = box();
+  for (let same = 0; same < 2 && performance.now() < until;) {
+    await frame();
+    const now = box();
+    same = now === last ? same + 1 : 0;
+    last = now;
+  }
+}
+
+module.exports = { consoleType, source, recordConsole, steady };

@@ -3,7 +3,7 @@
 // browser context (a BiDi user context), a tab a page. Init scripts are BiDi preload scripts;
 // offline is BiDi's network emulation.
 const puppeteer = require('puppeteer-core');
-const { consoleType } = require('./common');
+const { consoleType, steady } = require('./common');
 const { waitFor } = require('../tests/host');
 
 // errorsAsText runs first in every page: over BiDi a console message's Error argument reaches
@@ -41,7 +41,10 @@ class Tab {
     }, { timeout: 30_000, interval: 20, what: 'the previous page of the history' });
   }
   evaluate(fn, arg) { return this.page.evaluate(fn, arg); }
-  click(selector) { return this.page.click(selector); }
+  async click(selector) {
+    await this.page.evaluate(steady, selector);
+    await this.page.click(selector);
+  }
   async console() { return this.lines.slice(); }
   screenshot(path) { return this.page.screenshot({ path }); }
   async close() { if (!this.page.isClosed()) await this.page.close(); }

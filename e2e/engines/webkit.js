@@ -14,7 +14,7 @@ const { spawn } = require('child_process');
 const fs = require('fs');
 const { Builder } = require('selenium-webdriver');
 const { freePort, waitFor } = require('../tests/host');
-const { source, recordConsole } = require('./common');
+const { source, recordConsole, steady } = require('./common');
 
 const miniBrowser = '/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser';
 
@@ -91,6 +91,7 @@ class Tab {
     return r ? r.v : r;
   }
   async click(selector) {
+    await this.evaluate(steady, selector);
     await this.run(async (d) => {
       const el = await d.findElement({ css: selector });
       await el.click();
