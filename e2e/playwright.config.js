@@ -9,17 +9,27 @@
 const { defineConfig } = require('@playwright/test');
 const { launchOptions } = require('./engines/chromium');
 
-// Chromium's run is the longest (every scenario and the Chromium-only specs), so scripts/e2e.sh
-// runs it in two parts side by side, of about equal time: LIFELINE_E2E_PART=a is the
-// engine-neutral scenarios but the faults, b the faults and the Chromium-only specs (tests/).
-// Unset, the project is the whole run.
-const chromiumParts = {
-  '': { testMatch: ['scenarios/**/*.spec.js', 'tests/**/*.spec.js'], testIgnore: ['scenarios/chromium-only.spec.js'] },
-  a: { testMatch: ['scenarios/**/*.spec.js'], testIgnore: ['scenarios/chromium-only.spec.js', 'scenarios/faults.spec.js'] },
-  b: { testMatch: ['scenarios/faults.spec.js', 'tests/**/*.spec.js'], testIgnore: ['scenarios/chromium-only.spec.js'] },
+// scripts/e2e.sh runs each engine's run in two parts side by side, of about equal time
+// (LIFELINE_E2E_PART; unset, a project is its whole run). Chromium's run is the longest (every
+// scenario and the Chromium-only specs): its part a is the engine-neutral scenarios but the
+// faults, b the faults and the Chromium-only specs (tests/). Firefox's and WebKit's part a is
+// the scenarios but the faults and the shared hub's, b those two and the list of what only
+// Chromium runs (chromium-only.spec.js, which names each with its reason).
+const scenarios = 'scenarios/**/*.spec.js';
+const parts = {
+  chromium: {
+    '': { testMatch: [scenarios, 'tests/**/*.spec.js'], testIgnore: ['scenarios/chromium-only.spec.js'] },
+    a: { testMatch: [scenarios], testIgnore: ['scenarios/chromium-only.spec.js', 'scenarios/faults.spec.js'] },
+    b: { testMatch: ['scenarios/faults.spec.js', 'tests/**/*.spec.js'], testIgnore: ['scenarios/chromium-only.spec.js'] },
+  },
+  other: {
+    '': { testMatch: [scenarios] },
+    a: { testMatch: [scenarios], testIgnore: ['scenarios/faults.spec.js', 'scenarios/shared.spec.js', 'scenarios/chromium-only.spec.js'] },
+    b: { testMatch: ['scenarios/faults.spec.js', 'scenarios/shared.spec.js', 'scenarios/chromium-only.spec.js'] },
+  },
 };
 const part = process.env.LIFELINE_E2E_PART || '';
-if (!(part in chromiumParts)) throw new Error(`LIFELINE_E2E_PART=${part}: want a, b or nothing`);
+if (!(part in parts.chromium)) throw new Error(`LIFELINE_E2E_PART=${part}: want a, b or nothing`);
 
 module.exports = defineConfig({
   testDir: '.',
@@ -35,8 +45,8 @@ module.exports = defineConfig({
     launchOptions,
   },
   projects: [
-    { name: 'chromium', ...chromiumParts[part], use: { engineName: 'chromium' } },
-    { name: 'firefox', testMatch: ['scenarios/**/*.spec.js'], use: { engineName: 'firefox' } },
-    { name: 'webkit', testMatch: ['scenarios/**/*.spec.js'], use: { engineName: 'webkit' } },
+    { name: 'chromium', ...parts.chromium[part], use: { engineName: 'chromium' } },
+    { name: 'firefox', ...parts.other[part], use: { engineName: 'firefox' } },
+    { name: 'webkit', ...parts.other[part], use: { engineName: 'webkit' } },
   ],
 });
