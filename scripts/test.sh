@@ -36,9 +36,8 @@ step "installable: the README's go get, from a module outside the repository, ag
 # From here on everything waits far more than it computes (measured on a fresh clone, every
 # 5 s: the race tests kept the 2 cores 10-40% busy after their first 30 s, the wasm tests 2-30%,
 # the fleets 0-40%, four e2e runs 32% on average), so the end-to-end suite runs in the
-# background, in a session of its own, and the rest runs beside it. The race tests run one
-# package at a time (-p 1: 171 s instead of 110, still well within the suite's time) so that
-# their bursts stay within what the browsers' bounds leave. Its output goes to a log printed
+# background, in a session of its own, and the rest runs beside it, the soak last (it computes
+# hard for its 60 s, when most e2e lanes have ended). The e2e output goes to a log printed
 # whole when it ends, so that its lines do not interleave with the rest.
 # Chromium, firefox-esr and WebKitGTK, each in both page modes (scripts/e2e.sh says why and how).
 step "end to end, in the background: Chromium (Playwright), Firefox (puppeteer-core, BiDi) and WebKitGTK (WebKitWebDriver), shared and in-page mode"
@@ -48,14 +47,14 @@ e2e_pid=$!
 # A step that fails ends make test at once: the e2e runs (their own process group) go with it.
 trap 'kill -- -"$e2e_pid" 2>/dev/null || true; rm -f "$e2e_log"' EXIT
 
-step "go test -race (native), a package at a time"
-go test -race -count=1 -p 1 ./...
+step "go test -race (native)"
+go test -race -count=1 ./...
 
 # As an embedder builds above; the packages the fault tag adds files to, again with it.
 tagged=$(./scripts/tagged.sh lifeline_faults)
 if [ -n "$tagged" ]; then
   step "go test -race (native) -tags lifeline_faults:" $tagged
-  go test -race -count=1 -p 1 -tags lifeline_faults $tagged
+  go test -race -count=1 -tags lifeline_faults $tagged
 fi
 
 step "go test under js/wasm (Node and Chromium)"

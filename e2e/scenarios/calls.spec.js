@@ -13,8 +13,11 @@ test('calls cut off by an outage after they were sent: the unkeyed one rejects n
   await tab.goto(host.url('/'));
   await waitState(tab, 'connected');
   // A session's calls run one at a time: the keyed one runs when the outage comes, the
-  // unkeyed one waits behind it at the Host, which drops it with the session.
-  const keyed = await callIn(tab, 'board.slow', { text: 'keyed through the outage', ms: 1000 }, { key: 'outage-1' });
+  // unkeyed one waits behind it at the Host, which drops it with the session. The keyed one
+  // runs 5 s, for the outage must come while it runs: from its start to the outage took over
+  // a second in a WebKit run on a loaded machine (the second call and the log's check are
+  // driver round trips), and with 1 s it had finished and the unkeyed one ran.
+  const keyed = await callIn(tab, 'board.slow', { text: 'keyed through the outage', ms: 5000 }, { key: 'outage-1' });
   const unkeyed = await callIn(tab, 'board.post', { text: 'unkeyed through the outage' });
   await started(tab, host, keyed, 'board.slow', 'outage-1');
   await host.fault('outage');
