@@ -92,6 +92,9 @@ func main() {
 				fetch("http://"+addr+"/debug/pprof/block", filepath.Join(dir, "block.pb.gz"))
 				fetch("http://"+addr+"/debug/pprof/mutex", filepath.Join(dir, "mutex.pb.gz"))
 				fetch("http://"+addr+"/debug/pprof/goroutine", filepath.Join(dir, "goroutine.pb.gz"))
+				for i, c := range ctls { // the pages' processes: their share of the latency
+					fetch("http://"+c+"/debug/pprof/trace?seconds=1", filepath.Join(dir, fmt.Sprintf("pages%d-trace.out", i)))
+				}
 			}
 			time.Sleep(*step - time.Since(t0))
 			var s1 fanload.ServerStats
