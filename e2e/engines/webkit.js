@@ -10,13 +10,19 @@
 //   scripts first in the page's head; goto registers them and loads the page with ?e2e-init=.
 // - the console: an init script keeps it in the tab's sessionStorage (common.recordConsole).
 // - offline: none; the scenarios cut the Host and tell the page (engine.can.offline 'events').
-const { spawn } = require('child_process');
+const { spawn, execFileSync } = require('child_process');
 const fs = require('fs');
 const { Builder } = require('selenium-webdriver');
 const { freePort, waitFor } = require('../tests/host');
 const { source, recordConsole, steady } = require('./common');
 
 const miniBrowser = '/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser';
+
+// sessionStart bounds the start of a session: a driver, its MiniBrowser, the WebDriver session.
+// It takes 0.3 s on an idle machine; see Engine.newSession for one that never starts.
+const sessionStart = 20_000;
+
+class SessionStalled extends Error {}
 
 // startXvfb starts a virtual display and resolves with its number (Xvfb picks a free one and
 // writes it to -displayfd).
@@ -167,18 +173,49 @@ class Engine {
   }
   // A proxy is WebDriver's proxy capability (manual, host:port), which WebKitWebDriver hands to
   // its browser's network session.
+  //
+  // A session that does not start within sessionStart is started again, with a new driver, at
+  // most twice; each stall is logged with the driver's output, which includes MiniBrowser's.
+  // In a make test whose Go tests and fleets ran beside the e2e suite, a test stood 90 s in
+  // newSession. Its driver, found alive after its lane had ended, had no browser left and was
+  // neither dialling nor answering. Why its session never started is not known. One way there
+  // is in WebKitWebDriver itself (Source/WebDriver/glib/SessionHostGlib.cpp): it picks the port
+  // of its browser's inspector server by binding port 0 and closing it, then starts MiniBrowser
+  // on it. That port is in the kernel's ephemeral range, which any connection on the machine
+  // may take as its local port first. A new driver picks another port and another browser.
   async newSession({ proxy } = {}) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.startSession(proxy);
+      } catch (e) {
+        if (!(e instanceof SessionStalled) || attempt === 3) throw e;
+        console.warn(`[webkit] ${e.message}; starting another driver (attempt ${attempt + 1} of 3)`);
+      }
+    }
+  }
+  async startSession(proxy) {
     const port = await freePort();
     const proc = spawn('WebKitWebDriver', [`--port=${port}`], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, DISPLAY: this.display } });
     const errors = [];
     proc.stderr.on('data', (b) => errors.push(String(b)));
+    const kill = () => {
+      // MiniBrowser is the driver's child: it goes first, or it outlives its driver.
+      try { execFileSync('pkill', ['-KILL', '-P', String(proc.pid)]); } catch { /* none left */ }
+      proc.kill('SIGKILL');
+    };
+    let timer;
     try {
       await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/status`)).ok, { what: `WebKitWebDriver on ${port}` });
-      const driver = await new Builder().usingServer(`http://127.0.0.1:${port}`).withCapabilities({
+      const build = new Builder().usingServer(`http://127.0.0.1:${port}`).withCapabilities({
         browserName: 'MiniBrowser',
         'webkitgtk:browserOptions': { binary: miniBrowser, args: ['--automation'] },
         ...(proxy ? { proxy: { proxyType: 'manual', httpProxy: new URL(proxy).host } } : {}),
       }).build();
+      build.catch(() => {}); // a stalled one ends with its driver's kill, unread
+      const stalled = new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new SessionStalled(`WebKitWebDriver on ${port} started no session within ${sessionStart / 1000} s${errors.length ? ` (its output: ${errors.join('').trim().slice(0, 500)})` : ''}`)), sessionStart);
+      });
+      const driver = await Promise.race([build, stalled]);
       // A script bounded by 10 s, not WebDriver's 30 s: one lost in a navigation never answers,
       // and it holds the session's lock (every tab's commands) until it times out. The
       // scenarios' in-page waits take a second at a time (scenarios/page.js waitPage), and no
@@ -186,8 +223,11 @@ class Engine {
       await driver.manage().setTimeouts({ script: 10_000, pageLoad: 60_000 });
       return new Session(driver, proc);
     } catch (e) {
-      proc.kill('SIGKILL');
+      kill();
+      if (e instanceof SessionStalled) throw e;
       throw new Error(`${e.message}\n${errors.join('')}`);
+    } finally {
+      clearTimeout(timer);
     }
   }
   async close() { if (this.xvfb) this.xvfb.kill('SIGTERM'); }
