@@ -98,16 +98,7 @@ func TestTheEventScannerReadsAStreamInAnyPieces(t *testing.T) {
 		var got []string
 		for i := 0; i < len(stream); i += size {
 			s.Write(stream[i:min(i+size, len(stream))])
-			for {
-				b, err := s.Next()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if b == nil {
-					break
-				}
-				got = append(got, string(b))
-			}
+			drain(t, &s, func(b []byte) { got = append(got, string(b)) })
 		}
 		if strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Fatalf("in pieces of %d: %q, want %q", size, got, want)
@@ -125,15 +116,7 @@ func TestTheEventScannerMakesNoGarbage(t *testing.T) {
 	read := func() {
 		for i := 0; i < len(stream); i += 7 { // pieces that split lines and events
 			s.Write(stream[i:min(i+7, len(stream))])
-			for {
-				b, err := s.Next()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if b == nil {
-					break
-				}
-			}
+			drain(t, &s, func([]byte) {})
 		}
 	}
 	read() // grows the buffers
@@ -200,4 +183,19 @@ func FuzzEventScanner(f *testing.F) {
 			}
 		}
 	})
+}
+
+// drain hands each event the scanner holds to f, in order, until it needs more of the stream.
+func drain(t *testing.T, s *wire.EventScanner, f func([]byte)) {
+	t.Helper()
+	for {
+		b, err := s.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b == nil {
+			return
+		}
+		f(b)
+	}
 }
