@@ -617,6 +617,7 @@
   // every tab it served, so that they meet in one fresh hub.
   const nextGeneration = () => (generation ? generation + '.' : '') + 'silent';
   const failures = []; // when shared hubs ended, for the fallback to in-page
+  let saidNoLinger = false; // the console has been told the hub ends with its last tab
 
   function startShared() {
     mode = 'shared';
@@ -637,6 +638,10 @@
     };
     connect(worker.port);
     if (started && started.failed) worker.onerror(started.failed);
+    if (boot.lingers === false && !saidNoLinger) {
+      saidNoLinger = true;
+      console.info('lifeline: this browser ends the shared hub with its last tab (no SharedWorker extendedLifetime); a reload of the only tab opens a new connection');
+    }
   }
 
   // hubFailed moves this tab to a fresh shared hub (the one the ended hub named, so that

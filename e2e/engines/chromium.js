@@ -80,7 +80,7 @@ class Engine {
     this.name = 'chromium';
     // offline: 'browser' — the driver cuts the page's network and fires offline/online.
     // proxyWebSockets: 'connect' — a ws:// goes through an HTTP proxy as a CONNECT tunnel.
-    this.can = { initScripts: true, offline: 'browser', proxyWebSockets: 'connect' };
+    this.can = { initScripts: true, offline: 'browser', proxyWebSockets: 'connect', hubOutlivesTabs: true };
   }
   async launch() {
     this.browser = await chromium.launch(launchOptions);

@@ -75,7 +75,7 @@ class Session {
 class Engine {
   constructor() {
     this.name = 'firefox';
-    this.can = { initScripts: true, offline: 'browser', proxyWebSockets: 'connect' };
+    this.can = { initScripts: true, offline: 'browser', proxyWebSockets: 'connect', hubOutlivesTabs: false };
   }
   async launch() {
     this.browser = await puppeteer.launch({

@@ -1,7 +1,8 @@
 // The engines the end-to-end scenarios run in, each behind one interface:
 //
 //   engine.name, engine.can ({initScripts, offline: 'browser' | 'events',
-//     proxyWebSockets: 'connect' | 'get': how a ws:// goes through an HTTP proxy})
+//     proxyWebSockets: 'connect' | 'get': how a ws:// goes through an HTTP proxy,
+//     hubOutlivesTabs: a SharedWorker asked for extendedLifetime outlives its last tab})
 //   engine.launch(), engine.newSession({proxy}) → session, engine.close()
 //     proxy: 'http://host:port', an HTTP proxy every request and WebSocket of the session
 //     goes through, loopback included (a ws:// as a CONNECT tunnel)

@@ -164,7 +164,7 @@ class Engine {
     // proxyWebSockets: 'get' — WebKitGTK (libsoup) asks an HTTP proxy for a ws:// upgrade with a
     // GET of the ws:// URL, never a CONNECT; a proxy that does not upgrade itself (squid: 501)
     // never carries its WebSockets, whatever its CONNECT rules.
-    this.can = { initScripts: true, offline: 'events', proxyWebSockets: 'get' };
+    this.can = { initScripts: true, offline: 'events', proxyWebSockets: 'get', hubOutlivesTabs: false };
   }
   async launch() {
     const x = startXvfb();

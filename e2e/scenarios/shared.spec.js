@@ -97,14 +97,26 @@ test('offline in a tab suspends the shared hub; online resumes it', async ({ bro
   expect(Date.now() - t0).toBeLessThan(2000);
 });
 
-test('the hub keeps its socket through a reload of the only tab, and closes it once no tab is left', async ({ browse, hosts }) => {
+// Where the engine lets a SharedWorker outlive its last tab (extendedLifetime: Chromium), a
+// reload of the only tab finds the hub still connected. Where it does not (Firefox, WebKit),
+// the page says so once and the reload is a fresh hub: one new socket, the old session closed
+// at the Host, nothing left behind. The page's own detection must agree with the engine's.
+test('a reload of the only tab keeps the hub where the engine lets it outlive its tab, else opens one new connection and says so once', async ({ browse, hosts }) => {
   test.setTimeout(60_000);
   const host = await hosts.start({});
   const { tabs: [a] } = await open(browse, host, 1);
+  const lingers = browse.engine.can.hubOutlivesTabs;
+  const said = async () => (await a.console()).filter((l) => l.text.startsWith('lifeline:') && /extendedLifetime/.test(l.text)).map((l) => l.text);
+  expect(await said(), 'the console lines of Lifeline naming extendedLifetime').toHaveLength(lingers ? 0 : 1);
   const accepted = (await host.health()).accepted;
   await a.reload();
   await waitState(a, 'connected');
-  expect((await host.health()).accepted).toBe(accepted); // the same socket
+  if (lingers) {
+    expect((await host.health()).accepted).toBe(accepted); // the same socket
+  } else {
+    await waitFor(async () => (await host.health()).sessions === 1, { timeout: 5000, what: "the ended hub's session closed" });
+    expect((await host.health()).accepted).toBe(accepted + 1); // one new socket, no more
+  }
   await a.close();
   await waitFor(async () => (await host.health()).sessions === 0, { timeout: 20_000, what: 'the session closed after the last tab left' });
 });

@@ -43,7 +43,10 @@ const url = new URL(b.worker, location.href);
 url.searchParams.set('run', new URL(b.run, location.href).href);
 url.searchParams.set('wasm', new URL(b.wasm, location.href).href);
 url.searchParams.set('events', b.events('shared'));
-return new SharedWorker(url.href, { name: b.hubName(generation), extendedLifetime: true });
+let lingers = false;
+const w = new SharedWorker(url.href, { name: b.hubName(generation), get extendedLifetime() { lingers = true; return true; } });
+b.lingers = lingers;
+return w;
 };
 b.compile = () => {
 if (typeof WebAssembly !== 'object' || typeof WebAssembly.compileStreaming !== 'function') return undefined;

@@ -460,8 +460,14 @@
       url.searchParams.set('run', new URL(b.run, location.href).href);
       url.searchParams.set('wasm', new URL(b.wasm, location.href).href);
       url.searchParams.set('events', b.events('shared'));
-      // extendedLifetime keeps the hub, and its socket, through a reload of the only tab.
-      return new SharedWorker(url.href, { name: b.hubName(generation), extendedLifetime: true });
+      // extendedLifetime keeps the hub, and its socket, through a reload of the only tab. An
+      // engine reads the options it knows (WebIDL reads each member of the dictionary), so the
+      // getter runs only where the engine has it; b.lingers tells the tab script (Firefox and
+      // WebKit end a hub with its last tab: a reload there opens a new connection).
+      let lingers = false;
+      const w = new SharedWorker(url.href, { name: b.hubName(generation), get extendedLifetime() { lingers = true; return true; } });
+      b.lingers = lingers;
+      return w;
     };
     // A compile's failure is the runner's to report, when it awaits the module; until then it
     // is not an unhandled rejection.
@@ -1184,6 +1190,7 @@
   // every tab it served, so that they meet in one fresh hub.
   const nextGeneration = () => (generation ? generation + '.' : '') + 'silent';
   const failures = []; // when shared hubs ended, for the fallback to in-page
+  let saidNoLinger = false; // the console has been told the hub ends with its last tab
 
   function startShared() {
     mode = 'shared';
@@ -1204,6 +1211,10 @@
     };
     connect(worker.port);
     if (started && started.failed) worker.onerror(started.failed);
+    if (boot.lingers === false && !saidNoLinger) {
+      saidNoLinger = true;
+      console.info('lifeline: this browser ends the shared hub with its last tab (no SharedWorker extendedLifetime); a reload of the only tab opens a new connection');
+    }
   }
 
   // hubFailed moves this tab to a fresh shared hub (the one the ended hub named, so that
