@@ -5,6 +5,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall/js"
@@ -279,6 +280,30 @@ func takeEarly(url string) (js.Value, []js.Value) {
 		out[i] = events.Index(i)
 	}
 	return got.Get("ws"), out
+}
+
+// earlyDialer is the dialer id (wire.DialerParam) on the URL of the socket the page's loader
+// opened while the wasm loaded, "" if there is none: the gateway dials with the same, so that
+// the Host ends that socket's handshake when the gateway dials again, whether it takes the
+// socket or not.
+func earlyDialer() string {
+	e := js.Global().Get("__lifelineEarly")
+	if e.Type() != js.TypeObject {
+		return ""
+	}
+	// The loader's id is of characters a query carries as they are (wire.CheckDialer, which
+	// the gateway asks of it): no unescaping to do.
+	url := e.Get("url").String()
+	if i := strings.IndexByte(url, '#'); i >= 0 {
+		url = url[:i]
+	}
+	_, query, _ := strings.Cut(url, "?")
+	for kv := range strings.SplitSeq(query, "&") {
+		if id, ok := strings.CutPrefix(kv, wire.DialerParam+"="); ok {
+			return id
+		}
+	}
+	return ""
 }
 
 // DropEarly closes the socket the page's loader opened while the wasm loaded, if no dial took

@@ -151,3 +151,6 @@ func earlyOpen(string) bool { return false }
 
 // DropEarly does nothing: only a browser's loader opens a socket early (carrier_js.go).
 func DropEarly() {}
+
+// earlyDialer is "": no loader opens a socket for a native gateway.
+func earlyDialer() string { return "" }

@@ -59,9 +59,13 @@ func waitEvents(t *testing.T, e js.Value, n int, what string) {
 	}
 }
 
-// inPage is the dial URL of an in-page gateway of url (gateway.dialURL).
+// earlyDialer is the dialer id the test's loader gives its early socket.
+const earlyDialer = "loader-1"
+
+// inPage is the URL of the loader's early socket for an in-page gateway of url: the
+// gateway's dial URL (gateway.dialURL) once it adopts the loader's dialer id.
 func inPage(url string) string {
-	return url + "?" + wire.ModeParam + "=" + wire.ModeInPage
+	return url + "?" + wire.ModeParam + "=" + wire.ModeInPage + "&" + wire.DialerParam + "=" + earlyDialer
 }
 
 func TestTheFirstDialTakesTheSocketTheLoaderOpenedEarly(t *testing.T) {
@@ -100,6 +104,11 @@ func TestAnEarlySocketToAnotherURLIsClosedAndTheGatewayDialsItsOwn(t *testing.T)
 	}
 	if st := stats(t, sc); st.Hosts["a"].Dials != 1 {
 		t.Fatalf("Host a saw %d sockets, want the gateway's own", st.Hosts["a"].Dials)
+	}
+	// Its own dials carry the early socket's dialer: a Host that holds the early socket's
+	// handshake (a browser that cannot end it) ends it when the gateway dials.
+	if got, want := gateway.DialURL(r.gw), inPage(sc.URL("a")); got != want {
+		t.Fatalf("the gateway dials %s, want %s (the loader's dialer)", got, want)
 	}
 }
 

@@ -132,3 +132,12 @@ func (t *TestSession) WithPresence() *TestSession {
 	t.s.g.mu.Unlock()
 	return t
 }
+
+// DialURL is the URL with which g dials its home.
+func DialURL(g *Gateway) string {
+	u, err := parseURL(g.url)
+	if err != nil {
+		panic(err)
+	}
+	return g.dialURL(u)
+}

@@ -174,6 +174,7 @@ type Gateway struct {
 	callsInFlight  int
 	handshake      Handshake
 	mode           string
+	dialer         string // wire.DialerParam of every dial: the loader's, or random (newDialer)
 	onCarrier      func(Carrier)
 	fallbackAfter  time.Duration
 	upgradeAfter   time.Duration
@@ -265,6 +266,7 @@ func New(rawURL string, opts *Options) (*Gateway, error) {
 		callsInFlight:  o.CallsInFlight,
 		handshake:      o.Handshake.clone(),
 		mode:           o.Mode,
+		dialer:         newDialer(),
 		onCarrier:      o.OnCarrier,
 		fallbackAfter:  o.FallbackAfter,
 		upgradeAfter:   o.UpgradeAfter,

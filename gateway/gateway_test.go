@@ -729,3 +729,43 @@ func TestARefusalBeforeReadySaysWhatTheHostSaid(t *testing.T) {
 		}
 	})
 }
+
+// Every dial of a gateway names its dialer, the same on each (the Host ends a handshake of
+// the dialer when the next one comes: a browser cannot always end one it gave up on), and
+// no two gateways share one.
+func TestEveryDialOfAGatewayNamesItsDialer(t *testing.T) {
+	dialer := func(g *gateway.Gateway) string {
+		u := gateway.DialURL(g)
+		_, q, _ := strings.Cut(u, "?")
+		for kv := range strings.SplitSeq(q, "&") {
+			if id, ok := strings.CutPrefix(kv, wire.DialerParam+"="); ok {
+				if err := wire.CheckDialer(id); err != nil {
+					t.Fatalf("%s: %v", u, err)
+				}
+				return id
+			}
+		}
+		t.Fatalf("%s names no %s", u, wire.DialerParam)
+		return ""
+	}
+	seen := map[string]bool{}
+	for range 100 {
+		g, err := gateway.New("wss://example.com/_lifeline/events?x=1", &gateway.Options{Mode: wire.ModeInPage})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := dialer(g)
+		if again := dialer(g); again != id {
+			t.Fatalf("one gateway dials as %q, then as %q", id, again)
+		}
+		if seen[id] {
+			t.Fatalf("two gateways dial as %q", id)
+		}
+		seen[id] = true
+		want := "wss://example.com/_lifeline/events?x=1&" + wire.ModeParam + "=" + wire.ModeInPage + "&" + wire.DialerParam + "=" + id
+		if got := gateway.DialURL(g); got != want {
+			t.Fatalf("dials %s, want %s", got, want)
+		}
+		g.Close(nil)
+	}
+}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"math/rand/v2"
 	"time"
 
 	"github.com/lifeline-go/lifeline/controller"
@@ -92,17 +93,43 @@ func (g *Gateway) takeReport(s *session) []byte {
 	return b
 }
 
-// dialURL is the URL a session dials: its target, with the page's mode when it has one.
+// dialURL is the URL a session dials: its target, with the page's mode when it has one and
+// the gateway's dialer (wire.DialerParam), by which the Host ends a handshake of this gateway
+// that the browser could not.
 func (g *Gateway) dialURL(target *weburl.URL) string {
-	if g.mode == "" {
-		return target.String()
-	}
 	u := *target
-	if u.RawQuery != "" {
-		u.RawQuery += "&"
+	if g.mode != "" {
+		u.RawQuery = addParam(u.RawQuery, wire.ModeParam, g.mode)
 	}
-	u.RawQuery += wire.ModeParam + "=" + weburl.QueryEscape(g.mode)
+	u.RawQuery = addParam(u.RawQuery, wire.DialerParam, g.dialer)
 	return u.String()
+}
+
+// addParam appends name=value to the query q.
+func addParam(q, name, value string) string {
+	if q != "" {
+		q += "&"
+	}
+	return q + name + "=" + weburl.QueryEscape(value)
+}
+
+// newDialer is the gateway's dialer id: the one the page's loader gave the socket it opened
+// while the wasm loaded (earlyDialer), so that the Host ends that socket's handshake too when
+// this gateway dials again, or 128 random bits.
+func newDialer() string {
+	if id := earlyDialer(); wire.CheckDialer(id) == nil {
+		return id
+	}
+	const hex = "0123456789abcdef"
+	b := make([]byte, 0, 32)
+	for range 2 {
+		r := rand.Uint64()
+		for range 16 {
+			b = append(b, hex[r&15])
+			r >>= 4
+		}
+	}
+	return string(b)
 }
 
 // outageRecord gathers, status by status, what the page lives through from the loss of a

@@ -64,6 +64,11 @@ func (h *Host) authenticateUpgrade(w http.ResponseWriter, r *http.Request, origi
 		return Access{}, true
 	}
 	acc, ref := h.authenticate(r)
+	if ref != nil && superseded(w, r.Context()) {
+		// The hook saw the page's newer attempt cancel this one: no verdict on the page.
+		h.obs.Upgrade(UpgradeLeft)
+		return Access{}, false
+	}
 	if ref != nil {
 		h.obs.Upgrade(ref.upgrade())
 		h.refuse(w, r, ref, false)

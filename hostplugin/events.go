@@ -79,9 +79,27 @@ func (h *Host) serveEvents(w http.ResponseWriter, r *http.Request) {
 	h.accepted.Add(1)
 	h.inflight.Add(1)
 	defer h.inflight.Add(-1)
-	fault, ok := h.faults.atUpgrade(w, r, h.done)
+	id, ok := dialerOf(w, r)
 	if !ok {
-		h.obs.Upgrade(UpgradeInjected)
+		h.obs.Upgrade(UpgradeBadRequest)
+		return
+	}
+	// hr is r for the steps that may hold the upgrade (dialers.go): a newer handshake of the
+	// same page cancels its context. The socket and the session use r.
+	hr, settled := r, func() {}
+	if id != "" {
+		var ctx context.Context
+		ctx, settled = h.dialers.enter(r.Context(), id)
+		defer settled()
+		hr = r.WithContext(ctx)
+	}
+	fault, ok := h.faults.atUpgrade(w, hr, h.done)
+	if !ok {
+		if superseded(w, hr.Context()) {
+			h.obs.Upgrade(UpgradeLeft)
+		} else {
+			h.obs.Upgrade(UpgradeInjected)
+		}
 		return
 	}
 	if !wsheader.OffersSubprotocol(r.Header, wire.Subprotocol) {
@@ -91,19 +109,22 @@ func (h *Host) serveEvents(w http.ResponseWriter, r *http.Request) {
 		h.obs.Upgrade(UpgradeBadRequest)
 		return
 	}
-	acc, ok := h.authenticateUpgrade(w, r, originOK)
+	acc, ok := h.authenticateUpgrade(w, hr, originOK)
 	if !ok {
 		return
 	}
 	if r.URL.Query().Has(wire.ProbeParam) {
+		settled()
 		h.serveProbe(w, r, origin, originOK)
 		return
 	}
-	e, ok := h.admitUpgrade(r.Context(), cfg, originOK, fault)
+	e, ok := h.admitUpgrade(hr.Context(), cfg, originOK, fault)
+	settled()
 	if !ok {
-		// The page left while held for its slot (it needs no answer), or Close released it.
+		// The page left while held for its slot (it needs no answer unless a newer attempt
+		// of it took over: the browser may still wait), or Close released it.
 		h.obs.Upgrade(UpgradeLeft)
-		if h.closed.Load() {
+		if !superseded(w, hr.Context()) && h.closed.Load() {
 			http.Error(w, "hostplugin: the Host is closed", http.StatusServiceUnavailable)
 		}
 		return

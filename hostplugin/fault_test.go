@@ -4,6 +4,7 @@ package hostplugin_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -78,6 +79,47 @@ func TestFaultStallOpenHoldsTheUpgradeUntilTheModeChanges(t *testing.T) {
 		}
 	case <-time.After(bound):
 		t.Fatal("the held upgrade was not released")
+	}
+}
+
+// A browser that cannot end an upgrade it gave up on (Firefox) leaves it held under stall-open:
+// the page's next dial ends it, so the Host holds one per page, not one per attempt.
+func TestFaultStallOpenHoldsOneUpgradePerPage(t *testing.T) {
+	f := newFaultFixture(t)
+	f.faults.Set(fault.Fault{Mode: fault.StallOpen})
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	answers := make(chan *http.Response, 3)
+	for i := range 3 {
+		go func() {
+			c, resp, err := websocket.Dial(ctx, f.WSURL()+"?"+wire.DialerParam+"=page-1", &websocket.DialOptions{Subprotocols: []string{wire.Subprotocol}})
+			if err == nil {
+				c.CloseNow()
+			}
+			answers <- resp
+		}()
+		waitFor(t, fmt.Sprintf("attempt %d at the Host", i+1), func() bool { return f.H.Stats().Accepted == uint64(i+1) })
+		// Each attempt is held until the next one comes: never more than one open.
+		waitFor(t, fmt.Sprintf("one held upgrade after attempt %d", i+1), func() bool { return f.H.Stats().Open == 1 })
+	}
+	for range 2 {
+		select {
+		case resp := <-answers:
+			if resp == nil || resp.StatusCode != http.StatusConflict {
+				t.Errorf("a replaced upgrade was answered %v, want 409", resp)
+			}
+		case <-ctx.Done():
+			t.Fatal("a replaced upgrade was not answered")
+		}
+	}
+	f.faults.Set(fault.Fault{}) // the last one goes on
+	select {
+	case resp := <-answers:
+		if resp == nil || resp.StatusCode != http.StatusSwitchingProtocols {
+			t.Errorf("the newest upgrade, released, was answered %v, want 101", resp)
+		}
+	case <-ctx.Done():
+		t.Fatal("the newest upgrade was not released")
 	}
 }
 

@@ -147,6 +147,7 @@ type Host struct {
 	accepted atomic.Uint64 // requests that reached the events endpoint
 	queries  atomic.Uint64 // refusal queries that reached it
 	inflight atomic.Int64  // of those, the ones whose handler is still running
+	dialers  dialers       // the handshakes under way, by the page that dials (dialers.go)
 
 	closeOnce sync.Once
 	closed    atomic.Bool

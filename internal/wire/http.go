@@ -33,6 +33,32 @@ const (
 // ping with a heartbeat and closes (1000); it takes no session slot and sends no ready frame.
 const ProbeParam = "lifeline-probe"
 
+// DialerParam names, on the URL of every WebSocket upgrade, the page's dialer: an id of 1 to
+// MaxDialer letters, digits, '-' or '_', random per hub, the same on each of its attempts. A
+// Host holds at most one handshake per dialer: a newer one ends the older one's wait before it
+// goes on (PROTOCOL.md §2.2). A page that gives up on a connecting socket cannot always end
+// it: Firefox, asked to close a WebSocket that is connecting, leaves its HTTP upgrade pending
+// until the browser exits, and the Host's handshake with it.
+const DialerParam = "lifeline-dialer"
+
+// MaxDialer is the longest dialer id.
+const MaxDialer = 64
+
+// CheckDialer reports whether id is a dialer id (DialerParam).
+func CheckDialer(id string) error {
+	if id == "" || len(id) > MaxDialer {
+		return tinyfmt.Errorf("wire: %s %q: want 1 to %d characters", DialerParam, Truncate(id), MaxDialer)
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
+		default:
+			return tinyfmt.Errorf("wire: %s %q: character %d is %q: want letters, digits, '-' or '_'", DialerParam, Truncate(id), i+1, string(rune(c)))
+		}
+	}
+	return nil
+}
+
 // TypeClose is the HTTP carrier's close frame, the last of a stream or a poll: what a
 // WebSocket's close frame says (Status, Reason) for a carrier that has none. A WebSocket never
 // carries it.

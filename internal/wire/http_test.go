@@ -199,3 +199,44 @@ func drain(t *testing.T, s *wire.EventScanner, f func([]byte)) {
 		f(b)
 	}
 }
+
+func TestCheckDialer(t *testing.T) {
+	for _, tc := range []struct {
+		id, err string
+	}{
+		{"0123456789abcdef0123456789abcdef", ""},
+		{"a", ""},
+		{"Page_1-x", ""},
+		{strings.Repeat("z", wire.MaxDialer), ""},
+		{"", `lifeline-dialer "": want 1 to 64 characters`},
+		{strings.Repeat("z", wire.MaxDialer+1), "want 1 to 64 characters"},
+		{"a b", `lifeline-dialer "a b": character 2 is " "`},
+		{"a.b", `character 2 is "."`},
+		{"é", `character 1 is`},
+		{"a%20", `character 2 is "%"`},
+	} {
+		err := wire.CheckDialer(tc.id)
+		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("CheckDialer(%q) = %v, want %q", tc.id, err, tc.err)
+		}
+	}
+}
+
+// FuzzCheckDialer: an id it takes is one a query carries as it is (the gateway reads the
+// loader's without unescaping) and that fits the bound.
+func FuzzCheckDialer(f *testing.F) {
+	for _, s := range []string{"a", "0f-_Z", "", "a b", "é", strings.Repeat("x", 65)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, id string) {
+		if wire.CheckDialer(id) != nil {
+			return
+		}
+		if len(id) == 0 || len(id) > wire.MaxDialer {
+			t.Fatalf("took %q, of %d bytes", id, len(id))
+		}
+		if strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") != "" {
+			t.Fatalf("took %q, with characters a query escapes", id)
+		}
+	})
+}

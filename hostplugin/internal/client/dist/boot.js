@@ -92,6 +92,10 @@ const EARLY_MS = 30000;
 if (!url || typeof WebSocket !== 'function' || (typeof navigator === 'object' && navigator.onLine === false)) return;
 let ws;
 try {
+const id = Array.from(crypto.getRandomValues(new Uint8Array(16)), (x) => x.toString(16).padStart(2, '0')).join('');
+url += (url.includes('?') ? '&' : '?') + 'lifeline-dialer=' + id;
+} catch (_) { /* no crypto: the hub's dials have their own id */ }
+try {
 ws = new WebSocket(url, 'lifeline.v1');
 } catch (_) { return; } // the hub's own dial says why
 ws.binaryType = 'arraybuffer';

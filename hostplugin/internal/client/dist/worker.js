@@ -64,11 +64,18 @@
   // hub's first dial, which takes it with globalThis.__lifelineEarly.take() once it has
   // checked that url is the one it dials (or leaves it with drop()). A socket not taken in
   // EARLY_MS (a config the hub refuses, a page that never starts it) is closed: the Host
-  // keeps no session nobody reads.
+  // keeps no session nobody reads. The socket carries a random dialer id
+  // (lifeline-dialer), which the hub adopts for its own dials (gateway's earlyDialer): a
+  // later dial of the hub ends this socket's handshake at the Host even where the browser
+  // cannot (Firefox leaves a connecting socket's upgrade pending when it is closed).
   function openEarly(url) {
     const EARLY_MS = 30000;
     if (!url || typeof WebSocket !== 'function' || (typeof navigator === 'object' && navigator.onLine === false)) return;
     let ws;
+    try {
+      const id = Array.from(crypto.getRandomValues(new Uint8Array(16)), (x) => x.toString(16).padStart(2, '0')).join('');
+      url += (url.includes('?') ? '&' : '?') + 'lifeline-dialer=' + id;
+    } catch (_) { /* no crypto: the hub's dials have their own id */ }
     try {
       ws = new WebSocket(url, 'lifeline.v1');
     } catch (_) { return; } // the hub's own dial says why
