@@ -72,13 +72,6 @@ func (d *dialers) enter(ctx context.Context, id string) (_ context.Context, sett
 	}
 }
 
-// len is how many dialers have a handshake under way.
-func (d *dialers) len() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.m)
-}
-
 // superseded reports whether ctx ended because a newer handshake of its dialer replaced it,
 // and if so answers the upgrade (409, Connection: close): the browser that left it pending
 // learns that it is over, and its connection ends.
