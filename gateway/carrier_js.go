@@ -297,13 +297,16 @@ func earlyDialer() string {
 	if i := strings.IndexByte(url, '#'); i >= 0 {
 		url = url[:i]
 	}
+	// The last one is the loader's, after any the configured endpoint held (as the Host reads
+	// it, hostplugin's dialerOf).
 	_, query, _ := strings.Cut(url, "?")
+	id := ""
 	for kv := range strings.SplitSeq(query, "&") {
-		if id, ok := strings.CutPrefix(kv, wire.DialerParam+"="); ok {
-			return id
+		if v, ok := strings.CutPrefix(kv, wire.DialerParam+"="); ok {
+			id = v
 		}
 	}
-	return ""
+	return id
 }
 
 // DropEarly closes the socket the page's loader opened while the wasm loaded, if no dial took

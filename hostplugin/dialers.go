@@ -85,13 +85,15 @@ func superseded(w http.ResponseWriter, ctx context.Context) bool {
 }
 
 // dialerOf returns the dialer id of the upgrade r, "" for none (a page from before dialers,
-// a native client of another make). A malformed one is answered 400, naming it: false.
+// a native client of another make). A malformed one is answered 400, naming it: false. The
+// last one counts: the gateway appends its own, after whatever the configured endpoint's
+// query held (one written into the config would make every page one dialer).
 func dialerOf(w http.ResponseWriter, r *http.Request) (string, bool) {
-	q := r.URL.Query()
-	if !q.Has(wire.DialerParam) {
+	ids := r.URL.Query()[wire.DialerParam]
+	if len(ids) == 0 {
 		return "", true
 	}
-	id := q.Get(wire.DialerParam)
+	id := ids[len(ids)-1]
 	if err := wire.CheckDialer(id); err != nil {
 		http.Error(w, "hostplugin: "+err.Error(), http.StatusBadRequest)
 		return "", false

@@ -68,11 +68,12 @@ func (a *holdingAuth) Events() []string {
 }
 
 // dialWithDialer dials the fixture's endpoint with dialer id ("" for none), and the header Hold when
-// hold is not "". It returns the socket, or the HTTP answer of a refused handshake.
+// hold is not "". It returns the socket, or the HTTP answer of a refused handshake. The URL
+// holds a dialer ahead of the page's own, as a config's endpoint could: the last one counts.
 func dialWithDialer(ctx context.Context, f *fixture, id, hold string) (*websocket.Conn, *http.Response, error) {
 	u := f.WSURL()
 	if id != "" {
-		u += "?" + wire.DialerParam + "=" + id
+		u += "?" + wire.DialerParam + "=from-the-config&" + wire.DialerParam + "=" + id
 	}
 	h := http.Header{}
 	if hold != "" {
