@@ -49,7 +49,10 @@
 // delivered once each and in order: a replay overlapping what was delivered is dropped by
 // seq, a gap is a protocol error (the next generation asks again from the cursor), and a
 // reset (a new log, or a cursor too old) is delivered as such, with its baseline. A fresh
-// subscription starts with the Host's reset.
+// subscription starts with the Host's reset, or, given a cursor another follower reached
+// ([SubscribeOptions].From: the shared hub that replaces one that ended), with the events
+// after it. [Subscription.Rewind] moves a cursor back within its log, for a follower that
+// fans the stream out to readers at different points and drops what each has had.
 //
 // Subscribe and Unsubscribe only change the desired state and wake the writers; what goes on
 // the wire is the difference between the desired state and what the session already said.

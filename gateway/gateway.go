@@ -338,7 +338,15 @@ func sameURL(a, b string) bool {
 // A stream name the protocol cannot carry, a nil handler or a closed gateway yield a
 // subscription that has already ended with the reason.
 func (g *Gateway) Subscribe(stream string, handler func(Delivery)) *Subscription {
-	s := &Subscription{g: g, stream: stream, handler: handler, done: make(chan struct{})}
+	return g.subscribe(stream, handler, Cursor{})
+}
+
+// subscribe is Subscribe from the cursor from (none when its Epoch is "").
+func (g *Gateway) subscribe(stream string, handler func(Delivery), from Cursor) *Subscription {
+	s := &Subscription{g: g, stream: stream, handler: handler, done: make(chan struct{}), epoch: from.Epoch}
+	if from.Epoch != "" {
+		s.last = from.Seq
+	}
 	s.running.Init(&g.mu, func() bool { return g.deliverOne(s) })
 	g.mu.Lock()
 	defer g.mu.Unlock()

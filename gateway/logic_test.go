@@ -463,3 +463,54 @@ func TestResyncAsksForAFreshBaseline(t *testing.T) {
 	sub.Resync() // ended: nothing to do
 	wantFrames(t, s.Reconcile(), "unsub s")
 }
+
+func TestSubscribeFromACursorResumesWithoutABaseline(t *testing.T) {
+	gw := newGateway(t, nil)
+	rec := newRecorder()
+	sub := gw.SubscribeWith("s", rec.handle, gateway.SubscribeOptions{From: gateway.Cursor{Epoch: "E", Seq: 7}})
+	if c := sub.Cursor(); c != (gateway.Cursor{Epoch: "E", Seq: 7}) {
+		t.Fatalf("cursor = %+v, want E@7 before any session", c)
+	}
+	s := gateway.NewTestSession(t, gw)
+	wantFrames(t, s.Reconcile(), "sub s E@7")
+	// What the reader had (7 and before) is dropped; the events after it come as they are.
+	feed(t, s, event("s", 6), event("s", 7), event("s", 8), event("s", 9))
+	if got := summary(rec.waitSeq(t, 9)); got != "8 9" {
+		t.Fatalf("delivered %s, want 8 9: the events after the cursor, no baseline", got)
+	}
+	// A Host that can no longer replay answers with a reset, delivered as one.
+	s.End()
+	s2 := gateway.NewTestSession(t, gw)
+	wantFrames(t, s2.Reconcile(), "sub s E@9")
+	feed(t, s2, reset("s", "F", 40), event("s", 41))
+	if got := summary(rec.waitSeq(t, 41)); got != "8 9 R40 41" {
+		t.Fatalf("delivered %s, want 8 9 R40 41", got)
+	}
+}
+
+func TestRewindDeliversAgainFromAnEarlierPointOfTheSameLog(t *testing.T) {
+	gw := newGateway(t, nil)
+	rec := newRecorder()
+	sub := gw.Subscribe("s", rec.handle)
+	s := gateway.NewTestSession(t, gw)
+	wantFrames(t, s.Reconcile(), "sub s")
+	feed(t, s, reset("s", "E", 0), event("s", 1), event("s", 2), event("s", 3))
+	rec.waitSeq(t, 3)
+	for _, c := range []gateway.Cursor{{Epoch: "F", Seq: 1}, {Epoch: "E", Seq: 3}, {Epoch: "E", Seq: 5}, {}} {
+		sub.Rewind(c) // another log, not behind: nothing to do
+		wantFrames(t, s.Reconcile(), "")
+	}
+	sub.Rewind(gateway.Cursor{Epoch: "E", Seq: 1})
+	if c := sub.Cursor(); c != (gateway.Cursor{Epoch: "E", Seq: 1}) {
+		t.Fatalf("cursor = %+v, want E@1", c)
+	}
+	wantFrames(t, s.Reconcile(), "unsub s, sub s E@1")
+	// A frame of the older sub still in flight is dropped; the replay comes again, once.
+	feed(t, s, event("s", 4), event("s", 2), event("s", 3), event("s", 4))
+	if got := summary(rec.waitFor(t, "the replay", func(ds []gateway.Delivery) bool { return len(ds) == 7 })); got != "R0 1 2 3 2 3 4" {
+		t.Fatalf("delivered %s, want R0 1 2 3 then 2 3 4 again from the rewound cursor", got)
+	}
+	sub.Unsubscribe()
+	sub.Rewind(gateway.Cursor{Epoch: "E", Seq: 0}) // ended: nothing to do
+	wantFrames(t, s.Reconcile(), "unsub s")
+}

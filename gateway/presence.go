@@ -54,6 +54,17 @@ type SubscribeOptions struct {
 	// never two calls at once (a call that takes long sees the changes meanwhile at once in
 	// its next). A panic is recovered and logged.
 	Presence func(Presence)
+	// From, when its Epoch is set, starts the subscription at a cursor that another follower
+	// of the stream reached: the Host delivers the events of that log after From.Seq, or a
+	// reset where it can no longer (PROTOCOL.md §4.3). The shared hub that replaces one that
+	// ended resumes its tabs' streams so, rather than from fresh baselines.
+	From Cursor
+}
+
+// Cursor is a point in a stream: the log's epoch and the last seq delivered from it.
+type Cursor struct {
+	Epoch string
+	Seq   uint64
 }
 
 // noPresence is Presence.Reason for a Host whose ready frame does not say it carries presence.
@@ -94,7 +105,7 @@ type presBatch struct {
 // SubscribeWith is [Gateway.Subscribe] with options: with o.Presence, the subscription
 // also follows who is on the stream.
 func (g *Gateway) SubscribeWith(stream string, handler func(Delivery), o SubscribeOptions) *Subscription {
-	s := g.Subscribe(stream, handler)
+	s := g.subscribe(stream, handler, o.From)
 	if o.Presence != nil {
 		s.WatchPresence(o.Presence)
 	}

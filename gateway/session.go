@@ -262,7 +262,7 @@ func (g *Gateway) dispatch(s *session, f wire.HostFrame) error {
 			sub.dups++
 			return nil // a baseline older than what was delivered from the same log
 		}
-		sub.epoch, sub.last = f.Epoch, f.Seq
+		sub.epoch, sub.last, sub.rewound = f.Epoch, f.Seq, false
 		g.enqueue(sub, Delivery{Stream: f.Stream, Seq: f.Seq, Reset: true, Epoch: f.Epoch, Baseline: f.Baseline})
 		return nil
 	}
@@ -270,14 +270,14 @@ func (g *Gateway) dispatch(s *session, f wire.HostFrame) error {
 		return nil // before the first reset, or from a log this subscription no longer follows
 	}
 	switch {
-	case f.Seq <= sub.last:
+	case f.Seq <= sub.last, sub.rewound && f.Seq > sub.last+1:
 		sub.dups++
 		return nil
 	case f.Seq != sub.last+1:
 		return tinyfmt.Errorf("%w: stream %q jumped from seq %d to %d without a reset (epoch %q)",
 			ErrProtocol, f.Stream, sub.last, f.Seq, sub.epoch)
 	}
-	sub.last = f.Seq
+	sub.last, sub.rewound = f.Seq, false
 	g.enqueue(sub, Delivery{Stream: f.Stream, Seq: f.Seq, Data: f.Data, Epoch: sub.epoch})
 	return nil
 }

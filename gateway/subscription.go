@@ -37,11 +37,14 @@ type Subscription struct {
 	done    chan struct{}
 
 	// Guarded by g.mu.
-	err     error  // why it ended; nil while active
-	epoch   string // cursor: the log followed, "" until the first reset
-	last    uint64 // cursor: the last seq accepted for delivery
-	token   uint64 // bumped to make every session send a fresh sub (resync)
-	stalled bool   // the queue overflowed; dropping until the handler returns
+	err   error  // why it ended; nil while active
+	epoch string // cursor: the log followed, "" until the first reset
+	last  uint64 // cursor: the last seq accepted for delivery
+	token uint64 // bumped to make every session send a fresh sub (resync)
+	// rewound: Rewind moved the cursor back, and the replay has not begun: events of the
+	// older sub still in flight run ahead of it and are dropped (the replay brings them).
+	rewound bool
+	stalled bool // the queue overflowed; dropping until the handler returns
 	queue   []Delivery
 	running serial.Loop // runs the handler over queue (deliverOne), on a goroutine only while it holds any
 	dups    uint64
@@ -78,9 +81,35 @@ func (s *Subscription) Resync() {
 	if s.err != nil || g.subs[s.stream] != s {
 		return
 	}
-	s.epoch, s.last = "", 0
+	s.epoch, s.last, s.rewound = "", 0, false
 	s.token++
 	g.kickAll()
+}
+
+// Rewind moves the cursor back to c, an earlier point of the log the subscription follows:
+// every session subscribes again from there, and the events after c.Seq are delivered again,
+// those the handler has had included (or a reset, where the Host can no longer replay them).
+// It is for a follower that fans the stream out to readers at different points, and drops
+// what a reader has had: the shared hub, when a tab behind the others joins. It does nothing
+// on a subscription that has ended, for a cursor of another log, or for one not behind.
+func (s *Subscription) Rewind(c Cursor) {
+	g := s.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if s.err != nil || g.subs[s.stream] != s || s.stalled || c.Epoch == "" || c.Epoch != s.epoch || c.Seq >= s.last {
+		return
+	}
+	s.last, s.rewound = c.Seq, true
+	s.token++
+	g.kickAll()
+}
+
+// Cursor returns where the subscription stands: the log it follows and the last seq accepted
+// for delivery (a zero Cursor before its first reset).
+func (s *Subscription) Cursor() Cursor {
+	s.g.mu.Lock()
+	defer s.g.mu.Unlock()
+	return Cursor{Epoch: s.epoch, Seq: s.last}
 }
 
 // Done is closed once the subscription has ended and its handler is neither running nor
@@ -121,7 +150,7 @@ func (g *Gateway) enqueue(s *Subscription, d Delivery) {
 		g.log.Warn("gateway: handler fell behind; dropping deliveries until it returns, then resynchronising from a baseline",
 			"stream", s.stream, "queued", len(s.queue), "seq", d.Seq)
 		s.stalled = true
-		s.epoch, s.last = "", 0
+		s.epoch, s.last, s.rewound = "", 0, false
 		return
 	}
 	s.queue = append(s.queue, d)
