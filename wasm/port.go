@@ -4,6 +4,7 @@ package main
 
 import (
 	"errors"
+	"math"
 	"syscall/js"
 
 	"github.com/lifeline-go/lifeline/gateway"
@@ -14,7 +15,8 @@ import (
 // port is one tab's MessagePort, as a hub.Tab.
 //
 // Tab → hub: {t:"hello", bootstrap, options, href, online, carrier}, {t:"command", command},
-// {t:"online", online}, {t:"subscribe", id, stream, presence}, {t:"unsubscribe", id},
+// {t:"online", online}, {t:"subscribe", id, stream, presence, epoch, after} (epoch and
+// after: the cursor it had in a hub that ended, to resume at), {t:"unsubscribe", id},
 // {t:"life", event}, {t:"call", id, name, data (JSON text), key, timeoutMs, epoch, who,
 // session, wid, sentAgoMs},
 // {t:"cancel", id}, {t:"renewer", on}, {t:"token", id, token, failure}, {t:"ping"}, {t:"bye"}
@@ -99,10 +101,24 @@ func inbound(d js.Value) hub.In {
 		SentAgoMs: num("sentAgoMs"),
 		Carrier:   str("carrier"),
 		Presence:  d.Get("presence").Truthy(),
+		After:     seq(d.Get("after")),
 		On:        d.Get("on").Truthy(),
 		Token:     str("token"),
 		Failure:   str("failure"),
 	}
+}
+
+// seq reads a seq a tab sent: a whole number of the float64s JavaScript has (as the hub
+// posted it), 0 for anything else.
+func seq(v js.Value) uint64 {
+	if v.Type() != js.TypeNumber {
+		return 0
+	}
+	f := v.Float()
+	if !(f >= 0 && f <= 1<<53) || f != math.Trunc(f) {
+		return 0
+	}
+	return uint64(f)
 }
 
 func (p *port) post(m map[string]any) {

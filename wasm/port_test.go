@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"os"
 	"strings"
 	"syscall/js"
@@ -224,5 +225,21 @@ func TestPresenceCrossesToTheTabAsItReadsIt(t *testing.T) {
 	sorted := js.Global().Get("JSON").Call("stringify", m, js.Global().Get("Object").Call("keys", m).Call("sort").Call("concat", []any{"count", "id", "meta"}))
 	if s := sorted.String(); s != want {
 		t.Errorf("presence message %s, want %s", s, want)
+	}
+}
+
+// A tab's cursor seq is outside input: only a whole number JavaScript holds exactly is taken;
+// anything else is no cursor (0), so the hub never sends the Host a seq the tab did not have.
+func TestACursorsSeqIsReadOnlyAsAWholeNumber(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want uint64
+	}{
+		{0, 0}, {7, 7}, {float64(1 << 53), 1 << 53}, {float64(1 << 60), 0}, {-1, 0}, {1.5, 0},
+		{math.NaN(), 0}, {math.Inf(1), 0}, {"7", 0}, {true, 0}, {nil, 0}, {js.Undefined(), 0},
+	} {
+		if got := seq(js.ValueOf(tc.v)); got != tc.want {
+			t.Errorf("seq(%v) = %d, want %d", tc.v, got, tc.want)
+		}
 	}
 }

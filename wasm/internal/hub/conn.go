@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/lifeline-go/lifeline/gateway"
 	"github.com/lifeline-go/lifeline/internal/tinyfmt"
@@ -36,11 +37,18 @@ type In struct {
 	// Presence, in a subscribe, makes it a presence subscription: who is on the stream, and
 	// no events.
 	Presence bool
+	// Epoch and After, in a subscribe, are the cursor the tab had in a hub that ended (the
+	// log's epoch and the last seq it was given): it resumes there (no cursor for "").
+	After uint64
 	// On, in a renewer message, says whether the page's code set a renewer; Token and
 	// Failure answer the hub's question ID for a token (access.go).
 	On             bool
 	Token, Failure string
 }
+
+// maxEpoch bounds the epoch of a tab's cursor, which the hub sends on to the Host: a Host's
+// epochs are short ids (hostplugin's Ring: 16 hex digits), a tab's value is outside input.
+const maxEpoch = 256
 
 // Msg is the type of a tab's message: the tab's "t" (web/lifeline.js), with the fields of
 // [In] it uses.
@@ -51,7 +59,7 @@ const (
 	MsgHello       Msg = "hello"       // Bootstrap, Options, Href, Online, Carrier: the first message
 	MsgCommand     Msg = "command"     // Command
 	MsgOnline      Msg = "online"      // Online: what the browser says of its network
-	MsgSubscribe   Msg = "subscribe"   // ID, Stream, Presence
+	MsgSubscribe   Msg = "subscribe"   // ID, Stream, Presence, Epoch, After
 	MsgUnsubscribe Msg = "unsubscribe" // ID
 	MsgLife        Msg = "life"        // Event
 	MsgCall        Msg = "call"        // ID, Name, Data, Key, TimeoutMs, Epoch, Who, Session, WireID, SentAgoMs
@@ -197,7 +205,7 @@ func (conn *Conn) act(m In) bool {
 	case MsgLife:
 		h.life(m.Event)
 	case MsgSubscribe:
-		conn.subscribe(m.ID, m.Stream, m.Presence)
+		conn.subscribe(m.ID, m.Stream, m.Presence, gateway.Cursor{Epoch: m.Epoch, Seq: m.After})
 	case MsgUnsubscribe:
 		conn.mu.Lock()
 		mem := conn.subs[m.ID]
@@ -300,8 +308,16 @@ func (conn *Conn) call(m In) {
 	})
 }
 
-func (conn *Conn) subscribe(id int, stream string, presence bool) {
+func (conn *Conn) subscribe(id int, stream string, presence bool, from gateway.Cursor) {
 	mem := &member{conn: conn, id: id, presence: presence}
+	switch {
+	case from.Epoch == "" || presence:
+	case len(from.Epoch) > maxEpoch || !utf8.ValidString(from.Epoch):
+		conn.h.log.Warn("hub: a tab's cursor has an epoch that no Host gives; it starts from a baseline",
+			"stream", wire.Truncate(stream), "epoch", wire.Truncate(from.Epoch))
+	default:
+		mem.from = from
+	}
 	conn.mu.Lock()
 	_, dup := conn.subs[id]
 	if !dup {

@@ -14,6 +14,11 @@
 //     one subscription on the wire, and a subscriber that joins late is given the last
 //     baseline and the events since (a placeable start), or, past maxReplay events, a fresh
 //     baseline from the Host;
+//   - for a subscribe that names a cursor (the tab followed the stream in a hub that ended:
+//     WebKit ends a SharedWorker when one of several windows closes), the events after it,
+//     no baseline: from what the hub holds, else from the Host (the first such tab starts
+//     the wire subscription at its cursor; one behind the others rewinds it), or a reset
+//     where neither can;
 //   - for each presence subscription, who is on the stream: the members as they are, then
 //     each change. The hub's one session is the browser's one membership of the stream
 //     (tabs are sessions of no one: the Host counts the hub's), so a tab that closes while
@@ -26,6 +31,7 @@ package hub
 import (
 	"cmp"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -404,11 +410,14 @@ type stream struct {
 
 	mu       sync.Mutex
 	members  map[*member]struct{}
-	base     *gateway.Delivery // the last baseline delivered
-	since    []gateway.Delivery
-	overflow bool              // more than maxReplay events since base: a late joiner needs a fresh one
-	watching bool              // the wire subscription follows presence (once asked, for its life)
-	pres     *gateway.Presence // the last presence reported; nil before the first
+	base     *gateway.Delivery  // the last baseline delivered
+	since    []gateway.Delivery // the events after floor, in order
+	floor    uint64             // since starts after it: base's seq, or the cursor the wire resumed from
+	resumed  bool               // the wire follows from a tab's cursor and has had no reset since: no base
+	at       gateway.Cursor     // the last delivery of the wire (zero before the first)
+	overflow bool               // more than maxReplay events since floor: a late joiner needs a fresh start
+	watching bool               // the wire subscription follows presence (once asked, for its life)
+	pres     *gateway.Presence  // the last presence reported; nil before the first
 }
 
 // member is one tab subscription.
@@ -417,7 +426,11 @@ type member struct {
 	id      int
 	stream  string
 	s       *stream
-	started bool // it has had its baseline: events go to it
+	started bool // it has had its baseline or resumed at its cursor: events go to it
+	// from is the cursor the tab asked to resume at (zero for none); at, once started, is
+	// the last delivery it had: an event reaches it only past at (a rewound wire repeats
+	// what it had).
+	from, at gateway.Cursor
 	// presence: a presence subscription, told who is on the stream and given no events;
 	// told: it has had its first report.
 	presence, told bool
@@ -445,6 +458,11 @@ func (h *Hub) join(m *member, name string) {
 		if m.presence {
 			st.watching = true
 			o.Presence = st.presence
+		} else if m.from.Epoch != "" {
+			// The first to follow it here followed it in a hub that ended: the wire resumes at
+			// its cursor, and the tabs behind it are given what they missed.
+			o.From = m.from
+			st.at, st.floor, st.resumed = m.from, m.from.Seq, true
 		}
 		st.sub = gw.SubscribeWith(name, st.deliver, o)
 		go st.watch()
@@ -488,20 +506,47 @@ func (st *stream) add(m *member) {
 		}
 		return // no events
 	}
+	held := (st.base != nil || st.resumed) && !st.overflow // since runs unbroken from floor
 	switch {
-	case st.base == nil:
-		// The wire subscription has not delivered its first baseline yet: m gets it then.
-	case st.overflow:
-		st.sub.Resync() // the next delivery is a fresh baseline, for everyone
-	default:
+	case m.from.Epoch != "" && m.from.Epoch == st.at.Epoch && held && m.from.Seq >= st.floor:
+		// It resumes within what the hub holds: the events past its cursor, no baseline.
+		i, _ := slices.BinarySearchFunc(st.since, m.from.Seq, func(d gateway.Delivery, seq uint64) int { return cmp.Compare(d.Seq, seq+1) })
+		missed := st.since[i:]
+		m.started, m.at = true, m.from
+		if n := len(missed); n > 0 {
+			m.at = gateway.Cursor{Epoch: missed[n-1].Epoch, Seq: missed[n-1].Seq}
+		}
+		m.conn.send(func(c Tab) {
+			for _, d := range missed {
+				c.Deliver(m.id, d)
+			}
+		})
+	case st.base != nil && !st.overflow:
+		// A placeable start: the last baseline and the events since.
 		base, since := *st.base, st.since
-		m.started = true
+		m.started, m.at = true, gateway.Cursor{Epoch: base.Epoch, Seq: base.Seq}
+		if n := len(since); n > 0 {
+			m.at.Seq = since[n-1].Seq
+		}
 		m.conn.send(func(c Tab) {
 			c.Deliver(m.id, base)
 			for _, d := range since {
 				c.Deliver(m.id, d)
 			}
 		})
+	case m.from.Epoch != "" && m.from.Epoch == st.at.Epoch:
+		// Behind what the hub holds: the wire goes back to its cursor. The others are ahead
+		// and are given each event only past where they are.
+		st.sub.Rewind(m.from)
+		st.base, st.since, st.overflow = nil, nil, false
+		st.at, st.floor, st.resumed = m.from, m.from.Seq, true
+		m.started, m.at = true, m.from
+	case st.base == nil && !st.resumed:
+		// The wire subscription has not delivered its first baseline yet: m gets it then.
+	default:
+		// Nothing here makes a start for it: the next delivery is a fresh baseline, for everyone.
+		st.sub.Resync()
+		st.resumed = false
 	}
 }
 
@@ -526,13 +571,16 @@ func (st *stream) leave(m *member) {
 func (st *stream) deliver(d gateway.Delivery) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	at := gateway.Cursor{Epoch: d.Epoch, Seq: d.Seq}
+	st.at = at
 	if d.Reset {
 		st.base, st.since, st.overflow = &d, nil, false
+		st.floor, st.resumed = d.Seq, false
 		for m := range st.members {
 			if m.presence {
 				continue
 			}
-			m.started = true
+			m.started, m.at = true, at
 			m.conn.send(func(c Tab) { c.Deliver(m.id, d) })
 		}
 		return
@@ -545,7 +593,9 @@ func (st *stream) deliver(d gateway.Delivery) {
 		}
 	}
 	for m := range st.members {
-		if m.started {
+		// Past where it is only: a wire rewound for a tab behind repeats what the others had.
+		if m.started && m.at.Epoch == d.Epoch && d.Seq > m.at.Seq {
+			m.at = at
 			m.conn.send(func(c Tab) { c.Deliver(m.id, d) })
 		}
 	}
