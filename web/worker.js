@@ -24,6 +24,25 @@
   const ports = new Set();
   let ended = null;
 
+  // A Web Lock held for this worker's life: a tab asks for it and is granted it only once the
+  // worker is gone, which is how it learns that the browser ended the worker without a word
+  // (WebKit does when one of several windows closes: web/lifeline.js watchHub). Each tab is
+  // told its name once the worker holds it, never before (a grant would then mean nothing).
+  // instance names this worker among those of its name: WebKitGTK can let go of the lock of a
+  // worker that lives on, which a tab tells from a worker that ended by finding the same one.
+  let alive = null;
+  if (typeof navigator === 'object' && navigator.locks && typeof navigator.locks.request === 'function') {
+    const lock = 'lifeline:hub:' + self.name;
+    const instance = Math.random().toString(36).slice(2, 12);
+    navigator.locks.request(lock, () => {
+      alive = { t: 'alive', lock, instance };
+      for (const p of ports) {
+        try { p.postMessage(alive); } catch (_) { /* a tab that is gone */ }
+      }
+      return new Promise(() => {}); // held until the worker ends
+    }).catch(() => { /* no lock: the tabs' pings still find a hub that went silent */ });
+  }
+
   self.onconnect = (e) => {
     for (const p of e.ports) {
       if (ended) {
@@ -31,6 +50,7 @@
         continue;
       }
       ports.add(p);
+      if (alive) p.postMessage(alive);
       self.__lifelineConnect(p);
     }
   };

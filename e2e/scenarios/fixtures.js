@@ -76,8 +76,11 @@ const test = base.test.extend({
           const file = testInfo.outputPath(`tab-${i}.png`);
           await tab.screenshot(file);
           await testInfo.attach(`tab-${i}.png`, { path: file, contentType: 'image/png' });
+          // A file, not a body: the list reporter names a file, and CI keeps the output folder.
           const lines = (await tab.console()).map((l) => `${l.type}: ${l.text}`).join('\n');
-          await testInfo.attach(`tab-${i}-console.txt`, { body: lines, contentType: 'text/plain' });
+          const log = testInfo.outputPath(`tab-${i}-console.txt`);
+          require('fs').writeFileSync(log, lines + '\n');
+          await testInfo.attach(`tab-${i}-console.txt`, { path: log, contentType: 'text/plain' });
         } catch (e) {
           await testInfo.attach(`tab-${i}-unavailable.txt`, { body: String(e), contentType: 'text/plain' });
         }

@@ -2,7 +2,7 @@
 // only Chromium's driver reaches (Playwright exposes no SharedWorker; BiDi and WebKitWebDriver
 // none either). The other shared-mode scenarios run in every engine: scenarios/shared.spec.js.
 // Shared mode only: skipped in an in-page run.
-const { test, expect, mode, waitState, waitFor, sharedWorker } = require('./fixtures');
+const { test, expect, mode, waitState, waitFor, sharedWorker, gapsIn } = require('./fixtures');
 
 test.skip(mode === 'in-page', 'shared mode only');
 
@@ -81,6 +81,135 @@ test('a crash of the hub recovers every tab within a second', async ({ browser, 
     const before = (await got(p)).length;
     await waitFor(async () => (await got(p)).length > before, { what: 'ticks again' });
   }
+});
+
+// The browser ends the hub's worker without a word (WebKitGTK does when one of several windows
+// closes: scenarios/shared.spec.js's five tabs meet it there): each tab learns it from the
+// worker's Web Lock at once, rejoins the hub of the same name and resumes its streams at its
+// cursor. Here the worker is ended by its own close(), which no page hears of otherwise.
+test('a hub whose worker the browser ends is rejoined at once, and every tab resumes its streams where they were', async ({ browser, context, hosts }) => {
+  const host = await hosts.start({});
+  const pages = await open(context, host, 3);
+  for (const p of pages) await follow(p);
+  await waitFor(async () => (await Promise.all(pages.map(got))).every((l) => l.filter((d) => !d.reset).length >= 2), { what: 'ticks in every tab' });
+  for (const p of pages) {
+    await p.evaluate(() => {
+      window.__since = [];
+      window.addEventListener('lifeline:state', (e) => window.__since.push({ state: e.detail.state, t: Date.now() }));
+    });
+  }
+  const accepted = (await host.health()).accepted;
+  const ended = pages.map(() => 0); // when each tab said the browser ended its hub
+  pages.forEach((p, i) => p.on('console', (m) => {
+    if (!ended[i] && m.text().startsWith("lifeline: the browser ended the shared hub's worker")) ended[i] = Date.now();
+  }));
+  const before = await Promise.all(pages.map(async (p) => (await got(p)).length));
+  const t0 = Date.now();
+  await inWorker(browser, 'setTimeout(() => self.close(), 0); "closing"');
+  await waitFor(async () => ended.every((t) => t > 0), { timeout: 5000, interval: 10, what: 'every tab told its hub ended' });
+  await waitFor(async () => (await host.health()).accepted === accepted + 1, { what: "the rejoined hub's socket" });
+  for (const [i, p] of pages.entries()) {
+    await waitFor(async () => (await got(p)).length >= before[i] + 3, { what: 'ticks after the hub ended' });
+  }
+  console.log(`the tabs learnt their hub had ended ${ended.map((t) => t - t0).join(', ')} ms after it closed`);
+  for (const p of pages) {
+    const list = await got(p);
+    expect(gapsIn(list)).toEqual([]);
+    expect(list.filter((d) => d.reset).length).toBe(1); // its own first baseline only: resumed at its cursor
+  }
+  await waitFor(async () => (await host.health()).sessions === 1, { what: "one session: the ended hub's socket is closed" });
+  expect((await host.health()).accepted).toBe(accepted + 1);
+  // The tabs all rejoined one hub (one socket above), and it serves them: a command of one
+  // acts for all.
+  await pages[0].evaluate(() => globalThis.lifeline.reconnectNow());
+  await waitFor(async () => (await host.health()).accepted === accepted + 2, { what: 'the reconnect of the rejoined hub' });
+  for (const p of pages) await waitState(p, 'connected');
+  expect((await host.health()).sessions).toBe(1);
+});
+
+// WebKitGTK can let go of the worker's lock while the worker lives on: here a page steals it
+// (Web Locks' steal), which ends the worker's hold just so. The tabs rejoin the same worker,
+// find it by its instance, stop watching its lock and carry on: no socket, nothing lost.
+test('a hub whose lock is let go while its worker lives on costs nothing, and its tabs stop watching that lock', async ({ context, hosts }) => {
+  const host = await hosts.start({});
+  const pages = await open(context, host, 2);
+  for (const p of pages) await follow(p);
+  await waitFor(async () => (await Promise.all(pages.map(got))).every((l) => l.filter((d) => !d.reset).length >= 2), { what: 'ticks in every tab' });
+  const lines = pages.map(() => []);
+  pages.forEach((p, i) => p.on('console', (m) => lines[i].push(m.text())));
+  const accepted = (await host.health()).accepted;
+  const before = await Promise.all(pages.map(async (p) => (await got(p)).length));
+  const steal = () => pages[0].evaluate(async () => {
+    const held = (await navigator.locks.query()).held.filter((l) => l.name.startsWith('lifeline:hub:'));
+    if (held.length !== 1) return 'held: ' + JSON.stringify(held);
+    await navigator.locks.request(held[0].name, { steal: true }, () => {});
+    return '';
+  });
+  expect(await steal()).toBe('');
+  const livedOn = (i) => lines[i].filter((l) => l.startsWith("lifeline: the shared hub's worker lives on after all")).length;
+  await waitFor(async () => livedOn(0) === 1 && livedOn(1) === 1, { what: 'each tab found its hub had lived on' });
+  for (const [i, p] of pages.entries()) {
+    await waitFor(async () => (await got(p)).length >= before[i] + 3, { what: 'ticks after the lock was let go' });
+    const list = await got(p);
+    expect(gapsIn(list)).toEqual([]);
+    expect(list.filter((d) => d.reset).length).toBe(1);
+  }
+  expect((await host.health()).accepted).toBe(accepted); // the same worker, the same socket
+  // No tab watches that lock any more: a second steal finds nobody waiting for it, and ends nothing.
+  const ended = (i) => lines[i].filter((l) => l.startsWith("lifeline: the browser ended the shared hub's worker")).length;
+  expect([ended(0), ended(1)]).toEqual([1, 1]);
+  const pending = await pages[0].evaluate(async () => (await navigator.locks.query()).pending.filter((l) => l.name.startsWith('lifeline:hub:')).length);
+  expect(pending).toBe(0);
+});
+
+// muteNextHub wraps SharedWorker so that the test can make the next hub the page joins say
+// nothing to it, as WebKitGTK's restarted worker can to the first tab that rejoins it.
+function muteNextHub() {
+  const Real = globalThis.SharedWorker;
+  window.__muteNext = false;
+  window.__joins = 0;
+  globalThis.SharedWorker = function SharedWorker(url, opts) {
+    const w = new Real(url, opts);
+    window.__joins++;
+    if (!window.__muteNext) return w;
+    window.__muteNext = false;
+    const real = w.port;
+    const port = {
+      postMessage(m) { real.postMessage(m); },
+      set onmessage(f) { real.onmessage = f ? () => {} : null; }, // heard by nobody
+      get onmessage() { return null; },
+      start() { real.start(); },
+      close() { real.close(); },
+    };
+    return { port, set onerror(f) { w.onerror = f; }, get onerror() { return w.onerror; } };
+  };
+}
+
+test('a rejoined hub that says nothing to a tab is joined again, and the tab resumes where it was', async ({ browser, context, hosts }) => {
+  const host = await hosts.start({});
+  await context.addInitScript(muteNextHub);
+  const pages = await open(context, host, 2);
+  for (const p of pages) await follow(p);
+  await waitFor(async () => (await Promise.all(pages.map(got))).every((l) => l.filter((d) => !d.reset).length >= 2), { what: 'ticks in every tab' });
+  const [a, b] = pages;
+  await a.evaluate(() => { window.__muteNext = true; });
+  const lines = [];
+  a.on('console', (m) => lines.push(m.text()));
+  const before = await Promise.all(pages.map(async (p) => (await got(p)).length));
+  await inWorker(browser, 'setTimeout(() => self.close(), 0); "closing"');
+  for (const [i, p] of pages.entries()) {
+    await waitFor(async () => (await got(p)).length >= before[i] + 3, { what: 'ticks after the hub ended' });
+  }
+  // Joined again once, or more where the fresh worker was slow to start (its thread busy
+  // with the wasm): the first join, the muted one, at least one that answered.
+  expect(lines.filter((l) => l.startsWith('lifeline: the restarted shared hub did not answer this tab in 3000 ms; joining it again')).length).toBeGreaterThanOrEqual(1);
+  expect(await a.evaluate(() => window.__joins)).toBeGreaterThanOrEqual(3);
+  for (const p of pages) {
+    const list = await got(p);
+    expect(gapsIn(list)).toEqual([]);
+    expect(list.filter((d) => d.reset).length).toBe(1);
+  }
+  await waitFor(async () => (await host.health()).sessions === 1, { what: 'one session: both tabs in the rejoined hub' });
 });
 
 // web/boot.js starts the wasm's bytes on a first visit, before the worker's script is in, and

@@ -642,7 +642,9 @@
   let dead = false;
   const outbox = []; // messages for the hub before its port exists
   const listeners = new Set();
-  const subs = new Map(); // id → {stream, fn, presence (a presence subscription's Map id → member)}
+  // id → {stream, fn, presence (a presence subscription's Map id → member), epoch, seq (its
+  // cursor: the last delivery's log and seq, where it resumes in a hub that replaces one)}
+  const subs = new Map();
   let nextID = 1;
   // Calls not yet answered: id → {name, data (JSON text), key, deadline, sent, epoch, who,
   // session, wid, sentAt, resolve, reject, timer}. sent, epoch, who, session and wid are what
@@ -728,6 +730,8 @@
       case 'delivery': {
         const sub = subs.get(m.id);
         if (!sub) return; // unsubscribed meanwhile
+        if (m.reset) sub.epoch = typeof m.epoch === 'string' ? m.epoch : '';
+        sub.seq = m.seq;
         const d = { stream: m.stream, seq: m.seq, reset: !!m.reset };
         try {
           if (m.reset) {
@@ -744,6 +748,9 @@
         break;
       }
       case 'pong': // shared mode: the hub is alive (the ping's round, below)
+        break;
+      case 'alive': // shared mode: the hub's worker holds its lock (watchHub, below)
+        watchHub(port, m.lock, m.instance);
         break;
       case 'presence': {
         const sub = subs.get(m.id);
@@ -835,7 +842,9 @@
   }
 
   // connect makes p the port to the hub: the hello goes first, then every subscription still
-  // wanted (a hub that replaced another gives each a fresh baseline), then what waited.
+  // wanted, each at its cursor (a hub that replaced another resumes it there: the events
+  // this tab missed, no baseline; a baseline only where neither the hub nor the Host still
+  // holds them), then what waited.
   //
   // The calls not yet answered go to it too, by the rule of calls after a lost hub (this is
   // the first hub, or the last one crashed, dropped this tab, or was left on pagehide): a
@@ -851,7 +860,11 @@
     port.onmessage = onHubMessage;
     if (helloMsg) port.postMessage(helloMsg);
     if (renewer) port.postMessage({ t: 'renewer', on: true });
-    for (const [id, sub] of subs) port.postMessage({ t: 'subscribe', id, stream: sub.stream, presence: !!sub.presence });
+    for (const [id, sub] of subs) {
+      const m = { t: 'subscribe', id, stream: sub.stream, presence: !!sub.presence };
+      if (!sub.presence && sub.epoch) Object.assign(m, { epoch: sub.epoch, after: sub.seq });
+      port.postMessage(m);
+    }
     for (const c of Array.from(calls.values())) {
       if (c.sent && !c.key && !c.session) { // nothing names the session to fence: it cannot be learned
         settleCall(c, undefined, callError('timeout', 'the hub that sent it was lost before its reply; it may have run, or still run, at most once', true, '', 0));
@@ -963,9 +976,113 @@
   }
 
   function disconnect() {
+    if (watching) {
+      watching.abort();
+      watching = null;
+    }
     if (!port) return;
     port.onmessage = null;
     port = null;
+  }
+
+  // ---- a hub the browser ended
+  //
+  // WebKit ends a SharedWorker without a word when one of several windows closes (the
+  // worker runs in the process of the window that made it, which WebKit caches when that
+  // window closes and shuts down at the next close: https://bugs.webkit.org/show_bug.cgi?id=318873).
+  // The worker holds a Web Lock for its life and says which once it does ({t:"alive"},
+  // web/worker.js); the tab asks for that lock and is granted it only once the worker is
+  // gone: within milliseconds, where the ping's round takes 10–20 s. The tab then rejoins
+  // the hub of the same name, which the browser restarts (or which starts afresh), as every
+  // tab of the ended one does, and resumes its streams at their cursors: nothing is lost
+  // and nothing given twice; keyed calls in flight go again, by the rule of connect.
+  //
+  // WebKitGTK can also let go of the worker's lock while the worker lives on (seen once in
+  // some 80 runs: a grant, and the rejoined hub was the same worker, its socket lost with it),
+  // and can start another worker of the name meanwhile, which later tabs are given. Each
+  // worker names itself in {t:"alive"}: a tab that finds the same worker after a grant joins
+  // the name again, SAME_TRIES times SAME_WAIT apart, to meet the others wherever the browser
+  // now sends a tab; still the same, that worker is the name's, and the tab stays, watching it
+  // by the ping's round only (its lock says no more), and takes back the failure it counted.
+  const SAME_WAIT = 500, SAME_TRIES = 2;
+  let watching = null; // the AbortController of this tab's request for its hub's lock
+  let endedInstance = ''; // the worker this tab took for ended last, until it hears from its successor
+  let sameTries = 0; // how often this tab found endedInstance again since
+
+  function watchHub(p, lock, instance) {
+    if (watching || p !== port || typeof lock !== 'string' || !(navigator.locks && typeof navigator.locks.request === 'function')) return;
+    if (endedInstance && instance === endedInstance) {
+      clearTimeout(rejoinTimer); // it answered
+      if (sameTries < SAME_TRIES) {
+        sameTries++;
+        rejoinTimer = setTimeout(() => {
+          if (port !== p) return;
+          leave(p);
+          rejoin(0);
+        }, SAME_WAIT);
+        return;
+      }
+      endedInstance = '';
+      sameTries = 0;
+      failures.pop();
+      console.info('lifeline: the shared hub\'s worker lives on after all (the browser let go of its lock); this tab watches it by its pings');
+      return;
+    }
+    endedInstance = '';
+    sameTries = 0;
+    const ac = new AbortController();
+    watching = ac;
+    navigator.locks.request(lock, { signal: ac.signal }, () => {
+      if (watching !== ac || port !== p) return; // this tab left that hub meanwhile
+      watching = null;
+      hubEnded(p, instance);
+    }).catch(() => { /* aborted: this tab left that hub */ });
+  }
+
+  function hubEnded(p, instance) {
+    console.warn('lifeline: the browser ended the shared hub\'s worker; this tab rejoins it and resumes its streams where they were');
+    endedInstance = typeof instance === 'string' ? instance : '';
+    leave(p);
+    if (keepsFailing()) return;
+    rejoin(0);
+  }
+
+  // leave lets go of the port p of a hub this tab is done with.
+  function leave(p) {
+    if (port === p) disconnect();
+    try {
+      p.postMessage({ t: 'bye' }); // a hub that is still there after all lets this tab go
+      p.close();
+    } catch (_) { /* a port of a worker that is gone */ }
+  }
+
+  // rejoin joins the hub of the same name again. WebKit restarts the ended worker itself, and
+  // a tab that joins it while it restarts can be given a port that nothing ever reaches
+  // (seen in WebKitGTK 2.50: twice in some 40 runs, the first tab to rejoin): a hub says
+  // {t:"alive"} as soon as its worker runs and holds its lock (web/worker.js), so one that
+  // says nothing in ALIVE_WAIT is joined again, and after REJOINS such tries this tab moves on
+  // as from a silent hub. ALIVE_WAIT covers a worker that is starting: its thread is busy
+  // with the wasm for a while (a second in Chromium on a busy machine), and a port it has not
+  // answered yet is not a port nothing reaches; joining again costs no socket either way.
+  const ALIVE_WAIT = 3000, REJOINS = 3;
+  let rejoinTimer = 0;
+
+  function rejoin(tries) {
+    clearTimeout(rejoinTimer);
+    startShared();
+    const p = port;
+    if (mode !== 'shared' || !p) return;
+    rejoinTimer = setTimeout(() => {
+      if (port !== p || heardAt) return;
+      if (tries + 1 >= REJOINS) {
+        leave(p);
+        hubFailed('it did not answer after the browser restarted it (' + REJOINS + ' tries)', nextGeneration());
+        return;
+      }
+      console.warn('lifeline: the restarted shared hub did not answer this tab in ' + ALIVE_WAIT + ' ms; joining it again');
+      leave(p);
+      rejoin(tries + 1);
+    }, ALIVE_WAIT);
   }
 
   // ---- the API
@@ -1094,7 +1211,7 @@
   }
   // On hide the page lets go, so it can enter the back-forward cache: in-page it stops its
   // connection; shared, it leaves the hub (the other tabs keep it). Shown again, it starts a
-  // fresh sequence, or rejoins the hub (fresh baselines for its streams).
+  // fresh sequence, or rejoins the hub (its streams resume at their cursors).
   window.addEventListener('pagehide', () => {
     if (mode === 'shared') {
       send({ t: 'bye' });
@@ -1131,9 +1248,9 @@
   // Shared mode: a tab that closes without a word (a crash) is dropped by the hub once it
   // has been silent long enough (wasm/scope.go); a live one says so every 10 s, and the hub
   // answers at once (pong). A hub that has answered this tab before and leaves a ping
-  // unanswered for a whole round ended without a word: WebKitGTK ends a SharedWorker when one
-  // of several windows closes, with no error event and no message. The tab moves to a fresh hub
-  // rather than show a connection nobody serves. Not before the hub's first word (a worker
+  // unanswered for a whole round is gone without a word (a program that hangs; a worker the
+  // browser ended where there are no Web Locks to say so, watchHub). The tab moves to a fresh
+  // hub rather than show a connection nobody serves. Not before the hub's first word (a worker
   // still loading its wasm cannot answer), and not on a round that fired late (a frozen or
   // throttled tab: the answer may be queued behind the timer).
   const PING = 10000;
@@ -1229,16 +1346,21 @@
   function hubFailed(why, next) {
     console.error('lifeline: the shared hub stopped: ' + why);
     disconnect();
+    if (keepsFailing()) return;
+    generation = next || Math.random().toString(36).slice(2, 10);
+    startShared();
+  }
+
+  // keepsFailing counts a shared hub that ended, and at the third within a minute moves this
+  // page to in-page (and says so): a hub that cannot stay up must not be started forever.
+  function keepsFailing() {
     const now = Date.now();
     failures.push(now);
     while (failures.length && failures[0] < now - 60000) failures.shift();
-    if (failures.length > 2) {
-      console.warn('lifeline: the shared hub keeps failing; this page keeps its own connection');
-      startInPage();
-      return;
-    }
-    generation = next || Math.random().toString(36).slice(2, 10);
-    startShared();
+    if (failures.length <= 2) return false;
+    console.warn('lifeline: the shared hub keeps failing; this page keeps its own connection');
+    startInPage();
+    return true;
   }
 
   function start() {
