@@ -45,7 +45,7 @@ func TestTabsOfAnEndedHubResumeByCursorInAFreshOne(t *testing.T) {
 	x.publish(t, "s", 10)
 	a.wait(t, "10 events", func(c *tab) bool { return last(c.got[1]) == 10 })
 	epoch := a.deliveries(1)[0].Epoch
-	h1.Close(nil) // the worker ended
+	h1.Close(nil)        // the worker ended
 	x.publish(t, "s", 5) // 11..15 while no hub follows the stream
 
 	h2 := newHub(t)
