@@ -572,8 +572,8 @@ func (st *stream) deliver(d gateway.Delivery) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	at := gateway.Cursor{Epoch: d.Epoch, Seq: d.Seq}
-	st.at = at
 	if d.Reset {
+		st.at = at
 		st.base, st.since, st.overflow = &d, nil, false
 		st.floor, st.resumed = d.Seq, false
 		for m := range st.members {
@@ -585,16 +585,22 @@ func (st *stream) deliver(d gateway.Delivery) {
 		}
 		return
 	}
-	if !st.overflow {
-		if len(st.since) < maxReplay {
-			st.since = append(st.since, d)
-		} else {
-			st.since, st.overflow = nil, true
+	// Each takes only the next event it lacks. After a rewind the wire repeats what some had,
+	// and events it had queued before the rewind still come first, ahead of the replay: a
+	// reader (or since) that took them as next would skip the replay between.
+	next := func(c gateway.Cursor) bool { return c.Epoch == d.Epoch && d.Seq == c.Seq+1 }
+	if next(st.at) {
+		st.at = at
+		if !st.overflow {
+			if len(st.since) < maxReplay {
+				st.since = append(st.since, d)
+			} else {
+				st.since, st.overflow = nil, true
+			}
 		}
 	}
 	for m := range st.members {
-		// Past where it is only: a wire rewound for a tab behind repeats what the others had.
-		if m.started && m.at.Epoch == d.Epoch && d.Seq > m.at.Seq {
+		if m.started && next(m.at) {
 			m.at = at
 			m.conn.send(func(c Tab) { c.Deliver(m.id, d) })
 		}
