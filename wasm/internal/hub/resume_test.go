@@ -5,6 +5,7 @@ package hub_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/lifeline-go/lifeline/gateway"
 	"github.com/lifeline-go/lifeline/wasm/internal/hub"
@@ -45,7 +46,12 @@ func TestTabsOfAnEndedHubResumeByCursorInAFreshOne(t *testing.T) {
 	x.publish(t, "s", 10)
 	a.wait(t, "10 events", func(c *tab) bool { return last(c.got[1]) == 10 })
 	epoch := a.deliveries(1)[0].Epoch
-	h1.Close(nil)        // the worker ended
+	h1.Close(nil) // the worker ended
+	for deadline := time.Now().Add(10 * time.Second); x.h.Sessions() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the Host still holds %d sessions after the hub ended", x.h.Sessions())
+		}
+	}
 	x.publish(t, "s", 5) // 11..15 while no hub follows the stream
 
 	h2 := newHub(t)
