@@ -51,8 +51,10 @@ test('a crash of the hub recovers every tab within a second', async ({ browser, 
   }
   const accepted = (await host.health()).accepted;
   const stopped = pages.map(() => 0); // when each tab said its hub stopped
+  let rejoined = 0; // tabs that took the crash for a worker the browser ended (they must not: web/worker.js EXIT_LINGER)
   pages.forEach((p, i) => p.on('console', (m) => {
     if (!stopped[i] && m.text().startsWith('lifeline: the shared hub stopped')) stopped[i] = Date.now();
+    if (m.text().startsWith("lifeline: the browser ended the shared hub's worker")) rejoined++;
   }));
   const t0 = Date.now();
   // Break the clock the Go runtime needs: the program in the worker dies as a panic would.
@@ -81,6 +83,7 @@ test('a crash of the hub recovers every tab within a second', async ({ browser, 
     const before = (await got(p)).length;
     await waitFor(async () => (await got(p)).length > before, { what: 'ticks again' });
   }
+  expect(rejoined).toBe(0); // every tab moved to the hub the ended one named
 });
 
 // The browser ends the hub's worker without a word (WebKitGTK does when one of several windows

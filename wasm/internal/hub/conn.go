@@ -37,8 +37,8 @@ type In struct {
 	// Presence, in a subscribe, makes it a presence subscription: who is on the stream, and
 	// no events.
 	Presence bool
-	// Epoch and After, in a subscribe, are the cursor the tab had in a hub that ended (the
-	// log's epoch and the last seq it was given): it resumes there (no cursor for "").
+	// After, in a subscribe, with Epoch, is the cursor the tab had in a hub that ended (the
+	// log's epoch and the last seq it was given): it resumes there (no cursor for Epoch "").
 	After uint64
 	// On, in a renewer message, says whether the page's code set a renewer; Token and
 	// Failure answer the hub's question ID for a token (access.go).

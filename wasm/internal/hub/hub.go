@@ -428,8 +428,7 @@ type member struct {
 	s       *stream
 	started bool // it has had its baseline or resumed at its cursor: events go to it
 	// from is the cursor the tab asked to resume at (zero for none); at, once started, is
-	// the last delivery it had: an event reaches it only past at (a rewound wire repeats
-	// what it had).
+	// the last delivery it had: only the event next after at reaches it (see deliver).
 	from, at gateway.Cursor
 	// presence: a presence subscription, told who is on the stream and given no events;
 	// told: it has had its first report.

@@ -5,7 +5,7 @@
 // before Go runs, so the runner queues the ports until the program takes them over.
 //
 // If the program ends, every tab is told ({t:"exited", error, next}: next names the fresh
-// hub all of them move to) and the worker closes, its sockets with it.
+// hub all of them move to) and the worker closes a moment later, its sockets with it.
 //
 // Query parameters (set by the tab script): run, the runner, and wasm, the module (URLs of
 // this origin); events, the URL the hub dials first, whose socket opens at once (openEarly),
@@ -23,6 +23,7 @@
   };
   const ports = new Set();
   let ended = null;
+  const EXIT_LINGER = 250; // ms between telling the tabs the program ended and closing
 
   // A Web Lock held for this worker's life: a tab asks for it and is granted it only once the
   // worker is gone, which is how it learns that the browser ended the worker without a word
@@ -60,7 +61,10 @@
     for (const p of ports) {
       try { p.postMessage(ended); } catch (_) { /* a tab that is gone */ }
     }
-    self.close();
+    // The lock goes with the worker, and a tab granted it before it has read this message
+    // would rejoin this name rather than move to next with the others: the worker lingers a
+    // moment, so that every tab has read it and let go of its request first.
+    setTimeout(() => self.close(), EXIT_LINGER);
   }
 
   try {
