@@ -24,6 +24,13 @@ func Pending(g *Gateway) map[string]string {
 	return out
 }
 
+// CursorOf is where s stands: the log it follows and the last seq accepted for delivery.
+func CursorOf(s *Subscription) Cursor {
+	s.g.mu.Lock()
+	defer s.g.mu.Unlock()
+	return Cursor{Epoch: s.epoch, Seq: s.last}
+}
+
 // Dups counts the frames s dropped as duplicates.
 // RefusedBy is what a refused upgrade's status, Retry-After header and body say.
 func RefusedBy(status int, retryAfter string, body []byte) error {

@@ -468,7 +468,7 @@ func TestSubscribeFromACursorResumesWithoutABaseline(t *testing.T) {
 	gw := newGateway(t, nil)
 	rec := newRecorder()
 	sub := gw.SubscribeWith("s", rec.handle, gateway.SubscribeOptions{From: gateway.Cursor{Epoch: "E", Seq: 7}})
-	if c := sub.Cursor(); c != (gateway.Cursor{Epoch: "E", Seq: 7}) {
+	if c := gateway.CursorOf(sub); c != (gateway.Cursor{Epoch: "E", Seq: 7}) {
 		t.Fatalf("cursor = %+v, want E@7 before any session", c)
 	}
 	s := gateway.NewTestSession(t, gw)
@@ -501,7 +501,7 @@ func TestRewindDeliversAgainFromAnEarlierPointOfTheSameLog(t *testing.T) {
 		wantFrames(t, s.Reconcile(), "")
 	}
 	sub.Rewind(gateway.Cursor{Epoch: "E", Seq: 1})
-	if c := sub.Cursor(); c != (gateway.Cursor{Epoch: "E", Seq: 1}) {
+	if c := gateway.CursorOf(sub); c != (gateway.Cursor{Epoch: "E", Seq: 1}) {
 		t.Fatalf("cursor = %+v, want E@1", c)
 	}
 	wantFrames(t, s.Reconcile(), "unsub s, sub s E@1")

@@ -104,14 +104,6 @@ func (s *Subscription) Rewind(c Cursor) {
 	g.kickAll()
 }
 
-// Cursor returns where the subscription stands: the log it follows and the last seq accepted
-// for delivery (a zero Cursor before its first reset).
-func (s *Subscription) Cursor() Cursor {
-	s.g.mu.Lock()
-	defer s.g.mu.Unlock()
-	return Cursor{Epoch: s.epoch, Seq: s.last}
-}
-
 // Done is closed once the subscription has ended and its handler is neither running nor
 // about to run. Waiting on it from inside the handler therefore deadlocks.
 func (s *Subscription) Done() <-chan struct{} { return s.done }
