@@ -62,10 +62,12 @@ test('five tabs share one session; tabs closing in any order never interrupt the
     lag = Math.max(lag, ...list.filter((d) => !d.reset).map((d) => d.lag));
     expect(gapsIn(list)).toEqual([]);
     expect(list.filter((d) => d.reset).length).toBe(1); // its own baseline, once
-    const ended = (await t.console()).filter((l) => l.text.startsWith("lifeline: the browser ended the shared hub's worker")).length;
+    const lines = await t.console();
+    const said = (start) => lines.filter((l) => l.text.startsWith(start)).length;
+    const ended = said("lifeline: the browser ended the shared hub's worker");
     replaced = Math.max(replaced, ended);
-    again += (await t.console()).filter((l) => l.text.startsWith('lifeline: the restarted shared hub did not answer this tab')).length;
-    livedOn += (await t.console()).filter((l) => l.text.startsWith("lifeline: the shared hub's worker lives on after all")).length;
+    again += said('lifeline: the restarted shared hub did not answer this tab');
+    livedOn += said("lifeline: the shared hub's worker lives on after all");
     const states = await t.evaluate(() => window.__states);
     for (let i = 1; i < states.length; i++) {
       if (states[i - 1].state !== 'connected') away = Math.max(away, states[i].at - states[i - 1].at);

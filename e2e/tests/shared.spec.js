@@ -16,6 +16,16 @@ async function follow(page) {
 }
 const got = (page) => page.evaluate(() => window.__ticks.slice());
 
+// ticking waits until every page has had two ticks past its baseline.
+const ticking = (pages) => waitFor(async () => (await Promise.all(pages.map(got))).every((l) => l.filter((d) => !d.reset).length >= 2), { what: 'ticks in every tab' });
+
+// expectWhole checks a page's ticks: no gap, and its first baseline only (it resumed by cursor).
+async function expectWhole(page) {
+  const list = await got(page);
+  expect(gapsIn(list)).toEqual([]);
+  expect(list.filter((d) => d.reset).length).toBe(1);
+}
+
 async function open(context, host, n) {
   const pages = [];
   for (let i = 0; i < n; i++) {
@@ -94,13 +104,7 @@ test('a hub whose worker the browser ends is rejoined at once, and every tab res
   const host = await hosts.start({});
   const pages = await open(context, host, 3);
   for (const p of pages) await follow(p);
-  await waitFor(async () => (await Promise.all(pages.map(got))).every((l) => l.filter((d) => !d.reset).length >= 2), { what: 'ticks in every tab' });
-  for (const p of pages) {
-    await p.evaluate(() => {
-      window.__since = [];
-      window.addEventListener('lifeline:state', (e) => window.__since.push({ state: e.detail.state, t: Date.now() }));
-    });
-  }
+  await ticking(pages);
   const accepted = (await host.health()).accepted;
   const ended = pages.map(() => 0); // when each tab said the browser ended its hub
   pages.forEach((p, i) => p.on('console', (m) => {
@@ -115,11 +119,7 @@ test('a hub whose worker the browser ends is rejoined at once, and every tab res
     await waitFor(async () => (await got(p)).length >= before[i] + 3, { what: 'ticks after the hub ended' });
   }
   console.log(`the tabs learnt their hub had ended ${ended.map((t) => t - t0).join(', ')} ms after it closed`);
-  for (const p of pages) {
-    const list = await got(p);
-    expect(gapsIn(list)).toEqual([]);
-    expect(list.filter((d) => d.reset).length).toBe(1); // its own first baseline only: resumed at its cursor
-  }
+  for (const p of pages) await expectWhole(p);
   await waitFor(async () => (await host.health()).sessions === 1, { what: "one session: the ended hub's socket is closed" });
   expect((await host.health()).accepted).toBe(accepted + 1);
   // The tabs all rejoined one hub (one socket above), and it serves them: a command of one
@@ -137,7 +137,7 @@ test('a hub whose lock is let go while its worker lives on costs nothing, and it
   const host = await hosts.start({});
   const pages = await open(context, host, 2);
   for (const p of pages) await follow(p);
-  await waitFor(async () => (await Promise.all(pages.map(got))).every((l) => l.filter((d) => !d.reset).length >= 2), { what: 'ticks in every tab' });
+  await ticking(pages);
   const lines = pages.map(() => []);
   pages.forEach((p, i) => p.on('console', (m) => lines[i].push(m.text())));
   const accepted = (await host.health()).accepted;
@@ -153,12 +153,10 @@ test('a hub whose lock is let go while its worker lives on costs nothing, and it
   await waitFor(async () => livedOn(0) === 1 && livedOn(1) === 1, { what: 'each tab found its hub had lived on' });
   for (const [i, p] of pages.entries()) {
     await waitFor(async () => (await got(p)).length >= before[i] + 3, { what: 'ticks after the lock was let go' });
-    const list = await got(p);
-    expect(gapsIn(list)).toEqual([]);
-    expect(list.filter((d) => d.reset).length).toBe(1);
+    await expectWhole(p);
   }
   expect((await host.health()).accepted).toBe(accepted); // the same worker, the same socket
-  // No tab watches that lock any more: a second steal finds nobody waiting for it, and ends nothing.
+  // Each tab took it for ended once, and watches that lock no more: nobody waits for it.
   const ended = (i) => lines[i].filter((l) => l.startsWith("lifeline: the browser ended the shared hub's worker")).length;
   expect([ended(0), ended(1)]).toEqual([1, 1]);
   const pending = await pages[0].evaluate(async () => (await navigator.locks.query()).pending.filter((l) => l.name.startsWith('lifeline:hub:')).length);
@@ -193,7 +191,7 @@ test('a rejoined hub that says nothing to a tab is joined again, and the tab res
   await context.addInitScript(muteNextHub);
   const pages = await open(context, host, 2);
   for (const p of pages) await follow(p);
-  await waitFor(async () => (await Promise.all(pages.map(got))).every((l) => l.filter((d) => !d.reset).length >= 2), { what: 'ticks in every tab' });
+  await ticking(pages);
   const [a, b] = pages;
   await a.evaluate(() => { window.__muteNext = true; });
   const lines = [];
@@ -207,11 +205,7 @@ test('a rejoined hub that says nothing to a tab is joined again, and the tab res
   // with the wasm): the first join, the muted one, at least one that answered.
   expect(lines.filter((l) => l.startsWith('lifeline: the restarted shared hub did not answer this tab in 3000 ms; joining it again')).length).toBeGreaterThanOrEqual(1);
   expect(await a.evaluate(() => window.__joins)).toBeGreaterThanOrEqual(3);
-  for (const p of pages) {
-    const list = await got(p);
-    expect(gapsIn(list)).toEqual([]);
-    expect(list.filter((d) => d.reset).length).toBe(1);
-  }
+  for (const p of pages) await expectWhole(p);
   await waitFor(async () => (await host.health()).sessions === 1, { what: 'one session: both tabs in the rejoined hub' });
 });
 
